@@ -1,0 +1,56 @@
+#include "core/Memory.h"
+
+#include <atomic>
+#include <cstdlib>
+#include <new>
+
+#include "core/Error.h"
+
+namespace dtrain::memory {
+namespace {
+struct Counters {
+  std::atomic<int64_t> current{0};
+  std::atomic<int64_t> peak{0};
+  std::atomic<int64_t> allocations{0};
+};
+Counters gCounters[kMaxDevices];
+
+void updatePeak(Counters& c, int64_t now) {
+  int64_t prev = c.peak.load(std::memory_order_relaxed);
+  while (now > prev && !c.peak.compare_exchange_weak(prev, now, std::memory_order_relaxed)) {
+  }
+}
+}  // namespace
+
+void* allocate(size_t bytes, DeviceType device) {
+  DTRAIN_CHECK(device == DeviceType::CPU, "memory::allocate: only CPU allocation is built in");
+  size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
+  if (rounded == 0) rounded = kAlignment;
+  void* p = std::aligned_alloc(kAlignment, rounded);
+  if (!p) throw Error(detail::concat("out of memory allocating ", bytes, " bytes on CPU"));
+  auto& c = gCounters[static_cast<int>(device)];
+  int64_t now = c.current.fetch_add(static_cast<int64_t>(bytes), std::memory_order_relaxed) +
+                static_cast<int64_t>(bytes);
+  c.allocations.fetch_add(1, std::memory_order_relaxed);
+  updatePeak(c, now);
+  return p;
+}
+
+void release(void* ptr, size_t bytes, DeviceType device) {
+  if (!ptr) return;
+  std::free(ptr);
+  gCounters[static_cast<int>(device)].current.fetch_sub(static_cast<int64_t>(bytes),
+                                                        std::memory_order_relaxed);
+}
+
+MemoryStats stats(DeviceType device) {
+  auto& c = gCounters[static_cast<int>(device)];
+  return {c.current.load(), c.peak.load(), c.allocations.load()};
+}
+
+void resetPeak(DeviceType device) {
+  auto& c = gCounters[static_cast<int>(device)];
+  c.peak = c.current.load();
+}
+
+}  // namespace dtrain::memory

@@ -1,0 +1,21 @@
+#pragma once
+// Intra-op parallelism: one process-wide pool of worker threads used by the CPU
+// kernels through parallelFor(). With one thread (the default) parallelFor runs
+// inline with no synchronization cost. When several ranks run as threads in one
+// process and call parallelFor at once, only one gets the pool; the others run
+// inline, so ranks never wait on each other's kernels.
+#include <cstdint>
+#include <functional>
+
+namespace dtrain {
+
+// Sets the number of threads kernels may use (>= 1), including the caller.
+void setNumThreads(int n);
+int numThreads();
+
+// Calls fn(lo, hi) over disjoint ranges covering [begin, end). Ranges hold at
+// least `grain` elements, so small loops stay on the calling thread.
+void parallelFor(int64_t begin, int64_t end, int64_t grain,
+                 const std::function<void(int64_t, int64_t)>& fn);
+
+}  // namespace dtrain

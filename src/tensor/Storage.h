@@ -1,0 +1,28 @@
+#pragma once
+// A refcounted, aligned, accounted buffer. Tensors are views onto a Storage.
+#include <cstddef>
+#include <memory>
+
+#include "tensor/DType.h"
+
+namespace dtrain {
+
+class Storage {
+ public:
+  Storage(size_t bytes, Device device);
+  ~Storage();
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+
+  void* data() { return data_; }
+  const void* data() const { return data_; }
+  size_t bytes() const { return bytes_; }
+  Device device() const { return device_; }
+
+ private:
+  void* data_;
+  size_t bytes_;
+  Device device_;
+};
+
+}  // namespace dtrain

@@ -1,0 +1,81 @@
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <vector>
+
+#include "core/Error.h"
+#include "core/Memory.h"
+#include "core/Rng.h"
+#include "core/ThreadPool.h"
+
+using namespace dtrain;
+
+TEST(Error, CheckThrowsWithMessage) {
+  try {
+    DTRAIN_CHECK(1 + 1 == 3, "math is broken: ", 42);
+    FAIL() << "no throw";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "math is broken: 42");
+  }
+  EXPECT_THROW(DTRAIN_CHECK_USAGE(false, "bad flag"), UsageError);
+}
+
+TEST(Rng, DeterministicAndRestorable) {
+  Rng a(7), b(7);
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(a.next(), b.next());
+  auto st = a.state();
+  float x = a.uniform();
+  a.setState(st);
+  EXPECT_EQ(a.uniform(), x);
+  Rng c(8);
+  EXPECT_NE(Rng(7).next(), c.next());
+}
+
+TEST(Rng, UniformAndNormalMoments) {
+  Rng r(1);
+  double s = 0, s2 = 0, n = 20000;
+  for (int i = 0; i < n; ++i) {
+    float u = r.uniform();
+    ASSERT_GE(u, 0.f);
+    ASSERT_LT(u, 1.f);
+    s += r.normal();
+  }
+  EXPECT_NEAR(s / n, 0.0, 0.03);
+  for (int i = 0; i < n; ++i) {
+    double z = r.normal();
+    s2 += z * z;
+  }
+  EXPECT_NEAR(s2 / n, 1.0, 0.05);
+}
+
+TEST(Memory, CountsCurrentAndPeak) {
+  auto before = memory::stats();
+  void* p = memory::allocate(1000);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % memory::kAlignment, 0u);
+  EXPECT_EQ(memory::stats().currentBytes, before.currentBytes + 1000);
+  EXPECT_GE(memory::stats().peakBytes, before.currentBytes + 1000);
+  memory::release(p, 1000);
+  EXPECT_EQ(memory::stats().currentBytes, before.currentBytes);
+}
+
+TEST(ThreadPool, ParallelForCoversRangeOnce) {
+  for (int threads : {1, 2, 3}) {
+    setNumThreads(threads);
+    std::vector<std::atomic<int>> hits(1000);
+    parallelFor(0, 1000, 10, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) hits[i]++;
+    });
+    for (auto& h : hits) ASSERT_EQ(h.load(), 1);
+  }
+  setNumThreads(1);
+}
+
+TEST(ThreadPool, PropagatesExceptions) {
+  setNumThreads(2);
+  EXPECT_THROW(parallelFor(0, 100, 1, [](int64_t lo, int64_t) {
+                 if (lo > 0) throw Error("boom");
+               }),
+               Error);
+  setNumThreads(1);
+  EXPECT_THROW(setNumThreads(0), UsageError);
+}
