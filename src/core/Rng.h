@@ -33,8 +33,8 @@ class Rng {
   // Uniform in [0, 1) with 24 bits of precision (exactly representable in f32).
   float uniform() { return static_cast<float>(next() >> 40) * (1.0f / 16777216.0f); }
   float uniform(float lo, float hi) { return lo + (hi - lo) * uniform(); }
-  // Uniform integer in [0, n) without modulo bias worth caring about for n < 2^32.
-  uint64_t below(uint64_t n) { return static_cast<uint64_t>((static_cast<unsigned __int128>(next()) * n) >> 64); }
+  // Uniform integer in [0, n) (Lemire's multiply-shift; bias negligible for n < 2^32).
+  uint64_t below(uint64_t n) { return ((next() >> 32) * (n & 0xffffffffULL)) >> 32; }
   // Standard normal (Box-Muller; one value per call for simple serialization).
   float normal() {
     double u1 = (static_cast<double>(next() >> 11) + 1.0) * (1.0 / 9007199254740993.0);

@@ -1,0 +1,113 @@
+// The backward engine: reverse topological traversal of the recorded graph.
+#include <unordered_map>
+#include <vector>
+
+#include "autograd/Variable.h"
+#include "tensor/cpu/Elementwise.h"
+
+namespace dtrain::autograd {
+namespace {
+
+using Impl = detail::VariableImpl;
+using ImplPtr = std::shared_ptr<Impl>;
+
+void accumulate(Impl& in, Tensor t, const char* opName) {
+  DTRAIN_CHECK(t.shape() == in.data.shape(), "backward of ", opName, ": gradient shape ",
+               shapeStr(t.shape()), " does not match input shape ", shapeStr(in.data.shape()));
+  Tensor& g = in.grad;
+  if (!g.defined()) {
+    // Take the buffer when nobody else holds it; a gradient must be owned.
+    bool exclusive = t.isContiguous() && t.storage().use_count() == 1;
+    g = exclusive ? std::move(t) : t.clone();
+    return;
+  }
+  Tensor src = t.contiguous();
+  kernels::add(g.data<float>(), src.data<float>(), g.data<float>(), g.numel());
+}
+
+// Gradient sink for one node: routes each input's gradient into its .grad.
+class EngineSink final : public GradSink {
+ public:
+  explicit EngineSink(Node& node) : node_(node) {}
+  bool needs(size_t i) const override { return i < node_.inputs.size() && node_.inputs[i]; }
+
+  GradTarget target(size_t i) override {
+    Impl* in = node_.inputs[i].get();
+    Tensor& g = in->grad;
+    if (g.defined()) return {g.data<float>(), true};
+    g = Tensor::empty(in->data.shape());
+    return {g.data<float>(), false};
+  }
+
+  void add(size_t i, Tensor t) override { accumulate(*node_.inputs[i], std::move(t), node_.name()); }
+
+ private:
+  Node& node_;
+};
+
+void fireHooks(const ImplPtr& leaf) {
+  if (leaf->hooks.empty()) return;
+  Variable handle = Variable::fromImpl(leaf);
+  for (auto& h : leaf->hooks) h(handle);
+}
+
+}  // namespace
+
+void Variable::backward() {
+  DTRAIN_CHECK(defined() && numel() == 1, "backward() without a gradient needs a scalar, got shape ",
+               shapeStr(shape()));
+  backward(Tensor::full(shape(), 1.0f));
+}
+
+void Variable::backward(const Tensor& gradOutput) {
+  DTRAIN_CHECK(requiresGrad(), "backward on a variable that does not require grad");
+  DTRAIN_CHECK(gradOutput.shape() == shape(), "backward: gradient shape ",
+               shapeStr(gradOutput.shape()), " != output shape ", shapeStr(shape()));
+  NoGradGuard noGrad;  // backward itself records nothing
+  if (isLeaf()) {
+    accumulate(*impl_, gradOutput.clone(), "backward");
+    fireHooks(impl_);
+    return;
+  }
+
+  // Topological order (iterative DFS) and, for each variable, how many recorded
+  // edges point at it: its gradient is final once all of them have run.
+  std::vector<ImplPtr> order;
+  std::unordered_map<Impl*, int> pending;
+  std::vector<std::pair<ImplPtr, size_t>> stack;
+  stack.push_back({impl_, 0});
+  pending[impl_.get()] = 0;
+  while (!stack.empty()) {
+    auto& [v, next] = stack.back();
+    Node* fn = v->gradFn.get();
+    if (fn && next < fn->inputs.size()) {
+      const ImplPtr& in = fn->inputs[next++];
+      if (!in) continue;
+      auto [it, fresh] = pending.try_emplace(in.get(), 0);
+      ++it->second;
+      if (fresh) stack.push_back({in, 0});
+      continue;
+    }
+    order.push_back(std::move(v));
+    stack.pop_back();
+  }
+
+  impl_->grad = gradOutput.contiguous().clone();
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    ImplPtr v = std::move(*it);  // dropped at the end of this iteration
+    std::shared_ptr<Node> fn = std::move(v->gradFn);
+    if (!fn) continue;  // leaves: hooks fire when their last consumer has run
+    Tensor g = std::move(v->grad);
+    v->grad = Tensor();
+    if (g.defined()) {
+      EngineSink sink(*fn);
+      fn->backward(g, sink);
+    }
+    g = Tensor();
+    fn->release();
+    for (const ImplPtr& in : fn->inputs)
+      if (in && --pending[in.get()] == 0 && !in->gradFn) fireHooks(in);
+  }
+}
+
+}  // namespace dtrain::autograd

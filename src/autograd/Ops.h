@@ -1,0 +1,60 @@
+#pragma once
+// Differentiable operations on Variables. Each records a Node when any input
+// requires grad (and grad mode is on) and otherwise just computes. Inputs are
+// f32; 2-d ops take [rows, cols], spatial ops take NCHW.
+#include <cstdint>
+
+#include "autograd/Variable.h"
+#include "core/Rng.h"
+
+namespace dtrain::autograd {
+
+// Linear algebra
+Variable linear(const Variable& x, const Variable& weight, const Variable& bias);  // x W^T + b
+Variable matmul(const Variable& a, const Variable& b);                              // [M,K]x[K,N]
+
+// Elementwise (same shapes)
+Variable add(const Variable& a, const Variable& b);
+Variable sub(const Variable& a, const Variable& b);
+Variable mul(const Variable& a, const Variable& b);
+Variable scale(const Variable& x, float alpha);
+Variable relu(const Variable& x);
+Variable sigmoid(const Variable& x);
+Variable tanh(const Variable& x);
+Variable gelu(const Variable& x);
+// Inverted dropout: zeroes with probability p and scales the rest by 1/(1-p);
+// identity when !training or p == 0. The mask comes from `rng`.
+Variable dropout(const Variable& x, float p, bool training, Rng& rng);
+
+// Shape (views: no copy in forward)
+Variable reshape(const Variable& x, const Shape& shape);
+Variable flatten(const Variable& x, int64_t startDim = 1);
+
+// Reductions to a scalar
+Variable sum(const Variable& x);
+Variable mean(const Variable& x);
+
+// Spatial
+Variable conv2d(const Variable& x, const Variable& weight, const Variable& bias, int64_t stride = 1,
+                int64_t padding = 0);
+Variable maxPool2d(const Variable& x, int64_t kernel, int64_t stride, int64_t padding = 0);
+Variable avgPool2d(const Variable& x, int64_t kernel, int64_t stride, int64_t padding = 0);
+
+// Normalization. batchNorm2d updates runMean/runVar in training mode (momentum
+// as in torch: run = (1 - m) run + m batch, unbiased batch variance).
+Variable batchNorm2d(const Variable& x, const Variable& gamma, const Variable& beta,
+                     Tensor& runMean, Tensor& runVar, bool training, float momentum, float eps);
+Variable layerNorm(const Variable& x, const Variable& gamma, const Variable& beta, float eps);
+
+// Lookup: indices (I32, any shape) into weight [V, D] -> [..., D].
+Variable embedding(const Tensor& indices, const Variable& weight);
+
+// Row-wise over the last dim of a 2-d input
+Variable softmax(const Variable& x);
+Variable logSoftmax(const Variable& x);
+
+// Losses (mean over the batch, as torch's default reduction)
+Variable crossEntropy(const Variable& logits, const Tensor& labels);  // labels I32 [B]
+Variable mseLoss(const Variable& pred, const Tensor& target);
+
+}  // namespace dtrain::autograd

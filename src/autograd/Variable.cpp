@@ -1,0 +1,61 @@
+#include "autograd/Variable.h"
+
+#include <cstring>
+#include <unordered_map>
+
+#include "tensor/cpu/Elementwise.h"
+
+namespace dtrain::autograd {
+
+namespace {
+thread_local bool tGradEnabled = true;
+}
+
+bool gradEnabled() { return tGradEnabled; }
+NoGradGuard::NoGradGuard() : prev_(tGradEnabled) { tGradEnabled = false; }
+NoGradGuard::~NoGradGuard() { tGradEnabled = prev_; }
+
+Variable::Variable(Tensor data, bool requiresGrad)
+    : impl_(std::make_shared<detail::VariableImpl>()) {
+  impl_->data = std::move(data);
+  setRequiresGrad(requiresGrad);
+}
+
+void Variable::setRequiresGrad(bool r) {
+  DTRAIN_CHECK(!r || impl_->data.dtype() == DType::F32,
+               "only f32 tensors can require grad (got ", dtypeName(impl_->data.dtype()), ")");
+  impl_->requiresGrad = r;
+}
+
+void Variable::zeroGrad() {
+  Tensor& g = impl_->grad;
+  if (g.defined())
+    g.zero();
+  else
+    g = Tensor::zeros(impl_->data.shape());
+}
+
+void Variable::addGradReadyHook(std::function<void(Variable&)> fn) {
+  DTRAIN_CHECK(isLeaf(), "grad-ready hooks can only be set on leaf variables");
+  impl_->hooks.push_back(std::move(fn));
+}
+
+bool needsGraph(std::initializer_list<const Variable*> inputs) {
+  if (!tGradEnabled) return false;
+  for (const Variable* v : inputs)
+    if (v && v->defined() && v->requiresGrad()) return true;
+  return false;
+}
+
+Variable record(Tensor out, std::shared_ptr<Node> node,
+                std::initializer_list<const Variable*> inputs) {
+  auto impl = std::make_shared<detail::VariableImpl>();
+  impl->data = std::move(out);
+  impl->requiresGrad = true;
+  for (const Variable* v : inputs)
+    node->inputs.push_back(v && v->defined() && v->requiresGrad() ? v->shared() : nullptr);
+  impl->gradFn = std::move(node);
+  return Variable(std::move(impl));
+}
+
+}  // namespace dtrain::autograd

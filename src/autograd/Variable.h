@@ -1,0 +1,124 @@
+#pragma once
+// Define-by-run autograd. A Variable is a tensor plus, when it requires grad,
+// the node that produced it (non-leaf) or an accumulated .grad (leaf). Each op
+// records a Node; backward() walks the recorded graph in reverse topological
+// order, frees every intermediate as soon as it is no longer needed, and fires
+// a leaf's grad-ready hooks the moment its gradient is final (data parallelism
+// starts communicating a fusion bucket from there while backward goes on).
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tensor/Tensor.h"
+
+namespace dtrain::autograd {
+
+class Node;
+class Variable;
+
+namespace detail {
+struct VariableImpl {
+  Tensor data;
+  Tensor grad;  // leaf: accumulated gradient; non-leaf: transient during backward
+  bool requiresGrad = false;
+  std::shared_ptr<Node> gradFn;  // null for leaves
+  std::vector<std::function<void(Variable&)>> hooks;
+  std::string name;
+};
+}  // namespace detail
+
+class Variable {
+ public:
+  Variable() = default;
+  explicit Variable(Tensor data, bool requiresGrad = false);
+
+  bool defined() const { return impl_ != nullptr; }
+  Tensor& data() { return impl_->data; }
+  const Tensor& data() const { return impl_->data; }
+  Tensor& grad() { return impl_->grad; }
+  const Tensor& grad() const { return impl_->grad; }
+  const Shape& shape() const { return impl_->data.shape(); }
+  int64_t numel() const { return impl_->data.numel(); }
+  float item() const { return impl_->data.item(); }
+
+  bool requiresGrad() const { return impl_ && impl_->requiresGrad; }
+  void setRequiresGrad(bool r);
+  bool isLeaf() const { return !impl_->gradFn; }
+  const std::string& name() const { return impl_->name; }
+  void setName(std::string n) { impl_->name = std::move(n); }
+
+  // Zeroes .grad in place (keeps the buffer, so grads may be views into a
+  // communication bucket) or allocates it zeroed.
+  void zeroGrad();
+  // Registers fn to run when this leaf's gradient is final during a backward.
+  void addGradReadyHook(std::function<void(Variable&)> fn);
+  void clearHooks() { impl_->hooks.clear(); }
+
+  // Backward from a scalar (seed 1) or with an explicit output gradient.
+  void backward();
+  void backward(const Tensor& gradOutput);
+
+  // Same data, cut from the graph.
+  Variable detach() const { return Variable(impl_->data, false); }
+
+  detail::VariableImpl* impl() const { return impl_.get(); }
+  static Variable fromImpl(std::shared_ptr<detail::VariableImpl> impl) {
+    return Variable(std::move(impl));
+  }
+  const std::shared_ptr<detail::VariableImpl>& shared() const { return impl_; }
+
+ private:
+  explicit Variable(std::shared_ptr<detail::VariableImpl> impl) : impl_(std::move(impl)) {}
+  friend Variable record(Tensor, std::shared_ptr<Node>, std::initializer_list<const Variable*>);
+  std::shared_ptr<detail::VariableImpl> impl_;
+};
+
+// Where a node writes the gradient of one input: `ptr` to a contiguous buffer
+// shaped like the input; accumulate=true means add to it (beta = 1), false
+// means overwrite (beta = 0). Writing straight into .grad avoids temporaries.
+struct GradTarget {
+  float* ptr = nullptr;
+  bool accumulate = false;
+};
+
+class GradSink {
+ public:
+  virtual ~GradSink() = default;
+  virtual bool needs(size_t input) const = 0;
+  virtual GradTarget target(size_t input) = 0;
+  // Adds g (shaped like the input) to the input's gradient; may take g's buffer.
+  virtual void add(size_t input, Tensor g) = 0;
+};
+
+// A recorded operation. Subclasses save what backward needs and release it in
+// release(), called by the engine right after backward() runs.
+class Node {
+ public:
+  virtual ~Node() = default;
+  virtual const char* name() const = 0;
+  virtual void backward(const Tensor& gradOut, GradSink& sink) = 0;
+  virtual void release() {}
+
+  std::vector<std::shared_ptr<detail::VariableImpl>> inputs;
+};
+
+// Grad mode is per thread (ranks of the local backend are threads).
+bool gradEnabled();
+class NoGradGuard {
+ public:
+  NoGradGuard();
+  ~NoGradGuard();
+  NoGradGuard(const NoGradGuard&) = delete;
+  NoGradGuard& operator=(const NoGradGuard&) = delete;
+
+ private:
+  bool prev_;
+};
+
+// True when any input requires grad and grad mode is on: the op must record.
+bool needsGraph(std::initializer_list<const Variable*> inputs);
+// Wraps `out` as the result of `node`, whose inputs are `inputs`.
+Variable record(Tensor out, std::shared_ptr<Node> node, std::initializer_list<const Variable*> inputs);
+
+}  // namespace dtrain::autograd

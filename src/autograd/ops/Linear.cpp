@@ -1,0 +1,96 @@
+// linear and matmul: GEMM forward and backward, gradients written straight into
+// their targets (beta = 1 when accumulating), so no temporaries.
+#include "autograd/Ops.h"
+#include "autograd/ops/OpUtil.h"
+#include "tensor/cpu/Blas.h"
+
+namespace dtrain::autograd {
+namespace {
+
+class LinearNode final : public Node {
+ public:
+  LinearNode(Tensor x, Tensor w, bool hasBias) : x_(std::move(x)), w_(std::move(w)), hasBias_(hasBias) {}
+  const char* name() const override { return "linear"; }
+  void backward(const Tensor& gy, GradSink& sink) override {
+    const int64_t B = x_.size(0), in = x_.size(1), out = w_.size(0);
+    const float* g = gy.data<float>();
+    if (sink.needs(0)) {  // dx = gy W
+      GradTarget t = sink.target(0);
+      kernels::gemm(false, false, B, in, out, 1.f, g, out, w_.data<float>(), in,
+                    t.accumulate ? 1.f : 0.f, t.ptr, in);
+    }
+    if (sink.needs(1)) {  // dW = gy^T x
+      GradTarget t = sink.target(1);
+      kernels::gemm(true, false, out, in, B, 1.f, g, out, x_.data<float>(), in,
+                    t.accumulate ? 1.f : 0.f, t.ptr, in);
+    }
+    if (hasBias_ && sink.needs(2)) {
+      GradTarget t = sink.target(2);
+      kernels::sumRows(g, t.ptr, B, out, t.accumulate);
+    }
+  }
+  void release() override { x_ = w_ = Tensor(); }
+
+ private:
+  Tensor x_, w_;
+  bool hasBias_;
+};
+
+class MatmulNode final : public Node {
+ public:
+  MatmulNode(Tensor a, Tensor b) : a_(std::move(a)), b_(std::move(b)) {}
+  const char* name() const override { return "matmul"; }
+  void backward(const Tensor& gy, GradSink& sink) override {
+    const int64_t M = a_.size(0), K = a_.size(1), N = b_.size(1);
+    if (sink.needs(0)) {  // da = gy b^T
+      GradTarget t = sink.target(0);
+      kernels::gemm(false, true, M, K, N, 1.f, gy.data<float>(), N, b_.data<float>(), N,
+                    t.accumulate ? 1.f : 0.f, t.ptr, K);
+    }
+    if (sink.needs(1)) {  // db = a^T gy
+      GradTarget t = sink.target(1);
+      kernels::gemm(true, false, K, N, M, 1.f, a_.data<float>(), K, gy.data<float>(), N,
+                    t.accumulate ? 1.f : 0.f, t.ptr, N);
+    }
+  }
+  void release() override { a_ = b_ = Tensor(); }
+
+ private:
+  Tensor a_, b_;
+};
+
+}  // namespace
+
+Variable linear(const Variable& x, const Variable& weight, const Variable& bias) {
+  Tensor xd = detail::contig(x, "linear", "input");
+  Tensor wd = detail::contig(weight, "linear", "weight");
+  DTRAIN_CHECK(xd.dim() == 2 && wd.dim() == 2 && xd.size(1) == wd.size(1), "linear: input ",
+               shapeStr(xd.shape()), " does not match weight ", shapeStr(wd.shape()));
+  const int64_t B = xd.size(0), in = xd.size(1), out = wd.size(0);
+  Tensor y = Tensor::empty({B, out});
+  kernels::gemm(false, true, B, out, in, 1.f, xd.data<float>(), in, wd.data<float>(), in, 0.f,
+                y.data<float>(), out);
+  if (bias.defined()) {
+    Tensor bd = detail::contig(bias, "linear", "bias");
+    DTRAIN_CHECK(bd.numel() == out, "linear: bias of ", bd.numel(), " elements for ", out,
+                 " outputs");
+    kernels::addRowBias(y.data<float>(), bd.data<float>(), B, out);
+  }
+  if (!needsGraph({&x, &weight, &bias})) return Variable(std::move(y));
+  return record(std::move(y), std::make_shared<LinearNode>(xd, wd, bias.defined()),
+                {&x, &weight, &bias});
+}
+
+Variable matmul(const Variable& a, const Variable& b) {
+  Tensor ad = detail::contig(a, "matmul", "a"), bd = detail::contig(b, "matmul", "b");
+  DTRAIN_CHECK(ad.dim() == 2 && bd.dim() == 2 && ad.size(1) == bd.size(0), "matmul: ",
+               shapeStr(ad.shape()), " x ", shapeStr(bd.shape()), " do not match");
+  const int64_t M = ad.size(0), K = ad.size(1), N = bd.size(1);
+  Tensor y = Tensor::empty({M, N});
+  kernels::gemm(false, false, M, N, K, 1.f, ad.data<float>(), K, bd.data<float>(), N, 0.f,
+                y.data<float>(), N);
+  if (!needsGraph({&a, &b})) return Variable(std::move(y));
+  return record(std::move(y), std::make_shared<MatmulNode>(ad, bd), {&a, &b});
+}
+
+}  // namespace dtrain::autograd

@@ -1,0 +1,37 @@
+#pragma once
+// Shared helpers for op implementations.
+#include <memory>
+
+#include "autograd/Variable.h"
+#include "tensor/cpu/Elementwise.h"
+
+namespace dtrain::autograd::detail {
+
+// Runs `kernel(out)` for an overwrite-only backward kernel into input i's
+// gradient: straight into the target, or through a temporary when the target
+// already holds a gradient to add to.
+template <typename Kernel>
+void writeGrad(GradSink& sink, size_t i, int64_t numel, Kernel&& kernel) {
+  GradTarget t = sink.target(i);
+  if (!t.accumulate) {
+    kernel(t.ptr);
+    return;
+  }
+  Tensor tmp = Tensor::empty({numel});
+  kernel(tmp.data<float>());
+  kernels::add(t.ptr, tmp.data<float>(), t.ptr, numel);
+}
+
+inline const Tensor& checkF32(const Variable& v, const char* op, const char* what) {
+  DTRAIN_CHECK(v.defined(), op, ": ", what, " is undefined");
+  DTRAIN_CHECK(v.data().dtype() == DType::F32, op, ": ", what, " must be f32, got ",
+               dtypeName(v.data().dtype()));
+  return v.data();
+}
+
+// Contiguous f32 data of a variable (copy only when it is a strided view).
+inline Tensor contig(const Variable& v, const char* op, const char* what) {
+  return checkF32(v, op, what).contiguous();
+}
+
+}  // namespace dtrain::autograd::detail

@@ -1,0 +1,133 @@
+// conv2d, maxPool2d, avgPool2d over NCHW.
+#include "autograd/Ops.h"
+#include "autograd/ops/OpUtil.h"
+#include "tensor/cpu/Conv.h"
+#include "tensor/cpu/Pool.h"
+
+namespace dtrain::autograd {
+namespace {
+
+using detail::writeGrad;
+
+class Conv2dNode final : public Node {
+ public:
+  Conv2dNode(kernels::ConvShape s, Tensor x, Tensor w, bool hasBias)
+      : s_(s), x_(std::move(x)), w_(std::move(w)), hasBias_(hasBias) {}
+  const char* name() const override { return "conv2d"; }
+  void backward(const Tensor& gy, GradSink& sink) override {
+    const bool nx = sink.needs(0), nw = sink.needs(1), nb = hasBias_ && sink.needs(2);
+    // The kernel overwrites its outputs; accumulate through temporaries where needed.
+    Tensor tx, tw, tb;
+    float *gx = nullptr, *gw = nullptr, *gb = nullptr;
+    GradTarget Tx, Tw, Tb;
+    auto pick = [&](bool need, size_t i, int64_t n, Tensor& tmp, GradTarget& T, float*& out) {
+      if (!need) return;
+      T = sink.target(i);
+      if (T.accumulate) {
+        tmp = Tensor::empty({n});
+        out = tmp.data<float>();
+      } else {
+        out = T.ptr;
+      }
+    };
+    pick(nx, 0, x_.numel(), tx, Tx, gx);
+    pick(nw, 1, w_.numel(), tw, Tw, gw);
+    pick(nb, 2, s_.Cout, tb, Tb, gb);
+    kernels::conv2dBackward(s_, x_.data<float>(), w_.data<float>(), gy.data<float>(), gx, gw, gb);
+    if (tx.defined()) kernels::add(Tx.ptr, gx, Tx.ptr, x_.numel());
+    if (tw.defined()) kernels::add(Tw.ptr, gw, Tw.ptr, w_.numel());
+    if (tb.defined()) kernels::add(Tb.ptr, gb, Tb.ptr, s_.Cout);
+  }
+  void release() override { x_ = w_ = Tensor(); }
+
+ private:
+  kernels::ConvShape s_;
+  Tensor x_, w_;
+  bool hasBias_;
+};
+
+class MaxPoolNode final : public Node {
+ public:
+  MaxPoolNode(kernels::PoolShape s, Tensor argmax) : s_(s), argmax_(std::move(argmax)) {}
+  const char* name() const override { return "max_pool2d"; }
+  void backward(const Tensor& gy, GradSink& sink) override {
+    writeGrad(sink, 0, s_.N * s_.C * s_.H * s_.W, [&](float* o) {
+      kernels::maxPool2dBackward(s_, gy.data<float>(), argmax_.data<int32_t>(), o);
+    });
+  }
+  void release() override { argmax_ = Tensor(); }
+
+ private:
+  kernels::PoolShape s_;
+  Tensor argmax_;
+};
+
+class AvgPoolNode final : public Node {
+ public:
+  explicit AvgPoolNode(kernels::PoolShape s) : s_(s) {}
+  const char* name() const override { return "avg_pool2d"; }
+  void backward(const Tensor& gy, GradSink& sink) override {
+    writeGrad(sink, 0, s_.N * s_.C * s_.H * s_.W,
+              [&](float* o) { kernels::avgPool2dBackward(s_, gy.data<float>(), o); });
+  }
+
+ private:
+  kernels::PoolShape s_;
+};
+
+kernels::PoolShape poolShape(const Tensor& x, int64_t k, int64_t stride, int64_t pad,
+                             const char* op) {
+  DTRAIN_CHECK(x.dim() == 4, op, ": expected NCHW input, got ", shapeStr(x.shape()));
+  DTRAIN_CHECK(k > 0 && stride > 0 && pad >= 0 && 2 * pad <= k, op, ": bad kernel ", k,
+               " stride ", stride, " padding ", pad);
+  kernels::PoolShape s{x.size(0), x.size(1), x.size(2), x.size(3), k, k, stride, stride, pad, pad};
+  DTRAIN_CHECK(s.outH() > 0 && s.outW() > 0, op, ": kernel ", k, " larger than input ",
+               shapeStr(x.shape()));
+  return s;
+}
+
+}  // namespace
+
+Variable conv2d(const Variable& x, const Variable& weight, const Variable& bias, int64_t stride,
+                int64_t padding) {
+  Tensor xd = detail::contig(x, "conv2d", "input"), wd = detail::contig(weight, "conv2d", "weight");
+  DTRAIN_CHECK(xd.dim() == 4 && wd.dim() == 4 && xd.size(1) == wd.size(1), "conv2d: input ",
+               shapeStr(xd.shape()), " does not match weight ", shapeStr(wd.shape()));
+  DTRAIN_CHECK(stride > 0 && padding >= 0, "conv2d: bad stride ", stride, " or padding ", padding);
+  kernels::ConvShape s{xd.size(0), xd.size(1), xd.size(2), xd.size(3), wd.size(0), wd.size(2),
+                       wd.size(3), stride, stride, padding, padding};
+  DTRAIN_CHECK(s.outH() > 0 && s.outW() > 0, "conv2d: kernel ", shapeStr(wd.shape()),
+               " larger than padded input ", shapeStr(xd.shape()));
+  Tensor bd;
+  if (bias.defined()) {
+    bd = detail::contig(bias, "conv2d", "bias");
+    DTRAIN_CHECK(bd.numel() == s.Cout, "conv2d: bias of ", bd.numel(), " for ", s.Cout, " channels");
+  }
+  Tensor y = Tensor::empty({s.N, s.Cout, s.outH(), s.outW()});
+  kernels::conv2dForward(s, xd.data<float>(), wd.data<float>(),
+                         bd.defined() ? bd.data<float>() : nullptr, y.data<float>());
+  if (!needsGraph({&x, &weight, &bias})) return Variable(std::move(y));
+  return record(std::move(y), std::make_shared<Conv2dNode>(s, xd, wd, bias.defined()),
+                {&x, &weight, &bias});
+}
+
+Variable maxPool2d(const Variable& x, int64_t kernel, int64_t stride, int64_t padding) {
+  Tensor xd = detail::contig(x, "max_pool2d", "input");
+  auto s = poolShape(xd, kernel, stride, padding, "max_pool2d");
+  Tensor y = Tensor::empty({s.N, s.C, s.outH(), s.outW()});
+  Tensor argmax = Tensor::empty(y.shape(), DType::I32);
+  kernels::maxPool2dForward(s, xd.data<float>(), y.data<float>(), argmax.data<int32_t>());
+  if (!needsGraph({&x})) return Variable(std::move(y));
+  return record(std::move(y), std::make_shared<MaxPoolNode>(s, std::move(argmax)), {&x});
+}
+
+Variable avgPool2d(const Variable& x, int64_t kernel, int64_t stride, int64_t padding) {
+  Tensor xd = detail::contig(x, "avg_pool2d", "input");
+  auto s = poolShape(xd, kernel, stride, padding, "avg_pool2d");
+  Tensor y = Tensor::empty({s.N, s.C, s.outH(), s.outW()});
+  kernels::avgPool2dForward(s, xd.data<float>(), y.data<float>());
+  if (!needsGraph({&x})) return Variable(std::move(y));
+  return record(std::move(y), std::make_shared<AvgPoolNode>(s), {&x});
+}
+
+}  // namespace dtrain::autograd

@@ -1,0 +1,25 @@
+#pragma once
+// Deterministic initializers (all draw from the given Rng). The layers'
+// defaults follow PyTorch's: weight and bias ~ U(-1/sqrt(fan_in), 1/sqrt(fan_in))
+// (kaiming_uniform with a = sqrt(5)), so training dynamics match the peer.
+#include "core/Rng.h"
+#include "tensor/Tensor.h"
+
+namespace dtrain::nn::init {
+
+// fan_in and fan_out of a Linear [out, in] or Conv [out, in, kh, kw] weight.
+int64_t fanIn(const Tensor& w);
+int64_t fanOut(const Tensor& w);
+
+void uniform(Tensor& t, float lo, float hi, Rng& rng);
+void normal(Tensor& t, float mean, float stddev, Rng& rng);
+void constant(Tensor& t, float value);
+// gain = sqrt(2) for ReLU (He et al.).
+void kaimingUniform(Tensor& w, Rng& rng, float gain = 1.41421356f);
+void kaimingNormal(Tensor& w, Rng& rng, float gain = 1.41421356f);
+void xavierUniform(Tensor& w, Rng& rng, float gain = 1.f);
+void xavierNormal(Tensor& w, Rng& rng, float gain = 1.f);
+// PyTorch's default for Linear/Conv weights and biases.
+void torchDefault(Tensor& t, int64_t fanIn, Rng& rng);
+
+}  // namespace dtrain::nn::init

@@ -1,0 +1,128 @@
+#pragma once
+// The built-in layers. Parameter names and layouts follow torch.nn.
+#include <memory>
+#include <vector>
+
+#include "autograd/Ops.h"
+#include "core/Rng.h"
+#include "nn/Module.h"
+
+namespace dtrain::nn {
+
+class Linear : public Module {
+ public:
+  Linear(int64_t in, int64_t out, Rng& rng, bool bias = true);
+  Variable forward(const Variable& x) override;
+  std::string describe() const override;
+  Variable weight, bias;  // [out, in], [out]
+};
+
+class Conv2d : public Module {
+ public:
+  Conv2d(int64_t in, int64_t out, int64_t kernel, Rng& rng, int64_t stride = 1, int64_t padding = 0,
+         bool bias = true);
+  Variable forward(const Variable& x) override;
+  std::string describe() const override;
+  Variable weight, bias;  // [out, in, k, k], [out]
+  int64_t stride, padding;
+};
+
+class MaxPool2d : public Module {
+ public:
+  explicit MaxPool2d(int64_t kernel, int64_t stride = 0, int64_t padding = 0);
+  Variable forward(const Variable& x) override;
+  std::string describe() const override;
+  int64_t kernel, stride, padding;
+};
+
+class AvgPool2d : public Module {
+ public:
+  explicit AvgPool2d(int64_t kernel, int64_t stride = 0, int64_t padding = 0);
+  Variable forward(const Variable& x) override;
+  std::string describe() const override;
+  int64_t kernel, stride, padding;
+};
+
+class ReLU : public Module {
+ public:
+  Variable forward(const Variable& x) override { return autograd::relu(x); }
+  std::string describe() const override { return "ReLU()"; }
+};
+
+class Sigmoid : public Module {
+ public:
+  Variable forward(const Variable& x) override { return autograd::sigmoid(x); }
+  std::string describe() const override { return "Sigmoid()"; }
+};
+
+class Tanh : public Module {
+ public:
+  Variable forward(const Variable& x) override { return autograd::tanh(x); }
+  std::string describe() const override { return "Tanh()"; }
+};
+
+class GELU : public Module {
+ public:
+  Variable forward(const Variable& x) override { return autograd::gelu(x); }
+  std::string describe() const override { return "GELU()"; }
+};
+
+class Flatten : public Module {
+ public:
+  Variable forward(const Variable& x) override { return autograd::flatten(x, 1); }
+  std::string describe() const override { return "Flatten()"; }
+};
+
+class Dropout : public Module {
+ public:
+  Dropout(float p, uint64_t seed);
+  Variable forward(const Variable& x) override;
+  std::string describe() const override;
+  float p;
+  Rng rng;
+};
+
+class BatchNorm2d : public Module {
+ public:
+  explicit BatchNorm2d(int64_t channels, float eps = 1e-5f, float momentum = 0.1f);
+  Variable forward(const Variable& x) override;
+  std::string describe() const override;
+  Variable weight, bias;
+  Tensor *runningMean, *runningVar, *numBatchesTracked;
+  float eps, momentum;
+};
+
+class LayerNorm : public Module {
+ public:
+  explicit LayerNorm(int64_t dim, float eps = 1e-5f);
+  Variable forward(const Variable& x) override;
+  std::string describe() const override;
+  Variable weight, bias;
+  float eps;
+};
+
+class Embedding : public Module {
+ public:
+  Embedding(int64_t vocab, int64_t dim, Rng& rng);
+  // Input: indices stored as f32 values in a Variable (no grad); see lookup().
+  Variable forward(const Variable& x) override;
+  Variable lookup(const Tensor& indices) { return autograd::embedding(indices, weight); }
+  std::string describe() const override;
+  Variable weight;  // [vocab, dim], initialized N(0, 1) as torch
+};
+
+// Children named "0", "1", ... as torch.nn.Sequential.
+class Sequential : public Module {
+ public:
+  Sequential() = default;
+  explicit Sequential(std::vector<std::shared_ptr<Module>> layers);
+  void append(std::shared_ptr<Module> layer);
+  Variable forward(const Variable& x) override;
+  std::string describe() const override { return "Sequential"; }
+  size_t size() const { return layers_.size(); }
+
+ private:
+  std::vector<std::shared_ptr<Module>> layers_;
+};
+
+}  // namespace dtrain::nn

@@ -1,0 +1,58 @@
+#pragma once
+// Module: a node of the model tree holding named parameters, buffers and child
+// modules. Names are hierarchical ("1.weight", "features.0.bias") and, for the
+// built-in models, identical to the PyTorch state_dict keys of the equivalent
+// nn.Sequential, with the same layouts.
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "autograd/Variable.h"
+
+namespace dtrain::nn {
+
+using autograd::Variable;
+
+class Module {
+ public:
+  virtual ~Module() = default;
+  virtual Variable forward(const Variable& x) = 0;
+  Variable operator()(const Variable& x) { return forward(x); }
+  // One line describing this module's own configuration, e.g. "Linear(784, 256)".
+  virtual std::string describe() const = 0;
+
+  // Recursive, in registration order (= the order backward finishes them, reversed).
+  std::vector<std::pair<std::string, Variable>> namedParameters() const;
+  std::vector<Variable> parameters() const;
+  // Buffers (e.g. BatchNorm running statistics): saved in checkpoints, not trained.
+  std::vector<std::pair<std::string, Tensor*>> namedBuffers();
+  const std::vector<std::pair<std::string, std::shared_ptr<Module>>>& children() const {
+    return children_;
+  }
+
+  void train(bool on = true);
+  void eval() { train(false); }
+  bool isTraining() const { return training_; }
+  void zeroGrad();
+  int64_t parameterCount() const;
+  // Multi-line tree, like printing a torch module.
+  std::string summary(int indent = 0) const;
+
+ protected:
+  Variable registerParameter(const std::string& name, Tensor value);
+  Tensor& registerBuffer(const std::string& name, Tensor value);
+  void registerModule(const std::string& name, std::shared_ptr<Module> child);
+
+ private:
+  void collectParameters(const std::string& prefix,
+                         std::vector<std::pair<std::string, Variable>>& out) const;
+  void collectBuffers(const std::string& prefix, std::vector<std::pair<std::string, Tensor*>>& out);
+
+  std::vector<std::pair<std::string, Variable>> params_;
+  std::vector<std::pair<std::string, std::unique_ptr<Tensor>>> buffers_;  // stable addresses
+  std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
+  bool training_ = true;
+};
+
+}  // namespace dtrain::nn
