@@ -15,6 +15,11 @@ void accumulate(Impl& in, Tensor t, const char* opName) {
   DTRAIN_CHECK(t.shape() == in.data.shape(), "backward of ", opName, ": gradient shape ",
                shapeStr(t.shape()), " does not match input shape ", shapeStr(in.data.shape()));
   Tensor& g = in.grad;
+  if (in.gradStale) {  // logically zero: overwrite, keeping the buffer
+    g.copyFrom(t);
+    in.gradStale = false;
+    return;
+  }
   if (!g.defined()) {
     // Take the buffer when nobody else holds it; a gradient must be owned.
     bool exclusive = t.isContiguous() && t.storage().use_count() == 1;
@@ -34,6 +39,10 @@ class EngineSink final : public GradSink {
   GradTarget target(size_t i) override {
     Impl* in = node_.inputs[i].get();
     Tensor& g = in->grad;
+    if (in->gradStale) {
+      in->gradStale = false;
+      return {g.data<float>(), false};
+    }
     if (g.defined()) return {g.data<float>(), true};
     g = Tensor::empty(in->data.shape());
     return {g.data<float>(), false};

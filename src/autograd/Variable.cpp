@@ -28,11 +28,26 @@ void Variable::setRequiresGrad(bool r) {
 }
 
 void Variable::zeroGrad() {
-  Tensor& g = impl_->grad;
-  if (g.defined())
-    g.zero();
+  if (impl_->grad.defined())
+    impl_->gradStale = true;
   else
-    g = Tensor::zeros(impl_->data.shape());
+    impl_->grad = Tensor::zeros(impl_->data.shape());
+}
+
+Tensor& Variable::grad() const {
+  if (impl_->gradStale) {
+    impl_->grad.zero();
+    impl_->gradStale = false;
+  }
+  return impl_->grad;
+}
+
+void Variable::setGradBuffer(Tensor buffer) {
+  DTRAIN_CHECK(buffer.shape() == shape() && buffer.isContiguous(), "setGradBuffer: buffer ",
+               shapeStr(buffer.shape()), " for a parameter of shape ", shapeStr(shape()));
+  buffer.copyFrom(grad().defined() ? grad() : Tensor::zeros(shape()));
+  impl_->grad = std::move(buffer);
+  impl_->gradStale = false;
 }
 
 void Variable::addGradReadyHook(std::function<void(Variable&)> fn) {

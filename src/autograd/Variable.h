@@ -21,6 +21,9 @@ namespace detail {
 struct VariableImpl {
   Tensor data;
   Tensor grad;  // leaf: accumulated gradient; non-leaf: transient during backward
+  // zeroGrad() only marks the buffer stale (logically zero): the next backward
+  // overwrites it instead of adding, which saves a memset pass per step.
+  bool gradStale = false;
   bool requiresGrad = false;
   std::shared_ptr<Node> gradFn;  // null for leaves
   std::vector<std::function<void(Variable&)>> hooks;
@@ -36,8 +39,8 @@ class Variable {
   bool defined() const { return impl_ != nullptr; }
   Tensor& data() { return impl_->data; }
   const Tensor& data() const { return impl_->data; }
-  Tensor& grad() { return impl_->grad; }
-  const Tensor& grad() const { return impl_->grad; }
+  // The accumulated gradient (zeros after zeroGrad(); undefined before any backward).
+  Tensor& grad() const;
   const Shape& shape() const { return impl_->data.shape(); }
   int64_t numel() const { return impl_->data.numel(); }
   float item() const { return impl_->data.item(); }
@@ -48,9 +51,11 @@ class Variable {
   const std::string& name() const { return impl_->name; }
   void setName(std::string n) { impl_->name = std::move(n); }
 
-  // Zeroes .grad in place (keeps the buffer, so grads may be views into a
-  // communication bucket) or allocates it zeroed.
+  // Zeroes .grad, keeping its buffer (grads may be views into a communication
+  // bucket); allocates it when there is none yet.
   void zeroGrad();
+  // Gives the gradient a buffer of the caller's (e.g. a slice of a fusion bucket).
+  void setGradBuffer(Tensor buffer);
   // Registers fn to run when this leaf's gradient is final during a backward.
   void addGradReadyHook(std::function<void(Variable&)> fn);
   void clearHooks() { impl_->hooks.clear(); }

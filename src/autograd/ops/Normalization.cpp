@@ -10,14 +10,14 @@ namespace {
 
 // Gradients of (x, gamma, beta) from one kernel that overwrites all three.
 template <typename Kernel>
-void normBackward(GradSink& sink, int64_t nx, int64_t nc, bool affine, Kernel&& kernel) {
-  Tensor gx = Tensor::empty({nx}), gg, gb;
+void normBackward(GradSink& sink, const Shape& xShape, int64_t nc, bool affine, Kernel&& kernel) {
+  Tensor gx = Tensor::empty(xShape), gg, gb;
   if (affine) {
     gg = Tensor::empty({nc});
     gb = Tensor::empty({nc});
   }
   kernel(gx.data<float>(), affine ? gg.data<float>() : nullptr, affine ? gb.data<float>() : nullptr);
-  if (sink.needs(0)) sink.add(0, gx.view(gx.shape()));
+  if (sink.needs(0)) sink.add(0, std::move(gx));
   if (affine && sink.needs(1)) {
     GradTarget t = sink.target(1);
     for (int64_t i = 0; i < nc; ++i) t.ptr[i] = (t.accumulate ? t.ptr[i] : 0.f) + gg.data<float>()[i];
@@ -36,10 +36,39 @@ class BatchNormNode final : public Node {
   void backward(const Tensor& gy, GradSink& sink) override {
     const int64_t N = x_.size(0), C = x_.size(1), S = x_.numel() / std::max<int64_t>(1, N * C);
     const bool affine = gamma_.defined();
-    normBackward(sink, x_.numel(), C, affine, [&](float* gx, float* gg, float* gb) {
+    normBackward(sink, x_.shape(), C, affine, [&](float* gx, float* gg, float* gb) {
       kernels::batchNormBackward(x_.data<float>(), affine ? gamma_.data<float>() : nullptr,
                                  mean_.data<float>(), invStd_.data<float>(), gy.data<float>(), gx,
                                  gg, gb, N, C, S);
+    });
+  }
+  void release() override { x_ = gamma_ = mean_ = invStd_ = Tensor(); }
+
+ private:
+  Tensor x_, gamma_, mean_, invStd_;
+};
+
+// Eval mode is an affine map per channel: y = (x - mean_run) * invStd_run * gamma + beta.
+class BatchNormEvalNode final : public Node {
+ public:
+  BatchNormEvalNode(Tensor x, Tensor gamma, Tensor mean, Tensor invStd)
+      : x_(std::move(x)), gamma_(std::move(gamma)), mean_(std::move(mean)), invStd_(std::move(invStd)) {}
+  const char* name() const override { return "batch_norm2d_eval"; }
+  void backward(const Tensor& gy, GradSink& sink) override {
+    const int64_t N = x_.size(0), C = x_.size(1), S = x_.numel() / std::max<int64_t>(1, N * C);
+    const bool affine = gamma_.defined();
+    normBackward(sink, x_.shape(), C, affine, [&](float* gx, float* gg, float* gb) {
+      const float *x = x_.data<float>(), *g = gy.data<float>(), *m = mean_.data<float>(),
+                  *is = invStd_.data<float>();
+      if (affine) std::fill(gg, gg + C, 0.f), std::fill(gb, gb + C, 0.f);
+      for (int64_t n = 0; n < N; ++n)
+        for (int64_t c = 0; c < C; ++c) {
+          const float k = is[c] * (affine ? gamma_.data<float>()[c] : 1.f);
+          for (int64_t i = (n * C + c) * S, e = i + S; i < e; ++i) {
+            gx[i] = g[i] * k;
+            if (affine) gg[c] += g[i] * (x[i] - m[c]) * is[c], gb[c] += g[i];
+          }
+        }
     });
   }
   void release() override { x_ = gamma_ = mean_ = invStd_ = Tensor(); }
@@ -56,7 +85,7 @@ class LayerNormNode final : public Node {
   void backward(const Tensor& gy, GradSink& sink) override {
     const int64_t D = x_.size(-1), R = x_.numel() / std::max<int64_t>(1, D);
     const bool affine = gamma_.defined();
-    normBackward(sink, x_.numel(), D, affine, [&](float* gx, float* gg, float* gb) {
+    normBackward(sink, x_.shape(), D, affine, [&](float* gx, float* gg, float* gb) {
       kernels::layerNormBackward(x_.data<float>(), affine ? gamma_.data<float>() : nullptr,
                                  mean_.data<float>(), invStd_.data<float>(), gy.data<float>(), gx,
                                  gg, gb, R, D);
@@ -86,7 +115,11 @@ Variable batchNorm2d(const Variable& x, const Variable& gamma, const Variable& b
     kernels::batchNormForwardEval(xd.data<float>(), gp, bp, runMean.data<float>(),
                                   runVar.data<float>(), y.data<float>(), N, C, S, eps);
     if (!needsGraph({&x, &gamma, &beta})) return Variable(std::move(y));
-    DTRAIN_CHECK(false, "batch_norm2d: backward through eval mode is not supported");
+    Tensor invStd = Tensor::empty({C});
+    for (int64_t c = 0; c < C; ++c)
+      invStd.data<float>()[c] = 1.f / std::sqrt(runVar.data<float>()[c] + eps);
+    return record(std::move(y), std::make_shared<BatchNormEvalNode>(xd, g, runMean.clone(), invStd),
+                  {&x, &gamma, &beta});
   }
   DTRAIN_CHECK(N * S > 1, "batch_norm2d: training needs more than one value per channel, got ",
                shapeStr(xd.shape()));

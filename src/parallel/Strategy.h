@@ -1,0 +1,47 @@
+#pragma once
+// The one interface through which every parallel strategy plugs into the
+// trainer. The trainer owns the loop (data, forward, loss, backward, metrics);
+// a strategy owns what differs between strategies: how replicas start, what
+// happens to gradients during and after backward, how the update is applied,
+// and which rank reports. A new strategy is a new folder under parallel/, not
+// an edit of the trainer.
+#include <map>
+#include <memory>
+#include <string>
+
+#include "nn/Module.h"
+#include "optim/Optimizer.h"
+
+namespace dtrain::parallel {
+
+class Strategy {
+ public:
+  virtual ~Strategy() = default;
+  virtual std::string name() const = 0;
+  virtual int rank() const { return 0; }
+  virtual int worldSize() const { return 1; }
+  // Rank 0 prints progress, metrics and the final line.
+  bool isReporter() const { return rank() == 0; }
+
+  // Once, after the model and optimizer exist and a checkpoint (if any) is
+  // loaded: make replicas identical, install gradient-ready hooks.
+  virtual void setup(nn::Module& model, optim::Optimizer& optimizer) {}
+  // Before each step's forward pass.
+  virtual void beginStep(int64_t step) {}
+  // After backward returned: every gradient must be final and combined.
+  virtual void finishGradients() {}
+  // Applies the update for this step.
+  virtual void applyUpdate(optim::Optimizer& optimizer) { optimizer.step(); }
+  // Combines a per-rank scalar (e.g. the loss) into the global value.
+  virtual double reduceMetric(double localValue) { return localValue; }
+  // Strategy-specific figures for the metrics and the final JSON line.
+  virtual std::map<std::string, double> stats() const { return {}; }
+};
+
+// One process, one replica: the plain training loop.
+class SingleProcess final : public Strategy {
+ public:
+  std::string name() const override { return "single"; }
+};
+
+}  // namespace dtrain::parallel

@@ -1,0 +1,40 @@
+#pragma once
+// Everything a training run is configured by; filled from `dtrain train` flags.
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace dtrain::runtime {
+
+struct TrainConfig {
+  std::string model = "mlp";
+  std::string dataset = "fashion-mnist";  // or "synthetic"
+  std::string dataDir = "/usr/share/datasets/fashion-mnist";
+  int64_t syntheticSize = 60000;
+  int64_t epochs = 1;
+  int64_t maxSteps = 0;  // 0: no limit (stop after `epochs`)
+  int64_t batchSize = 64;  // per worker
+  std::string optimizer = "sgd";
+  double lr = 0.05;
+  std::optional<double> momentum;  // sgd default 0.9 (as the PyTorch peer)
+  bool nesterov = false;
+  double weightDecay = 0.0;
+  std::string schedule = "constant";
+  int64_t warmupSteps = 0;
+  int64_t stepSize = 0;  // step schedule
+  double gamma = 0.1;    // step schedule
+  uint64_t seed = 0;
+  int threads = 1;
+  bool shuffle = true;
+  int prefetch = 2;
+  std::string save, load, metrics;
+  int64_t evalEvery = 0;   // steps; 0: only at the end
+  int64_t logEvery = 100;  // steps between metric records / log lines
+  int64_t evalBatch = 1000;
+  enum class Progress { Auto, Bar, Lines, Off } progress = Progress::Auto;
+
+  // Throws UsageError naming the flag on an invalid value.
+  void validate() const;
+};
+
+}  // namespace dtrain::runtime

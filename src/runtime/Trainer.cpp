@@ -1,0 +1,212 @@
+#include "runtime/Trainer.h"
+
+#include <cmath>
+#include <vector>
+
+#include "autograd/Ops.h"
+#include "core/Log.h"
+#include "core/ThreadPool.h"
+#include "core/Timer.h"
+#include "data/DistributedSampler.h"
+#include "data/FashionMnist.h"
+#include "data/Loader.h"
+#include "data/SyntheticDataset.h"
+#include "nn/Models.h"
+#include "optim/Factory.h"
+#include "runtime/Checkpoint.h"
+#include "runtime/Metrics.h"
+#include "runtime/Progress.h"
+#include "tensor/cpu/Blas.h"
+#include "tensor/cpu/Reduce.h"
+
+namespace dtrain::runtime {
+
+using autograd::Variable;
+
+nlohmann::json TrainResult::toJson() const {
+  return {{"steps", steps},
+          {"epochs", epochs},
+          {"seconds", seconds},
+          {"samples_per_s", samplesPerS},
+          {"train_loss", trainLoss},
+          {"test_accuracy", testAccuracy},
+          {"test_loss", testLoss}};
+}
+
+std::shared_ptr<const data::Dataset> loadDataset(const TrainConfig& c, bool train) {
+  if (c.dataset == "synthetic") {
+    data::SyntheticConfig sc;
+    sc.size = train ? c.syntheticSize : std::max<int64_t>(1, c.syntheticSize / 6);
+    sc.seed = 12345;  // the same task for every run; train/test differ by sample index
+    auto base = std::make_shared<data::SyntheticDataset>(sc);
+    if (train) return base;
+    // Test samples: indices past the training range of the same generator.
+    data::SyntheticConfig tc = sc;
+    tc.size = c.syntheticSize + sc.size;
+    auto all = std::make_shared<data::SyntheticDataset>(tc);
+    std::vector<int64_t> idx(sc.size);
+    for (int64_t i = 0; i < sc.size; ++i) idx[i] = c.syntheticSize + i;
+    return std::make_shared<data::SubsetDataset>(all, std::move(idx));
+  }
+  return data::loadFashionMnist(c.dataDir, train);
+}
+
+std::pair<double, double> evaluate(nn::Module& model, const data::Dataset& dataset,
+                                   int64_t batchSize) {
+  autograd::NoGradGuard noGrad;
+  const bool wasTraining = model.isTraining();
+  model.eval();
+  int64_t correct = 0;
+  double lossSum = 0;
+  std::vector<int32_t> pred;
+  for (int64_t begin = 0; begin < dataset.size(); begin += batchSize) {
+    const int64_t end = std::min(dataset.size(), begin + batchSize);
+    data::Batch b = dataset.range(begin, end);
+    Variable logits = model.forward(Variable(b.x));
+    const int64_t n = end - begin, classes = logits.shape()[1];
+    lossSum += autograd::crossEntropy(logits, b.y).item() * static_cast<double>(n);
+    pred.resize(n);
+    kernels::argmaxRows(logits.data().data<float>(), n, classes, pred.data());
+    const int32_t* y = b.y.data<int32_t>();
+    for (int64_t i = 0; i < n; ++i) correct += pred[i] == y[i];
+  }
+  model.train(wasTraining);
+  const double n = static_cast<double>(std::max<int64_t>(1, dataset.size()));
+  return {static_cast<double>(correct) / n, lossSum / n};
+}
+
+Trainer::Trainer(TrainConfig config, std::unique_ptr<parallel::Strategy> strategy)
+    : config_(std::move(config)), strategy_(std::move(strategy)) {
+  config_.validate();
+  model_ = nn::makeModel(config_.model, config_.seed);
+  optim::OptimizerOptions o;
+  o.lr = config_.lr;
+  o.weightDecay = config_.weightDecay;
+  if (config_.optimizer == "sgd") {
+    o.momentum = config_.momentum.value_or(0.9);
+    o.nesterov = config_.nesterov;
+  } else {
+    DTRAIN_CHECK_USAGE(!config_.momentum, "--momentum applies to --optimizer sgd only");
+    DTRAIN_CHECK_USAGE(!config_.nesterov, "--nesterov applies to --optimizer sgd only");
+  }
+  optimizer_ = optim::makeOptimizer(config_.optimizer, model_->namedParameters(), o);
+}
+
+TrainResult Trainer::run() {
+  const TrainConfig& c = config_;
+  setNumThreads(c.threads);
+  kernels::setBlasThreads(c.threads);
+  const bool reporter = strategy_->isReporter();
+
+  auto train = loadDataset(c, true);
+  auto test = loadDataset(c, false);
+  data::DistributedSampler sampler({train->size(), c.batchSize, strategy_->worldSize(), c.seed,
+                                    c.shuffle});
+  const int64_t perEpoch = sampler.stepsPerEpoch();
+  int64_t total = perEpoch * c.epochs;
+  if (c.maxSteps > 0) total = std::min(total, c.maxSteps);
+
+  TrainState state;
+  state.rng = Rng(c.seed).state();
+  if (!c.load.empty()) {
+    loadCheckpoint(c.load, *model_, optimizer_.get(), &state);
+    if (reporter) log::info("resumed from ", c.load, " at step ", state.step);
+  }
+  strategy_->setup(*model_, *optimizer_);
+
+  optim::ScheduleOptions so;
+  so.tMax = std::max<int64_t>(1, total);
+  so.stepSize = c.stepSize > 0 ? c.stepSize : std::max<int64_t>(1, perEpoch);
+  so.gamma = c.gamma;
+  so.warmupSteps = c.warmupSteps;
+  auto schedule = optim::makeSchedule(c.schedule, c.lr, so);
+
+  Progress::Mode mode = c.progress == TrainConfig::Progress::Auto ? Progress::autoMode()
+                        : c.progress == TrainConfig::Progress::Bar ? Progress::Mode::Bar
+                        : c.progress == TrainConfig::Progress::Lines ? Progress::Mode::Lines
+                                                                     : Progress::Mode::Off;
+  Progress progress(reporter ? mode : Progress::Mode::Off, total);
+  MetricsWriter metrics(reporter ? c.metrics : "");
+  if (reporter)
+    progress.message(detail::concat("training ", c.model, " (", model_->parameterCount(),
+                                    " parameters) on ", c.dataset, " (", train->size(),
+                                    " samples): ", total, " steps of batch ",
+                                    sampler.globalBatch(), ", ", optimizer_->describe()));
+
+  TrainResult r;
+  int64_t step = state.step;
+  double evalSeconds = 0, windowLoss = 0;
+  int64_t windowSteps = 0;
+  Timer clock, window;
+  const int64_t globalBatch = sampler.globalBatch();
+  for (int64_t epoch = step / perEpoch; epoch < c.epochs && step < total; ++epoch) {
+    data::Loader loader(train, sampler, strategy_->rank(), epoch,
+                        {step - epoch * perEpoch, c.prefetch});
+    r.epochs = epoch + 1;
+    for (data::Batch b; step < total && loader.next(b);) {
+      optimizer_->setLr(schedule->lrAt(step));
+      strategy_->beginStep(step);
+      model_->zeroGrad();
+      Variable loss = autograd::crossEntropy(model_->forward(Variable(b.x)), b.y);
+      const float l = loss.item();
+      if (!std::isfinite(l))
+        throw Error(detail::concat("loss became ", std::isnan(l) ? "NaN" : "infinite", " at step ",
+                                   step + 1, " (epoch ", epoch + 1,
+                                   "); try a lower --lr (now ", optimizer_->lr(), ")"));
+      loss.backward();
+      strategy_->finishGradients();
+      strategy_->applyUpdate(*optimizer_);
+      ++step;
+      windowLoss += l;
+      ++windowSteps;
+
+      const bool logNow = step % c.logEvery == 0 || step == total;
+      if (logNow || mode == Progress::Mode::Bar) {
+        const double rate = windowSteps * globalBatch / std::max(1e-9, window.seconds());
+        const double meanLoss = strategy_->reduceMetric(windowLoss / windowSteps);
+        progress.update(step, epoch, meanLoss, rate, logNow);
+        if (logNow) {
+          r.trainLoss = meanLoss;
+          nlohmann::json rec{{"step", step},   {"epoch", epoch + 1},
+                             {"loss", meanLoss}, {"lr", optimizer_->lr()},
+                             {"samples_per_s", rate}};
+          for (auto& [k, v] : strategy_->stats()) rec[k] = v;
+          metrics.write(rec);
+          windowLoss = 0;
+          windowSteps = 0;
+          window.reset();
+        }
+      }
+      if (c.evalEvery > 0 && step % c.evalEvery == 0 && step < total && reporter) {
+        Timer t;
+        auto [acc, tl] = evaluate(*model_, *test, c.evalBatch);
+        evalSeconds += t.seconds();
+        progress.message(detail::concat("step ", step, ": test accuracy ", acc, ", test loss ", tl));
+        metrics.write({{"step", step}, {"epoch", epoch + 1}, {"test_accuracy", acc}, {"test_loss", tl}});
+        window.reset();
+      }
+    }
+  }
+  r.seconds = clock.seconds() - evalSeconds;
+  r.steps = step;
+  const int64_t ranSteps = step - state.step;
+  r.samplesPerS = ranSteps * globalBatch / std::max(1e-9, r.seconds);
+  progress.finish();
+
+  if (reporter) {
+    auto [acc, tl] = evaluate(*model_, *test, c.evalBatch);
+    r.testAccuracy = acc;
+    r.testLoss = tl;
+    metrics.write({{"step", step}, {"test_accuracy", acc}, {"test_loss", tl}});
+    if (!c.save.empty()) {
+      state.step = step;
+      state.epoch = step / perEpoch;
+      state.metadata["model"] = c.model;
+      saveCheckpoint(c.save, *model_, optimizer_.get(), state);
+      log::info("saved checkpoint ", c.save, " at step ", step);
+    }
+  }
+  return r;
+}
+
+}  // namespace dtrain::runtime

@@ -1,0 +1,51 @@
+#pragma once
+// The training loop shared by every strategy: data -> forward -> loss ->
+// backward -> (strategy: gradients, update) -> metrics, with evaluation,
+// checkpoints and progress. Strategies plug in through parallel::Strategy.
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "data/Dataset.h"
+#include "nn/Module.h"
+#include "optim/Optimizer.h"
+#include "optim/Schedule.h"
+#include "parallel/Strategy.h"
+#include "runtime/TrainConfig.h"
+
+namespace dtrain::runtime {
+
+struct TrainResult {
+  int64_t steps = 0;
+  int64_t epochs = 0;     // epochs started
+  double seconds = 0;     // training loop only (no loading, no final evaluation)
+  double samplesPerS = 0;
+  double trainLoss = 0;   // mean over the last logging window
+  double testAccuracy = 0;
+  double testLoss = 0;
+  nlohmann::json toJson() const;
+};
+
+// Loads a dataset by name ("fashion-mnist" from dir, or "synthetic").
+std::shared_ptr<const data::Dataset> loadDataset(const TrainConfig& config, bool train);
+
+// Accuracy and mean loss of `model` on `dataset`, in eval mode and no-grad.
+std::pair<double, double> evaluate(nn::Module& model, const data::Dataset& dataset,
+                                   int64_t batchSize);
+
+class Trainer {
+ public:
+  Trainer(TrainConfig config, std::unique_ptr<parallel::Strategy> strategy);
+  TrainResult run();
+
+  nn::Module& model() { return *model_; }
+  optim::Optimizer& optimizer() { return *optimizer_; }
+
+ private:
+  TrainConfig config_;
+  std::unique_ptr<parallel::Strategy> strategy_;
+  std::shared_ptr<nn::Module> model_;
+  std::unique_ptr<optim::Optimizer> optimizer_;
+};
+
+}  // namespace dtrain::runtime

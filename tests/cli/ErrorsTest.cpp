@@ -1,0 +1,96 @@
+// Every bad input a user can give: one line on stderr naming the problem, exit
+// code 2 (usage/configuration) or 1 (failure while running), never a crash,
+// a hang or a partial checkpoint.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "cli/CliRunner.h"
+
+using namespace dtrain::test;
+namespace fs = std::filesystem;
+
+namespace {
+// A quick, valid run on synthetic data to which one bad flag is added.
+const std::string kQuick = "train --dataset synthetic --synthetic-size 512 --max-steps 3 --progress off ";
+
+void expectError(const CliResult& r, int code, const std::string& needle) {
+  EXPECT_EQ(r.code, code) << "stderr: " << r.err;
+  EXPECT_NE(r.err.find(needle), std::string::npos) << "stderr: " << r.err;
+  // One line only.
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "stderr: " << r.err;
+  EXPECT_EQ(r.out, "");
+}
+}  // namespace
+
+TEST(CliErrors, UnknownFlag) { expectError(runDtrain(kQuick + "--bogus 3"), 2, "--bogus"); }
+
+TEST(CliErrors, UnknownSubcommandOrNone) {
+  expectError(runDtrain("fly"), 2, "fly");
+  EXPECT_EQ(runDtrain("").code, 2);
+}
+
+TEST(CliErrors, UnknownModel) { expectError(runDtrain(kQuick + "--model resnet"), 2, "resnet"); }
+
+TEST(CliErrors, NonPositiveBatchSize) {
+  expectError(runDtrain(kQuick + "--batch-size 0"), 2, "--batch-size must be positive");
+  expectError(runDtrain(kQuick + "--batch-size -5"), 2, "--batch-size");
+}
+
+TEST(CliErrors, NanOrNegativeLearningRate) {
+  expectError(runDtrain(kQuick + "--lr nan"), 2, "--lr");
+  expectError(runDtrain(kQuick + "--lr -1"), 2, "--lr");
+}
+
+TEST(CliErrors, NotANumber) { expectError(runDtrain(kQuick + "--epochs many"), 2, "--epochs"); }
+
+TEST(CliErrors, MissingDataDirSaysHowToInstall) {
+  auto r = runDtrain("train --data-dir /nonexistent/fmnist --progress off");
+  expectError(r, 2, "/nonexistent/fmnist");
+  EXPECT_NE(r.err.find("apt-get install dataset-fashion-mnist"), std::string::npos) << r.err;
+}
+
+TEST(CliErrors, TruncatedIdxFileIsNamed) {
+  fs::path dir = tempDir();
+  // Copy the real label files; write a truncated training image file.
+  std::ofstream img(dir / "train-images-idx3-ubyte", std::ios::binary);
+  const unsigned char header[] = {0, 0, 8, 3, 0, 0, 0, 10, 0, 0, 0, 28, 0, 0, 0, 28, 1, 2, 3};
+  img.write(reinterpret_cast<const char*>(header), sizeof header);
+  img.close();
+  std::ofstream lab(dir / "train-labels-idx1-ubyte", std::ios::binary);
+  const unsigned char lh[] = {0, 0, 8, 1, 0, 0, 0, 10, 1, 2, 3, 4, 5, 6, 7, 8, 9, 0};
+  lab.write(reinterpret_cast<const char*>(lh), sizeof lh);
+  lab.close();
+  fs::copy_file(dir / "train-images-idx3-ubyte", dir / "t10k-images-idx3-ubyte");
+  fs::copy_file(dir / "train-labels-idx1-ubyte", dir / "t10k-labels-idx1-ubyte");
+  auto r = runDtrain("train --progress off --data-dir " + dir.string());
+  expectError(r, 1, "train-images-idx3-ubyte");
+  EXPECT_NE(r.err.find("truncated"), std::string::npos) << r.err;
+}
+
+TEST(CliErrors, NanLossNamesTheStepAndWritesNoCheckpoint) {
+  fs::path ckpt = fs::path(tempDir()) / "never.safetensors";
+  auto r = runDtrain(kQuick + "--lr 1e30 --max-steps 50 --save " + ckpt.string());
+  expectError(r, 1, "at step");
+  EXPECT_FALSE(fs::exists(ckpt));
+}
+
+TEST(CliErrors, CheckpointOfAnotherModel) {
+  fs::path ckpt = fs::path(tempDir()) / "mlp.safetensors";
+  auto ok = runDtrain(kQuick + "--model mlp --save " + ckpt.string());
+  ASSERT_EQ(ok.code, 0) << ok.err;
+  auto r = runDtrain(kQuick + "--model lenet --load " + ckpt.string());
+  expectError(r, 1, ckpt.string());
+}
+
+TEST(CliErrors, MissingOrCorruptCheckpoint) {
+  expectError(runDtrain(kQuick + "--load /nonexistent.safetensors"), 1, "/nonexistent.safetensors");
+  fs::path bad = fs::path(tempDir()) / "bad.safetensors";
+  std::ofstream(bad) << "not a checkpoint at all";
+  expectError(runDtrain(kQuick + "--load " + bad.string()), 1, bad.string());
+}
+
+TEST(CliErrors, UnwritableMetricsFile) {
+  expectError(runDtrain(kQuick + "--metrics /nonexistent/dir/m.jsonl"), 1, "/nonexistent/dir/m.jsonl");
+}

@@ -1,0 +1,100 @@
+// End-to-end training through the dtrain command.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "cli/CliRunner.h"
+#include "runtime/Safetensors.h"
+
+using namespace dtrain;
+using namespace dtrain::test;
+namespace fs = std::filesystem;
+
+namespace {
+bool haveFashionMnist() { return fs::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz"); }
+
+nlohmann::json lastJson(const CliResult& r) {
+  return nlohmann::json::parse(r.lastLine());
+}
+}  // namespace
+
+TEST(Train, LastStdoutLineIsTheResultJson) {
+  fs::path metrics = fs::path(tempDir()) / "m.jsonl";
+  auto r = runDtrain("train --dataset synthetic --synthetic-size 2048 --epochs 2 --log-every 8 "
+                     "--progress lines --metrics " + metrics.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto j = lastJson(r);
+  for (const char* k : {"samples_per_s", "test_accuracy", "train_loss", "seconds", "steps"})
+    EXPECT_TRUE(j.contains(k)) << k << " missing in " << r.lastLine();
+  EXPECT_EQ(j["steps"], 64);  // 2 epochs x 2048/64
+  EXPECT_GT(j["test_accuracy"].get<double>(), 0.9);  // synthetic classes are separable
+  EXPECT_NE(r.err.find("step 8/64"), std::string::npos) << r.err;  // plain log lines
+  // One JSON object per logged step, then the final evaluation.
+  std::istringstream lines(slurp(metrics.string()));
+  int records = 0;
+  for (std::string line; std::getline(lines, line);) {
+    auto rec = nlohmann::json::parse(line);
+    if (rec.contains("loss")) {
+      ++records;
+      for (const char* k : {"step", "epoch", "loss", "lr", "samples_per_s"}) EXPECT_TRUE(rec.contains(k)) << line;
+    }
+  }
+  EXPECT_EQ(records, 8);
+}
+
+TEST(Train, MlpReaches80PercentOnFashionMnistInOneEpoch) {
+  if (!haveFashionMnist()) GTEST_SKIP() << "dataset-fashion-mnist not installed";
+  auto r = runDtrain("train --model mlp --epochs 1 --progress off");
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto j = lastJson(r);
+  EXPECT_GE(j["test_accuracy"].get<double>(), 0.80) << r.lastLine();
+  EXPECT_EQ(j["steps"], 60000 / 64);
+}
+
+TEST(Train, ResumeIsBitwiseIdenticalToAnUninterruptedRun) {
+  fs::path dir = tempDir();
+  for (std::string model : {"mlp", "lenet"}) {
+    std::string common = "train --model " + model +
+                         " --dataset synthetic --synthetic-size 1024 --batch-size 32 --progress off "
+                         "--optimizer sgd --momentum 0.9 --weight-decay 0.0001 --epochs 3 ";
+    std::string full = (dir / (model + "full.safetensors")).string();
+    std::string half = (dir / (model + "half.safetensors")).string();
+    std::string resumed = (dir / (model + "resumed.safetensors")).string();
+    // 2K = 40 steps crosses an epoch boundary (32 steps per epoch) after the resume at K = 20.
+    ASSERT_EQ(runDtrain(common + "--max-steps 40 --save " + full).code, 0);
+    ASSERT_EQ(runDtrain(common + "--max-steps 20 --save " + half).code, 0);
+    auto r = runDtrain(common + "--max-steps 40 --load " + half + " --save " + resumed);
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_EQ(lastJson(r)["steps"], 40);
+    auto a = runtime::loadSafetensors(full), b = runtime::loadSafetensors(resumed);
+    ASSERT_EQ(a.tensors.size(), b.tensors.size());
+    for (size_t i = 0; i < a.tensors.size(); ++i) {
+      const auto& [name, ta] = a.tensors[i];
+      const auto& tb = b.tensors[i].second;
+      ASSERT_EQ(name, b.tensors[i].first);
+      ASSERT_EQ(ta.nbytes(), tb.nbytes());
+      EXPECT_EQ(std::memcmp(ta.rawData(), tb.rawData(), ta.nbytes()), 0) << model << " " << name;
+    }
+  }
+}
+
+TEST(Train, NoShuffleAndSeedsAreDeterministic) {
+  std::string args = "train --dataset synthetic --synthetic-size 1024 --max-steps 10 --progress off ";
+  auto a = lastJson(runDtrain(args + "--seed 3")), b = lastJson(runDtrain(args + "--seed 3"));
+  auto c = lastJson(runDtrain(args + "--seed 4"));
+  auto d = lastJson(runDtrain(args + "--seed 3 --no-shuffle"));
+  EXPECT_EQ(a["train_loss"], b["train_loss"]);
+  EXPECT_NE(a["train_loss"], c["train_loss"]);
+  EXPECT_NE(a["train_loss"], d["train_loss"]);
+}
+
+TEST(Train, OptimizersAndSchedulesTrain) {
+  for (std::string extra : {"--optimizer adam --lr 0.001", "--optimizer adamw --lr 0.001 --weight-decay 0.01",
+                            "--optimizer adagrad --lr 0.05", "--schedule cosine --warmup-steps 5",
+                            "--nesterov --schedule step --step-size 10"}) {
+    auto r = runDtrain("train --dataset synthetic --synthetic-size 2048 --epochs 1 --progress off " + extra);
+    ASSERT_EQ(r.code, 0) << extra << ": " << r.err;
+    EXPECT_GT(lastJson(r)["test_accuracy"].get<double>(), 0.8) << extra;
+  }
+}
