@@ -44,6 +44,8 @@ void addTrainCommand(CLI::App& app) {
   auto flags = std::make_shared<TrainFlags>();
   runtime::TrainConfig& c = flags->config;
   CLI::App* sub = app.add_subcommand("train", "Train a model (prints one JSON line at the end)");
+  // A repeated flag takes its last value, as most command-line tools do.
+  sub->option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   sub->add_option("--model", c.model, "Built-in model")
       ->check(CLI::IsMember(nn::modelNames()))->capture_default_str();
   sub->add_option("--dataset", c.dataset, "fashion-mnist or synthetic")

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <exception>
 #include <new>
+#include <string>
 
 #include "cli/TrainCommand.h"
 #include "core/Error.h"
@@ -14,6 +15,16 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   dtrain::cli::addTrainCommand(app);
   try {
+    // Name an unknown command instead of CLI11's "a subcommand is required".
+    std::string known;
+    bool isKnown = false;
+    for (auto* s : app.get_subcommands({})) {
+      known += (known.empty() ? "" : ", ") + s->get_name();
+      isKnown = isKnown || (argc > 1 && s->get_name() == argv[1]);
+    }
+    if (argc > 1 && argv[1][0] != '-' && !isKnown) {
+      throw dtrain::UsageError(std::string("unknown command '") + argv[1] + "' (known: " + known + ")");
+    }
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);

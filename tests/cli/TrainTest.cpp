@@ -91,7 +91,7 @@ TEST(Train, NoShuffleAndSeedsAreDeterministic) {
 
 TEST(Train, OptimizersAndSchedulesTrain) {
   for (std::string extra : {"--optimizer adam --lr 0.001", "--optimizer adamw --lr 0.001 --weight-decay 0.01",
-                            "--optimizer adagrad --lr 0.05", "--schedule cosine --warmup-steps 5",
+                            "--optimizer adagrad --lr 0.01", "--schedule cosine --warmup-steps 5",
                             "--nesterov --schedule step --step-size 10"}) {
     auto r = runDtrain("train --dataset synthetic --synthetic-size 2048 --epochs 1 --progress off " + extra);
     ASSERT_EQ(r.code, 0) << extra << ": " << r.err;

@@ -1,0 +1,50 @@
+#include "cli/BenchCommand.h"
+
+#include <iostream>
+#include <memory>
+#include <string>
+
+#include "comm/AllreduceBench.h"
+
+namespace dtrain::cli {
+
+void addBenchCommand(CLI::App& app) {
+  CLI::App* bench = app.add_subcommand("bench", "Measure parts of dtrain against their peers");
+  bench->require_subcommand(1);
+  CLI::App* ar = bench->add_subcommand(
+      "allreduce",
+      "Allreduce time, algbw = bytes/time and busbw = algbw*2(n-1)/n per size (nccl-tests "
+      "convention); every result is checked. With --backend mpi run it under mpirun.");
+  struct Flags {
+    comm::AllreduceBenchConfig cfg;
+    std::string algo = "auto";
+    bool noChecks = false;
+  };
+  auto f = std::make_shared<Flags>();
+  ar->add_option("--backend", f->cfg.backend, "local (threads) | mpi (under mpirun)")
+      ->capture_default_str();
+  ar->add_option("--workers", f->cfg.workers,
+                 "ranks: local threads; mpi: must equal mpirun -np (0 = whatever was started)")
+      ->capture_default_str();
+  ar->add_option("--algo", f->algo,
+                 "ring | rhd | tree | hier | shm | native | auto, or a comma-separated list")
+      ->capture_default_str();
+  ar->add_option("--min-bytes", f->cfg.minBytes, "smallest message in bytes")->capture_default_str();
+  ar->add_option("--max-bytes", f->cfg.maxBytes, "largest message in bytes")->capture_default_str();
+  ar->add_option("--step-factor", f->cfg.stepFactor, "size multiplier between rows")
+      ->capture_default_str();
+  ar->add_option("--iters", f->cfg.iters, "allreduces per timed run (0 = by size, 5..200)")
+      ->capture_default_str();
+  ar->add_option("--runs", f->cfg.runs, "timed runs per size; the median is reported")
+      ->capture_default_str();
+  ar->add_flag("--json", f->cfg.json, "print one JSON object instead of the table");
+  ar->add_flag("--no-call-checks", f->noChecks,
+               "mpi: skip the cross-rank comparison of call descriptors");
+  ar->callback([f] {
+    f->cfg.algos = comm::parseAlgorithms(f->algo);
+    f->cfg.callChecks = !f->noChecks;
+    comm::runAllreduceBench(f->cfg, std::cout);
+  });
+}
+
+}  // namespace dtrain::cli
