@@ -45,18 +45,30 @@ void expectGrad(const GradCheckFn& fn, const std::vector<Tensor>& in) {
 
 }  // namespace
 
+// y = 2x whose backward is off by 10%: the checker must notice.
+class WrongScaleNode final : public Node {
+ public:
+  const char* name() const override { return "wrong_scale"; }
+  void backward(const Tensor& gy, GradSink& sink) override {
+    Tensor g = gy.clone();
+    for (int64_t i = 0; i < g.numel(); ++i) g.data<float>()[i] *= 2.2f;
+    sink.add(0, g);
+  }
+};
+
 TEST(GradCheck, DetectsAWrongGradient) {
-  // scale() with a gradient off by 10%: the checker must notice.
   auto r = gradCheck([](const std::vector<Variable>& v) { return scale(v[0], 2.f); },
                      {randn({3, 4}, 1)});
-  EXPECT_TRUE(r.ok);
+  EXPECT_TRUE(r.ok) << r.worst;
   auto wrong = gradCheck(
       [](const std::vector<Variable>& v) {
-        NoGradGuard g;  // cut the graph for half the output
-        return scale(v[0], 2.f);
+        Tensor y = scale(v[0], 2.f).data();
+        if (!needsGraph({&v[0]})) return Variable(y);
+        return record(y, std::make_shared<WrongScaleNode>(), {&v[0]});
       },
       {randn({3, 4}, 1)});
   EXPECT_FALSE(wrong.ok);
+  EXPECT_NE(wrong.worst.find("input 0"), std::string::npos);
 }
 
 TEST(GradCheck, Linear) {
@@ -126,6 +138,9 @@ TEST(GradCheck, Normalization) {
   Tensor rm = Tensor::zeros({3}), rv = Tensor::full({3}, 1.f);
   expectGrad([&](auto& v) { return batchNorm2d(v[0], v[1], v[2], rm, rv, true, 0.1f, 1e-5f); },
              {randn({4, 3, 2, 3}, 1), randn({3}, 2), randn({3}, 3)});
+  Tensor em = randn({3}, 7), ev = Tensor::full({3}, 0.7f);
+  expectGrad([&](auto& v) { return batchNorm2d(v[0], v[1], v[2], em, ev, false, 0.1f, 1e-5f); },
+             {randn({2, 3, 2, 2}, 8), randn({3}, 9), randn({3}, 10)});
   expectGrad([](auto& v) { return layerNorm(v[0], v[1], v[2], 1e-5f); },
              {randn({4, 6}, 4), randn({6}, 5), randn({6}, 6)});
 }
