@@ -5,6 +5,8 @@
 #include <string>
 
 #include "comm/AllreduceBench.h"
+#include "comm/Registry.h"
+#include "core/Error.h"
 
 namespace dtrain::cli {
 
@@ -43,7 +45,23 @@ void addBenchCommand(CLI::App& app) {
   ar->callback([f] {
     f->cfg.algos = comm::parseAlgorithms(f->algo);
     f->cfg.callChecks = !f->noChecks;
-    comm::runAllreduceBench(f->cfg, std::cout);
+    if (f->cfg.backend != "mpi") {
+      comm::runAllreduceBench(f->cfg, std::cout);
+      return;
+    }
+    // Under mpirun, a failing rank prints its error (with its rank) and aborts
+    // the job, so that the other ranks do not sit in a collective until their
+    // timeouts; on success MPI is finalized here.
+    try {
+      comm::runAllreduceBench(f->cfg, std::cout);
+    } catch (const UsageError& e) {
+      comm::shutdown(2, e.what());
+      throw;
+    } catch (const std::exception& e) {
+      comm::shutdown(1, e.what());
+      throw;
+    }
+    comm::shutdown(0);
   });
 }
 

@@ -1,0 +1,80 @@
+#include "optim/Factory.h"
+
+#include "optim/Adagrad.h"
+#include "optim/Adam.h"
+#include "optim/Sgd.h"
+
+namespace dtrain::optim {
+namespace {
+
+// An option set for an optimizer that ignores it is almost always a mistake in
+// a command line or config, so it is reported rather than silently dropped.
+template <typename T>
+void rejectOption(const std::optional<T>& value, const char* flag, const std::string& name) {
+  if (value)
+    throw UsageError(dtrain::detail::concat("option ", flag, " does not apply to optimizer '",
+                                            name, "'"));
+}
+
+std::string joinNames() {
+  std::string s;
+  for (const auto& n : optimizerNames()) s += (s.empty() ? "" : ", ") + n;
+  return s;
+}
+
+}  // namespace
+
+const std::vector<std::string>& optimizerNames() {
+  static const std::vector<std::string> names{"sgd", "adam", "adamw", "adagrad"};
+  return names;
+}
+
+std::unique_ptr<Optimizer> makeOptimizer(const std::string& name, NamedParameters params,
+                                         const OptimizerOptions& o) {
+  if (name == "sgd") {
+    rejectOption(o.beta1, "--beta1", name);
+    rejectOption(o.beta2, "--beta2", name);
+    rejectOption(o.eps, "--eps", name);
+    rejectOption(o.lrDecay, "--lr-decay", name);
+    rejectOption(o.initialAccumulatorValue, "--initial-accumulator-value", name);
+    SgdOptions s;
+    s.lr = o.lr.value_or(s.lr);
+    s.momentum = o.momentum.value_or(s.momentum);
+    s.dampening = o.dampening.value_or(s.dampening);
+    s.nesterov = o.nesterov.value_or(s.nesterov);
+    s.weightDecay = o.weightDecay.value_or(s.weightDecay);
+    return std::make_unique<Sgd>(std::move(params), s);
+  }
+  if (name == "adam" || name == "adamw") {
+    rejectOption(o.momentum, "--momentum", name);
+    rejectOption(o.dampening, "--dampening", name);
+    rejectOption(o.nesterov, "--nesterov", name);
+    rejectOption(o.lrDecay, "--lr-decay", name);
+    rejectOption(o.initialAccumulatorValue, "--initial-accumulator-value", name);
+    AdamOptions a = name == "adam" ? AdamOptions{} : AdamW::defaults();
+    a.lr = o.lr.value_or(a.lr);
+    a.beta1 = o.beta1.value_or(a.beta1);
+    a.beta2 = o.beta2.value_or(a.beta2);
+    a.eps = o.eps.value_or(a.eps);
+    a.weightDecay = o.weightDecay.value_or(a.weightDecay);
+    if (name == "adam") return std::make_unique<Adam>(std::move(params), a);
+    return std::make_unique<AdamW>(std::move(params), a);
+  }
+  if (name == "adagrad") {
+    rejectOption(o.momentum, "--momentum", name);
+    rejectOption(o.dampening, "--dampening", name);
+    rejectOption(o.nesterov, "--nesterov", name);
+    rejectOption(o.beta1, "--beta1", name);
+    rejectOption(o.beta2, "--beta2", name);
+    AdagradOptions a;
+    a.lr = o.lr.value_or(a.lr);
+    a.lrDecay = o.lrDecay.value_or(a.lrDecay);
+    a.weightDecay = o.weightDecay.value_or(a.weightDecay);
+    a.initialAccumulatorValue = o.initialAccumulatorValue.value_or(a.initialAccumulatorValue);
+    a.eps = o.eps.value_or(a.eps);
+    return std::make_unique<Adagrad>(std::move(params), a);
+  }
+  throw UsageError("unknown --optimizer '" + name + "' (expected one of: " + joinNames() + ")");
+}
+
+}  // namespace dtrain::optim

@@ -1,0 +1,39 @@
+#pragma once
+// Builds an optimizer by name from options a user gave (flags or config).
+// Unset options take the torch defaults of the chosen optimizer.
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "optim/Optimizer.h"
+
+namespace dtrain::optim {
+
+struct OptimizerOptions {
+  std::optional<double> lr{};
+  // sgd
+  std::optional<double> momentum{};
+  std::optional<double> dampening{};
+  std::optional<bool> nesterov{};
+  // all
+  std::optional<double> weightDecay{};
+  // adam, adamw
+  std::optional<double> beta1{};
+  std::optional<double> beta2{};
+  // adam, adamw, adagrad
+  std::optional<double> eps{};
+  // adagrad
+  std::optional<double> lrDecay{};
+  std::optional<double> initialAccumulatorValue{};
+};
+
+// "sgd", "adam", "adamw", "adagrad".
+const std::vector<std::string>& optimizerNames();
+
+// Throws dtrain::UsageError naming the flag on an unknown optimizer, an invalid
+// value, or an option that the optimizer does not have (e.g. --momentum for adam).
+std::unique_ptr<Optimizer> makeOptimizer(const std::string& name, NamedParameters params,
+                                         const OptimizerOptions& options = {});
+
+}  // namespace dtrain::optim

@@ -1,0 +1,128 @@
+#include "optim/Optimizer.h"
+
+#include <cmath>
+
+namespace dtrain::optim {
+
+Optimizer::Optimizer(NamedParameters params, double lr) : params_(std::move(params)), lr_(lr) {
+  detail::checkHyper(std::isfinite(lr) && lr >= 0, "--lr", lr, "must be a finite number >= 0");
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const auto& [name, v] = params_[i];
+    DTRAIN_CHECK(!name.empty(), "optimizer: parameter ", i, " has an empty name");
+    DTRAIN_CHECK(v.defined(), "optimizer: parameter ", name, " is undefined");
+    const Tensor& d = v.data();
+    DTRAIN_CHECK(d.dtype() == DType::F32, "optimizer: parameter ", name, " has dtype ",
+                 dtypeName(d.dtype()), "; only F32 parameters can be optimized");
+    DTRAIN_CHECK(d.device().type == DeviceType::CPU, "optimizer: parameter ", name, " is on ",
+                 d.device().str(), "; only CPU parameters are supported");
+    DTRAIN_CHECK(d.isContiguous(), "optimizer: parameter ", name, " is not contiguous");
+    // State is addressed by name, so names must be unique.
+    DTRAIN_CHECK(index_.emplace(name, i).second, "optimizer: duplicate parameter name ", name);
+  }
+  steps_.resize(params_.size());
+  slots_.resize(params_.size());
+}
+
+std::optional<size_t> Optimizer::indexOf(const std::string& paramName) const {
+  auto it = index_.find(paramName);
+  if (it == index_.end()) return std::nullopt;
+  return it->second;
+}
+
+void Optimizer::setLr(double lr) {
+  detail::checkHyper(std::isfinite(lr) && lr >= 0, "--lr", lr, "must be a finite number >= 0");
+  lr_ = lr;
+}
+
+void Optimizer::step() {
+  for (size_t i = 0; i < params_.size(); ++i) updateParameter(i);
+  ++stepCount_;
+}
+
+void Optimizer::step(const std::vector<size_t>& which) {
+  for (size_t i : which) {
+    DTRAIN_CHECK(i < params_.size(), "optimizer step: parameter index ", i, " out of range (",
+                 params_.size(), " parameters)");
+    updateParameter(i);
+  }
+  ++stepCount_;
+}
+
+void Optimizer::updateParameter(size_t i) {
+  DTRAIN_CHECK(i < params_.size(), "optimizer: parameter index ", i, " out of range (",
+               params_.size(), " parameters)");
+  auto& [name, v] = params_[i];
+  const Tensor& g = v.grad();
+  if (!g.defined()) return;
+  Tensor& p = v.data();
+  DTRAIN_CHECK(g.shape() == p.shape(), "optimizer: gradient of ", name, " has shape ",
+               shapeStr(g.shape()), ", parameter has ", shapeStr(p.shape()));
+  DTRAIN_CHECK(g.dtype() == DType::F32 && g.isContiguous(), "optimizer: gradient of ", name,
+               " must be a contiguous F32 tensor");
+  if (!steps_[i].defined()) ensureState({i});
+  int64_t& s = *steps_[i].data<int64_t>();
+  ++s;
+  update(p.data<float>(), g.data<float>(), p.numel(), s, lr_, slots_[i]);
+}
+
+void Optimizer::zeroGrad() {
+  for (auto& [name, v] : params_) v.zeroGrad();
+}
+
+void Optimizer::ensureState() {
+  for (size_t i = 0; i < params_.size(); ++i)
+    if (!steps_[i].defined()) ensureState({i});
+}
+
+void Optimizer::ensureState(const std::vector<size_t>& which) {
+  for (size_t i : which) {
+    DTRAIN_CHECK(i < params_.size(), "optimizer: parameter index ", i, " out of range (",
+                 params_.size(), " parameters)");
+    if (steps_[i].defined()) continue;
+    slots_[i] = initSlots(params_[i].second.data());
+    steps_[i] = Tensor::zeros({1}, DType::I64);
+  }
+}
+
+void Optimizer::resetState() {
+  for (auto& t : steps_) t = Tensor();
+  for (auto& s : slots_) s.clear();
+}
+
+std::vector<std::pair<std::string, Tensor*>> Optimizer::namedState() {
+  std::vector<std::pair<std::string, Tensor*>> out;
+  const std::vector<std::string> names = slotNames();
+  for (size_t i = 0; i < params_.size(); ++i) {
+    if (!steps_[i].defined()) continue;
+    const std::string& p = params_[i].first;
+    out.emplace_back(p + ".step", &steps_[i]);
+    for (size_t k = 0; k < names.size(); ++k) out.emplace_back(p + "." + names[k], &slots_[i][k]);
+  }
+  return out;
+}
+
+int64_t Optimizer::stateBytes() const {
+  int64_t n = 0;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    if (!steps_[i].defined()) continue;
+    n += static_cast<int64_t>(steps_[i].nbytes());
+    for (const Tensor& t : slots_[i]) n += static_cast<int64_t>(t.nbytes());
+  }
+  return n;
+}
+
+namespace detail {
+bool builtWithFma() {
+#ifdef __FMA__
+  return true;
+#else
+  return false;
+#endif
+}
+
+void checkHyper(bool ok, const char* flag, double value, const char* why) {
+  if (!ok) throw UsageError(dtrain::detail::concat("invalid ", flag, " ", value, ": ", why));
+}
+}  // namespace detail
+
+}  // namespace dtrain::optim

@@ -1,0 +1,143 @@
+#pragma once
+// Optimizers with named, shardable state.
+//
+// An optimizer holds an ordered list of named parameters. Its state lives per
+// parameter in named slots ("<param>.momentum_buffer", "<param>.exp_avg", ...)
+// plus a per-parameter step count ("<param>.step", an I64 scalar, like torch's
+// per-parameter state['step']), so that
+//   - ZeRO can update, and allocate state for, only the parameters a rank owns
+//     (step(which), ensureState(which)), and
+//   - a checkpoint can save namedState() and load it into a fresh optimizer
+//     after ensureState().
+// The update rules are exactly those of torch.optim 1.13 (single-tensor path),
+// op for op: on a build with FMA the results are bitwise equal to torch's on
+// AVX2 CPUs (tests/optim/TorchGoldenTest.cpp).
+//
+// Typical loop: opt.setLr(schedule.lrAt(opt.stepCount())); backward; opt.step();
+// opt.zeroGrad().
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "autograd/Variable.h"
+#include "core/ThreadPool.h"
+
+namespace dtrain::optim {
+
+using NamedParameters = std::vector<std::pair<std::string, autograd::Variable>>;
+
+class Optimizer {
+ public:
+  Optimizer(NamedParameters params, double lr);
+  virtual ~Optimizer() = default;
+  Optimizer(const Optimizer&) = delete;
+  Optimizer& operator=(const Optimizer&) = delete;
+
+  // "sgd", "adam", "adamw", "adagrad".
+  virtual const char* name() const = 0;
+  // One line with the hyperparameters, e.g. "SGD(lr=0.05, momentum=0.9, ...)".
+  virtual std::string describe() const = 0;
+
+  // Updates every parameter whose grad is defined, then counts one step.
+  void step();
+  // Updates only the parameters with these indices (ZeRO: the ones this rank
+  // owns; each index at most once), then counts one step.
+  void step(const std::vector<size_t>& which);
+  // Updates parameter i from its grad (no-op when the grad is undefined). Does
+  // not count a step: step counts drive nothing but checkpoints and logs; the
+  // bias corrections use the per-parameter step.
+  void updateParameter(size_t i);
+
+  // torch 1.13 default (set_to_none=False): zero the grads in place.
+  void zeroGrad();
+
+  double lr() const { return lr_; }
+  void setLr(double lr);
+
+  size_t size() const { return params_.size(); }
+  const std::string& paramName(size_t i) const { return params_.at(i).first; }
+  autograd::Variable& param(size_t i) { return params_.at(i).second; }
+  const NamedParameters& params() const { return params_; }
+  std::optional<size_t> indexOf(const std::string& paramName) const;
+
+  // Names of the per-parameter tensor slots besides "step" (e.g. {"exp_avg", "exp_avg_sq"}).
+  virtual std::vector<std::string> slotNames() const = 0;
+
+  // Allocates the state of every parameter (or of those in `which`) now, with
+  // the values a fresh optimizer has (torch's lazy init on first step is
+  // reproduced through the per-parameter step, which starts at 0).
+  void ensureState();
+  void ensureState(const std::vector<size_t>& which);
+  bool hasState(size_t i) const { return steps_.at(i).defined(); }
+  // Frees all state (back to a fresh optimizer); hyperparameters stay.
+  void resetState();
+
+  // Allocated state as "<param>.<slot>" -> tensor, in parameter order, "step"
+  // (I64, shape [1]) first for each parameter, then slotNames(). Pointers stay
+  // valid until resetState() or destruction; writing through them (checkpoint
+  // load) sets the state.
+  std::vector<std::pair<std::string, Tensor*>> namedState();
+  // Bytes of allocated state (ZeRO reports how sharding shrinks it).
+  int64_t stateBytes() const;
+
+  // Number of step() calls so far (saved in checkpoints).
+  int64_t stepCount() const { return stepCount_; }
+  void setStepCount(int64_t n) { stepCount_ = n; }
+
+ protected:
+  // Fresh slot tensors for parameter i, in slotNames() order.
+  virtual std::vector<Tensor> initSlots(const Tensor& param) const = 0;
+  // Applies one update to p (n floats) from g; `step` is the parameter's step
+  // count after incrementing (1 on the first update); slots as initSlots made them.
+  virtual void update(float* p, const float* g, int64_t n, int64_t step, double lr,
+                      std::vector<Tensor>& slots) = 0;
+
+ private:
+  NamedParameters params_;
+  std::unordered_map<std::string, size_t> index_;
+  // Per parameter: the step count (I64 [1], undefined until allocated) and slots.
+  std::vector<Tensor> steps_;
+  std::vector<std::vector<Tensor>> slots_;
+  double lr_;
+  int64_t stepCount_ = 0;
+};
+
+namespace detail {
+// a * b + c rounded once, where the CPU has FMA: torch's AVX2 kernels compute
+// add(x, alpha=a) and addcmul with fused multiply-adds, and using the same
+// operations in the same order makes our updates bitwise equal to torch's.
+// (The optim target compiles with -ffp-contract=off so the compiler fuses
+// nothing else.)
+inline float madd(float a, float b, float c) {
+#ifdef __FMA__
+  return __builtin_fmaf(a, b, c);
+#else
+  return a * b + c;
+#endif
+}
+
+// Whether this library was built with FMA (then updates are bitwise equal to
+// torch 1.13's on AVX2 CPUs; otherwise they may differ in the last bit).
+bool builtWithFma();
+
+// Runs fn(lo, hi) over [0, n), across the thread pool only when n is large
+// enough that waking it pays off (updates are memory-bound streams), so the
+// one-thread path builds no std::function.
+template <typename F>
+void forRange(int64_t n, F&& fn) {
+  constexpr int64_t kGrain = int64_t{1} << 15;
+  if (n <= 0) return;
+  if (n <= kGrain || numThreads() <= 1) {
+    fn(int64_t{0}, n);
+    return;
+  }
+  parallelFor(0, n, kGrain, [&](int64_t lo, int64_t hi) { fn(lo, hi); });
+}
+// Throws UsageError "invalid <flag> <value>: <why>" unless ok.
+void checkHyper(bool ok, const char* flag, double value, const char* why);
+}  // namespace detail
+
+}  // namespace dtrain::optim
