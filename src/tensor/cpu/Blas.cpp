@@ -1,1 +1,33 @@
 #include "tensor/cpu/Blas.h"
+
+#include <cblas.h>
+
+#include "core/Error.h"
+
+namespace dtrain::kernels {
+
+void gemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
+          int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+  DTRAIN_CHECK(M >= 0 && N >= 0 && K >= 0, "gemm: negative size M=", M, " N=", N, " K=", K);
+  if (M == 0 || N == 0) return;
+  if (K == 0 || alpha == 0.f) {
+    // BLAS would be called with an empty product; C = beta * C by hand (beta == 0
+    // must clear NaNs in C, as BLAS does).
+    for (int64_t i = 0; i < M; ++i) {
+      float* c = C + i * ldc;
+      if (beta == 0.f)
+        for (int64_t j = 0; j < N; ++j) c[j] = 0.f;
+      else if (beta != 1.f)
+        for (int64_t j = 0; j < N; ++j) c[j] *= beta;
+    }
+    return;
+  }
+  cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans, transB ? CblasTrans : CblasNoTrans,
+              static_cast<blasint>(M), static_cast<blasint>(N), static_cast<blasint>(K), alpha, A,
+              static_cast<blasint>(lda), B, static_cast<blasint>(ldb), beta, C,
+              static_cast<blasint>(ldc));
+}
+
+void setBlasThreads(int n) { openblas_set_num_threads(n < 1 ? 1 : n); }
+
+}  // namespace dtrain::kernels

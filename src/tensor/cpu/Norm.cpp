@@ -1,1 +1,160 @@
 #include "tensor/cpu/Norm.h"
+
+#include <cmath>
+
+namespace dtrain::kernels {
+namespace {
+
+// Mean and biased variance of `count` values spread over `blocks` runs of `len`
+// floats, `stride` apart. Two passes (mean, then squared deviations) in double:
+// one-pass E[x^2] - E[x]^2 cancels badly when |mean| >> std.
+void meanVar(const float* x, int64_t blocks, int64_t len, int64_t stride, double& mean,
+             double& var) {
+  const double count = static_cast<double>(blocks * len);
+  double s = 0.0;
+  for (int64_t b = 0; b < blocks; ++b) {
+    const float* p = x + b * stride;
+    float part = 0.f;
+    for (int64_t i = 0; i < len; ++i) part += p[i];
+    s += part;
+  }
+  mean = count > 0 ? s / count : 0.0;
+  const float m = static_cast<float>(mean);
+  double q = 0.0;
+  for (int64_t b = 0; b < blocks; ++b) {
+    const float* p = x + b * stride;
+    float part = 0.f;
+    for (int64_t i = 0; i < len; ++i) part += (p[i] - m) * (p[i] - m);
+    q += part;
+  }
+  var = count > 0 ? q / count : 0.0;
+}
+
+}  // namespace
+
+void batchNormForwardTrain(const float* x, const float* gamma, const float* beta, float* y,
+                           float* saveMean, float* saveInvStd, int64_t N, int64_t C, int64_t S,
+                           float eps) {
+  for (int64_t c = 0; c < C; ++c) {
+    double mean, var;
+    meanVar(x + c * S, N, S, C * S, mean, var);
+    const float m = static_cast<float>(mean);
+    const float inv = static_cast<float>(1.0 / std::sqrt(var + eps));
+    saveMean[c] = m;
+    saveInvStd[c] = inv;
+    const float a = inv * (gamma ? gamma[c] : 1.f);
+    const float b = (beta ? beta[c] : 0.f) - m * a;
+    for (int64_t n = 0; n < N; ++n) {
+      const float* xp = x + (n * C + c) * S;
+      float* yp = y + (n * C + c) * S;
+      for (int64_t s = 0; s < S; ++s) yp[s] = xp[s] * a + b;
+    }
+  }
+}
+
+void batchNormForwardEval(const float* x, const float* gamma, const float* beta,
+                          const float* runMean, const float* runVar, float* y, int64_t N, int64_t C,
+                          int64_t S, float eps) {
+  for (int64_t c = 0; c < C; ++c) {
+    const float inv = 1.f / std::sqrt(runVar[c] + eps);
+    const float a = inv * (gamma ? gamma[c] : 1.f);
+    const float b = (beta ? beta[c] : 0.f) - runMean[c] * a;
+    for (int64_t n = 0; n < N; ++n) {
+      const float* xp = x + (n * C + c) * S;
+      float* yp = y + (n * C + c) * S;
+      for (int64_t s = 0; s < S; ++s) yp[s] = xp[s] * a + b;
+    }
+  }
+}
+
+void batchNormBackward(const float* x, const float* gamma, const float* saveMean,
+                       const float* saveInvStd, const float* gy, float* gx, float* ggamma,
+                       float* gbeta, int64_t N, int64_t C, int64_t S) {
+  // With xhat = (x - mean) * invStd and M = N*S:
+  //   gbeta = sum gy, ggamma = sum gy*xhat,
+  //   gx = gamma * invStd / M * (M*gy - gbeta - xhat*ggamma).
+  const double M = static_cast<double>(N * S);
+  for (int64_t c = 0; c < C; ++c) {
+    const float m = saveMean[c], inv = saveInvStd[c];
+    double sg = 0.0, sgx = 0.0;
+    for (int64_t n = 0; n < N; ++n) {
+      const float* xp = x + (n * C + c) * S;
+      const float* gp = gy + (n * C + c) * S;
+      float a = 0.f, b = 0.f;
+      for (int64_t s = 0; s < S; ++s) {
+        a += gp[s];
+        b += gp[s] * (xp[s] - m);
+      }
+      sg += a;
+      sgx += b;
+    }
+    sgx *= inv;  // sum gy * xhat
+    if (gbeta) gbeta[c] = static_cast<float>(sg);
+    if (ggamma) ggamma[c] = static_cast<float>(sgx);
+    if (!gx || M == 0) continue;
+    const float g = gamma ? gamma[c] : 1.f;
+    const float k = static_cast<float>(g * inv);
+    const float meanG = static_cast<float>(sg / M);
+    const float meanGX = static_cast<float>(sgx / M);
+    for (int64_t n = 0; n < N; ++n) {
+      const float* xp = x + (n * C + c) * S;
+      const float* gp = gy + (n * C + c) * S;
+      float* op = gx + (n * C + c) * S;
+      for (int64_t s = 0; s < S; ++s) op[s] = k * (gp[s] - meanG - (xp[s] - m) * inv * meanGX);
+    }
+  }
+}
+
+void layerNormForward(const float* x, const float* gamma, const float* beta, float* y,
+                      float* saveMean, float* saveInvStd, int64_t R, int64_t D, float eps) {
+  for (int64_t r = 0; r < R; ++r) {
+    const float* xr = x + r * D;
+    float* yr = y + r * D;
+    double mean, var;
+    meanVar(xr, 1, D, D, mean, var);
+    const float m = static_cast<float>(mean);
+    const float inv = static_cast<float>(1.0 / std::sqrt(var + eps));
+    saveMean[r] = m;
+    saveInvStd[r] = inv;
+    for (int64_t d = 0; d < D; ++d) {
+      const float h = (xr[d] - m) * inv;
+      yr[d] = h * (gamma ? gamma[d] : 1.f) + (beta ? beta[d] : 0.f);
+    }
+  }
+}
+
+void layerNormBackward(const float* x, const float* gamma, const float* saveMean,
+                       const float* saveInvStd, const float* gy, float* gx, float* ggamma,
+                       float* gbeta, int64_t R, int64_t D) {
+  // Per row, with g = gy * gamma and xhat = (x - mean) * invStd:
+  //   gx = invStd * (g - mean(g) - xhat * mean(g * xhat)).
+  if (ggamma)
+    for (int64_t d = 0; d < D; ++d) ggamma[d] = 0.f;
+  if (gbeta)
+    for (int64_t d = 0; d < D; ++d) gbeta[d] = 0.f;
+  for (int64_t r = 0; r < R; ++r) {
+    const float* xr = x + r * D;
+    const float* gr = gy + r * D;
+    const float m = saveMean[r], inv = saveInvStd[r];
+    double sg = 0.0, sgx = 0.0;
+    for (int64_t d = 0; d < D; ++d) {
+      const float h = (xr[d] - m) * inv;
+      const float g = gr[d] * (gamma ? gamma[d] : 1.f);
+      sg += g;
+      sgx += static_cast<double>(g) * h;
+      if (ggamma) ggamma[d] += gr[d] * h;
+      if (gbeta) gbeta[d] += gr[d];
+    }
+    if (!gx) continue;
+    float* out = gx + r * D;
+    const float meanG = static_cast<float>(sg / static_cast<double>(D));
+    const float meanGX = static_cast<float>(sgx / static_cast<double>(D));
+    for (int64_t d = 0; d < D; ++d) {
+      const float h = (xr[d] - m) * inv;
+      const float g = gr[d] * (gamma ? gamma[d] : 1.f);
+      out[d] = inv * (g - meanG - h * meanGX);
+    }
+  }
+}
+
+}  // namespace dtrain::kernels

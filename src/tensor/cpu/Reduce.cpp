@@ -1,1 +1,81 @@
 #include "tensor/cpu/Reduce.h"
+
+#include <cmath>
+#include <limits>
+
+namespace dtrain::kernels {
+namespace {
+
+// Sums blocks of floats in float lanes (vectorized), then folds each block into a
+// double: a block is short enough that float rounding stays ~1e-7 relative, and
+// the double total keeps long sums accurate.
+constexpr int64_t kBlock = 256;
+
+template <typename F>
+double blockedSum(const float* x, int64_t n, F f) {
+  double total = 0.0;
+  int64_t i = 0;
+  for (; i + kBlock <= n; i += kBlock) {
+    float part[16] = {};
+    const float* __restrict p = x + i;
+    for (int64_t j = 0; j < kBlock; j += 16)
+      for (int k = 0; k < 16; ++k) part[k] += f(p[j + k]);
+    double b = 0.0;
+    for (int k = 0; k < 16; ++k) b += part[k];
+    total += b;
+  }
+  for (; i < n; ++i) total += static_cast<double>(f(x[i]));
+  return total;
+}
+
+}  // namespace
+
+double sum(const float* x, int64_t n) {
+  return blockedSum(x, n, [](float v) { return v; });
+}
+
+double sumSquares(const float* x, int64_t n) {
+  return blockedSum(x, n, [](float v) { return v * v; });
+}
+
+float maxValue(const float* x, int64_t n) {
+  // Empty input: -inf, the identity of max. NaN anywhere makes the result NaN.
+  float m = -std::numeric_limits<float>::infinity();
+  bool nan = false;
+  for (int64_t i = 0; i < n; ++i) {
+    m = x[i] > m ? x[i] : m;
+    nan |= x[i] != x[i];
+  }
+  return nan ? std::numeric_limits<float>::quiet_NaN() : m;
+}
+
+bool allFinite(const float* x, int64_t n) {
+  // x - x is 0 for finite x and NaN for inf/NaN; an accumulated sum of those is
+  // NaN iff some element is not finite, and the loop has no early exit to vectorize.
+  float part[16] = {};
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    for (int k = 0; k < 16; ++k) part[k] += x[i + k] - x[i + k];
+  float acc = 0.f;
+  for (; i < n; ++i) acc += x[i] - x[i];
+  for (int k = 0; k < 16; ++k) acc += part[k];
+  return acc == 0.f;
+}
+
+void argmaxRows(const float* x, int64_t rows, int64_t cols, int32_t* out) {
+  // First maximum wins (as torch.argmax); a NaN counts as the maximum.
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * cols;
+    int32_t best = 0;
+    float bv = cols > 0 ? xr[0] : 0.f;
+    for (int64_t c = 1; c < cols && bv == bv; ++c) {
+      if (xr[c] > bv || xr[c] != xr[c]) {
+        bv = xr[c];
+        best = static_cast<int32_t>(c);
+      }
+    }
+    out[r] = best;
+  }
+}
+
+}  // namespace dtrain::kernels
