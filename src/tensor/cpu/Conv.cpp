@@ -7,6 +7,7 @@
 #include "core/Error.h"
 #include "core/ThreadPool.h"
 #include "tensor/cpu/Im2col.h"
+#include "core/Scratch.h"
 #include "tensor/cpu/Parallel.h"
 #include "tensor/cpu/SmallGemm.h"
 
@@ -26,14 +27,11 @@ constexpr int64_t kChunkBytes = 160 * 1024;
 // measured fastest with one image per chunk (its rows then stay in L1).
 constexpr int64_t kWideChunkBytes = 32 * 1024;
 
-float* grow(std::vector<float>& v, int64_t n) {
-  if (static_cast<int64_t>(v.size()) < n) v.resize(static_cast<size_t>(n));
-  return v.data();
-}
+float* grow(ScratchBuffer<float>& v, int64_t n) { return v.grow(n); }
 
 struct Workspace {
-  std::vector<float> col, gyc, gcol, padded, wide;
-  std::vector<int64_t> offsets;
+  ScratchBuffer<float> col, gyc, gcol, padded, wide;
+  ScratchBuffer<int64_t> offsets;
 };
 Workspace& workspace() {
   thread_local Workspace ws;
@@ -108,8 +106,7 @@ const float* paddedImage(const ConvShape& s, const float* x, int64_t n, float* x
 int64_t* windowOffsets(const ConvShape& s, int64_t channelStride, int64_t Wp) {
   Workspace& ws = workspace();
   const int64_t K = s.Cin * s.KH * s.KW;
-  if (static_cast<int64_t>(ws.offsets.size()) < K) ws.offsets.resize(static_cast<size_t>(K));
-  int64_t* offsets = ws.offsets.data();
+  int64_t* offsets = ws.offsets.grow(K);
   for (int64_t ci = 0; ci < s.Cin; ++ci)
     for (int64_t kh = 0; kh < s.KH; ++kh)
       for (int64_t kw = 0; kw < s.KW; ++kw)
@@ -263,7 +260,7 @@ void conv2dBackward(const ConvShape& s, const float* x, const float* w, const fl
   // Input gradient, per image: gcol[K, P] = w^T gy_n, then col2im. w^T is tiny
   // (K x Cout) and shared read-only by all threads.
   if (gx) {
-    thread_local std::vector<float> wtBuf;
+    thread_local ScratchBuffer<float> wtBuf;
     float* wt = grow(wtBuf, K * Cout);
     for (int64_t co = 0; co < Cout; ++co)
       for (int64_t k = 0; k < K; ++k) wt[k * Cout + co] = w[co * K + k];
@@ -291,7 +288,7 @@ void conv2dBackward(const ConvShape& s, const float* x, const float* w, const fl
   const int64_t chunks = (s.N + chunk - 1) / chunk;
   const int64_t parts = std::min<int64_t>(numThreads(), chunks);
   const int64_t accSize = Cout * K + Cout;
-  thread_local std::vector<float> accBuf;
+  thread_local ScratchBuffer<float> accBuf;
   float* acc = grow(accBuf, parts * accSize);
   std::fill(acc, acc + parts * accSize, 0.f);
 
