@@ -6,12 +6,10 @@
 #include <new>
 #include <string>
 
-#include "cli/BlasKernels.h"
 #include "cli/TrainCommand.h"
 #include "core/Error.h"
 
 int main(int argc, char** argv) {
-  dtrain::cli::preferAvx512Blas(argv);
   CLI::App app{"dtrain: distributed and parallel deep-learning training", "dtrain"};
   app.set_version_flag("--version", "dtrain 0.1.0");
   app.require_subcommand(1);
