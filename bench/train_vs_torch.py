@@ -4,8 +4,8 @@ alternating runs on the same machine, medians and ratios.
 
   bench/train_vs_torch.py [--models mlp,lenet] [--threads 1,2] [--rounds 5] [--epochs 1]
 
-Also runs ../shared/bench/gemm_peak.c (built here) with the OpenBLAS kernels dtrain uses, and
-reports the fraction of that sgemm peak the mlp training reaches, counting the FLOPs a step
+Also runs ../shared/bench/gemm_peak.c (built here) in the same environment (so with the same
+OpenBLAS kernels, e.g. the ones OPENBLAS_CORETYPE selects, as dtrain and PyTorch), and reports the fraction of that sgemm peak the mlp training reaches, counting the FLOPs a step
 really needs (forward 2*MACs; backward: weight grads of all layers, input grads of layers 2-3).
 Prints a markdown table (paste into docs/PERFORMANCE.md) and one JSON line.
 """
@@ -29,12 +29,12 @@ def run_torch(model, threads, epochs):
     acc = float(re.search(r"test_acc=([\d.]+)", out).group(1))
     return sps, acc
 
-def gemm_peak(env):
+def gemm_peak():
     exe = "/tmp/dtrain_gemm_peak"
     if not os.path.exists(exe):
         subprocess.run(["gcc", "-O2", os.path.join(SHARED, "gemm_peak.c"), "-lopenblas", "-o", exe], check=True)
     out = subprocess.run([exe], check=True, capture_output=True, text=True,
-                         env=dict(os.environ, OPENBLAS_NUM_THREADS="1", **env)).stdout
+                         env=dict(os.environ, OPENBLAS_NUM_THREADS="1")).stdout
     gf = [float(x) for x in re.findall(r"GFLOP/s=([\d.]+)", out)]
     mem = re.search(r"GB/s\(copied bytes\)=([\d.]+)", out)
     return max(gf), float(mem.group(1)) if mem else None
@@ -59,19 +59,23 @@ def main():
             md, mp = statistics.median(d), statistics.median(p)
             rows.append((model, t, md, mp, md / mp, statistics.median(da), statistics.median(pa)))
             summary[f"{model}_t{t}"] = {"dtrain": md, "torch": mp, "ratio": md / mp}
-    blas = gemm_peak({"OPENBLAS_CORETYPE": os.environ.get("OPENBLAS_CORETYPE", "SkylakeX")})
-    blas_default = gemm_peak({"OPENBLAS_CORETYPE": "Haswell"})
+    peaks = []
+    for _ in range(3):
+        peaks.append(gemm_peak())
+    blas = (statistics.median(p[0] for p in peaks), statistics.median(p[1] for p in peaks))
+    core = os.environ.get("OPENBLAS_CORETYPE", "OpenBLAS's choice")
     print("| model | threads | dtrain samples/s | PyTorch samples/s | ratio | dtrain acc | PyTorch acc |")
     print("|---|---|---|---|---|---|---|")
     for m, t, md, mp, r, da, pa in rows:
         print(f"| {m} | {t} | {md:.0f} | {mp:.0f} | {r:.2f}x | {da:.4f} | {pa:.4f} |")
     for m, t, md, mp, r, da, pa in rows:
         if m == "mlp":
-            for name, peak in (("AVX-512 (SkylakeX) kernels", blas[0]), ("AVX2 (Haswell) kernels", blas_default[0])):
+            for name, peak in ((f"OPENBLAS_CORETYPE={core}", blas[0]),):
                 print(f"\nmlp threads={t}: {md * MLP_FLOPS_PER_SAMPLE / 1e9:.1f} GFLOP/s = "
                       f"{100 * md * MLP_FLOPS_PER_SAMPLE / 1e9 / peak:.0f}% of sgemm peak {peak:.1f} GFLOP/s ({name}); "
                       f"PyTorch {mp * MLP_FLOPS_PER_SAMPLE / 1e9:.1f} GFLOP/s = {100 * mp * MLP_FLOPS_PER_SAMPLE / 1e9 / peak:.0f}%")
-    summary["sgemm_peak_gflops"] = {"skylakex": blas[0], "haswell": blas_default[0]}
+    summary["sgemm_peak_gflops"] = blas[0]
+    summary["openblas_coretype"] = core
     summary["memcpy_gbs"] = blas[1]
     print(json.dumps(summary))
 
