@@ -110,7 +110,18 @@ void Sequential::append(std::shared_ptr<Module> layer) {
 }
 Variable Sequential::forward(const Variable& x) {
   Variable h = x;
-  for (auto& l : layers_) h = l->forward(h);
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    // ReLU then max pooling equals max pooling then ReLU (ReLU is monotonic and
+    // a pooling window's max is one of its inputs), gradients included; pooling
+    // first runs the ReLU and its backward on a k*k times smaller tensor.
+    if (i + 1 < layers_.size() && dynamic_cast<ReLU*>(layers_[i].get()) &&
+        dynamic_cast<MaxPool2d*>(layers_[i + 1].get())) {
+      h = autograd::relu(layers_[i + 1]->forward(h));
+      ++i;
+      continue;
+    }
+    h = layers_[i]->forward(h);
+  }
   return h;
 }
 

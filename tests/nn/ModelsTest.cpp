@@ -111,3 +111,21 @@ TEST(Layers, EmbeddingAndLayerNorm) {
   auto y = ln.forward(out).data().toVector();
   EXPECT_NEAR(y[0] + y[1] + y[2], 0.f, 1e-5);
 }
+
+TEST(Layers, SequentialPoolsBeforeReluWithTheSameResult) {
+  // Sequential runs ReLU -> MaxPool2d as MaxPool2d -> ReLU: outputs and input
+  // gradients must equal the literal order.
+  Rng rng(4);
+  Tensor xt = Tensor::empty({2, 3, 6, 6});
+  init::normal(xt, 0.f, 1.f, rng);
+  Sequential seq({std::make_shared<ReLU>(), std::make_shared<MaxPool2d>(2)});
+  Variable a(xt.clone(), true), b(xt.clone(), true);
+  Variable ya = seq.forward(a);
+  Variable yb = autograd::maxPool2d(autograd::relu(b), 2, 2);
+  EXPECT_EQ(ya.data().toVector(), yb.data().toVector());
+  Tensor g = Tensor::empty(ya.shape());
+  init::normal(g, 0.f, 1.f, rng);
+  ya.backward(g);
+  yb.backward(g);
+  EXPECT_EQ(a.grad().toVector(), b.grad().toVector());
+}
