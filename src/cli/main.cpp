@@ -1,30 +1,48 @@
 // The `dtrain` command. Errors become one line on stderr and an exit code:
-// 2 for bad usage or configuration, 1 for a failure while running.
+// 2 for bad usage or configuration, 1 for a failure while running. Under
+// mpirun, comm::shutdown() prints the failing rank's line and aborts the job so
+// the other ranks stop at once instead of waiting for their timeouts.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <exception>
 #include <new>
 #include <string>
 
+#include "cli/BenchCommand.h"
 #include "cli/TrainCommand.h"
+#include "comm/Registry.h"
 #include "core/Error.h"
+
+namespace {
+
+int fail(int code, const std::string& line) {
+  std::fprintf(stderr, "dtrain: %s\n", line.c_str());
+  std::fflush(stderr);
+  dtrain::comm::shutdown(code);  // no-op unless MPI was started
+  return code;
+}
+
+// Names an unknown command instead of CLI11's "a subcommand is required".
+void checkCommand(CLI::App& app, int argc, char** argv) {
+  if (argc < 2 || argv[1][0] == '-') return;
+  std::string known;
+  for (auto* s : app.get_subcommands({})) {
+    if (s->get_name() == argv[1]) return;
+    known += (known.empty() ? "" : ", ") + s->get_name();
+  }
+  throw dtrain::UsageError(std::string("unknown command '") + argv[1] + "' (known: " + known + ")");
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"dtrain: distributed and parallel deep-learning training", "dtrain"};
   app.set_version_flag("--version", "dtrain 0.1.0");
   app.require_subcommand(1);
   dtrain::cli::addTrainCommand(app);
+  dtrain::cli::addBenchCommand(app);
   try {
-    // Name an unknown command instead of CLI11's "a subcommand is required".
-    std::string known;
-    bool isKnown = false;
-    for (auto* s : app.get_subcommands({})) {
-      known += (known.empty() ? "" : ", ") + s->get_name();
-      isKnown = isKnown || (argc > 1 && s->get_name() == argv[1]);
-    }
-    if (argc > 1 && argv[1][0] != '-' && !isKnown) {
-      throw dtrain::UsageError(std::string("unknown command '") + argv[1] + "' (known: " + known + ")");
-    }
+    checkCommand(app, argc, argv);
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
@@ -33,20 +51,16 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "dtrain: error: %s (see dtrain --help)\n", e.what());
-    return 2;
+    return fail(2, std::string("error: ") + e.what() + " (see dtrain --help)");
   } catch (const dtrain::UsageError& e) {
-    std::fprintf(stderr, "dtrain: error: %s\n", e.what());
-    return 2;
+    return fail(2, std::string("error: ") + e.what());
   } catch (const dtrain::Error& e) {
-    std::fprintf(stderr, "dtrain: error: %s\n", e.what());
-    return 1;
+    return fail(1, std::string("error: ") + e.what());
   } catch (const std::bad_alloc&) {
-    std::fprintf(stderr, "dtrain: error: out of memory\n");
-    return 1;
+    return fail(1, "error: out of memory");
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "dtrain: internal error: %s\n", e.what());
-    return 1;
+    return fail(1, std::string("internal error: ") + e.what());
   }
+  dtrain::comm::shutdown(0);
   return 0;
 }

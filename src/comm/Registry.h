@@ -1,0 +1,43 @@
+#pragma once
+// Backends register by name and coexist in one binary: makeCommunicator("local")
+// or makeCommunicator("mpi"). Built-in backends are registered on first use (no
+// static-initializer tricks that a static library link would drop).
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "comm/Communicator.h"
+
+namespace dtrain::comm {
+
+struct BackendConfig {
+  // local: this rank and the group size; `group` from local::makeGroup(size),
+  // shared by the group's ranks (null: a new single-rank group). mpi ignores them
+  // (rank and size come from mpirun).
+  int rank = 0;
+  int size = 1;
+  std::shared_ptr<void> group{};
+  Millis timeout{0};  // 0 = defaultTimeout()
+};
+
+using BackendFactory = std::function<std::unique_ptr<Communicator>(const BackendConfig&)>;
+
+void registerBackend(const std::string& name, BackendFactory factory);
+// Throws UsageError naming the available backends when `name` is unknown.
+std::unique_ptr<Communicator> makeCommunicator(const std::string& name,
+                                               const BackendConfig& config = {});
+std::vector<std::string> backendNames();
+bool hasBackend(const std::string& name);
+
+// DTRAIN_COMM_TIMEOUT_MS when set, else 300 s: generous (a slow rank may be
+// loading data) but finite.
+Millis defaultTimeout();
+
+// Call once at the end of main with the exit code. Ends the backends' global
+// state: with mpi, exitCode 0 finalizes MPI; a failure prints `message` (if any)
+// with the rank on stderr and aborts the whole job, so that the other ranks stop
+// at once instead of waiting for their timeouts. No-op without MPI.
+void shutdown(int exitCode, const std::string& message = {});
+
+}  // namespace dtrain::comm

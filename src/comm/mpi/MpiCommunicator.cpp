@@ -1,0 +1,347 @@
+#include "comm/mpi/MpiCommunicator.h"
+
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <mutex>
+
+#include "comm/detail/Check.h"
+#include "comm/detail/Reduce.h"
+#include "comm/mpi/MpiBackend.h"
+#include "comm/mpi/NodeShm.h"
+#include "core/Error.h"
+
+namespace dtrain::comm::mpi {
+
+using dtrain::detail::concat;
+
+namespace {
+
+bool gStartedMpi = false;
+
+void atExitFinalize() {
+  int done = 0;
+  MPI_Finalized(&done);
+  if (!done) MPI_Finalize();
+}
+
+void ensureInit() {
+  int inited = 0;
+  MPI_Initialized(&inited);
+  if (!inited) {
+    int provided = 0;
+    MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided);
+    gStartedMpi = true;
+    std::atexit(atExitFinalize);
+  }
+  int provided = 0;
+  MPI_Query_thread(&provided);
+  DTRAIN_CHECK(provided >= MPI_THREAD_MULTIPLE,
+               "mpi backend: the MPI library provides thread level ", provided,
+               ", but MPI_THREAD_MULTIPLE is needed (async collectives run on a progress thread)");
+}
+
+std::string errorString(int rc) {
+  char buf[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(rc, buf, &len);
+  return std::string(buf, len);
+}
+
+void check(int rc, const std::string& what) {
+  if (rc != MPI_SUCCESS) throw Error(concat("mpi backend: ", what, " failed: ", errorString(rc)));
+}
+
+int toInt(size_t n, const Call& call, int rank) {
+  DTRAIN_CHECK(n <= static_cast<size_t>(INT_MAX), call.name(rank), ": count ", n,
+               " exceeds what one MPI call can move (INT_MAX)");
+  return static_cast<int>(n);
+}
+
+MPI_Datatype mpiType(DType t) {
+  switch (t) {
+    case DType::F32: return MPI_FLOAT;
+    case DType::I32: return MPI_INT32_T;
+    case DType::I64: return MPI_INT64_T;
+    case DType::U8: return MPI_UINT8_T;
+    case DType::F16: case DType::BF16: return MPI_UINT16_T;  // moved, never reduced natively
+  }
+  return MPI_BYTE;
+}
+
+MPI_Op mpiOp(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::Sum: case ReduceOp::Avg: return MPI_SUM;
+    case ReduceOp::Min: return MPI_MIN;
+    case ReduceOp::Max: return MPI_MAX;
+  }
+  return MPI_SUM;
+}
+
+// A nonblocking point-to-point operation; completion is found by MPI_Test.
+class MpiWork : public Work {
+ public:
+  MpiWork(std::string what, Millis timeout, int peer, bool isSend, size_t bytes)
+      : Work(std::move(what), timeout), peer_(peer), isSend_(isSend), bytes_(bytes) {}
+  ~MpiWork() override {
+    if (!finished()) cancel();
+  }
+  MPI_Request req_ = MPI_REQUEST_NULL;
+
+ protected:
+  bool polled() const override { return true; }
+  bool poll() override {
+    std::unique_lock<std::mutex> lock(mutex_, std::try_to_lock);
+    if (!lock.owns_lock() || finished()) return finished();
+    int flag = 0;
+    MPI_Status st;
+    int rc = MPI_Test(&req_, &flag, &st);
+    if (rc != MPI_SUCCESS) {
+      fail(std::make_exception_ptr(Error(concat(what(), ": ", errorString(rc)))));
+      return true;
+    }
+    if (!flag) return false;
+    if (!isSend_) {
+      int got = 0;
+      MPI_Get_count(&st, MPI_BYTE, &got);
+      if (static_cast<size_t>(got) != bytes_) {
+        fail(std::make_exception_ptr(Error(concat(
+            "comm: message size mismatch: rank ", peer_, " sent ", got, " bytes, ", what(),
+            " expected ", bytes_))));
+        return true;
+      }
+    }
+    complete();
+    return true;
+  }
+  void cancel() override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (finished() || req_ == MPI_REQUEST_NULL) return;
+    if (isSend_) {
+      MPI_Request_free(&req_);  // cancelling sends is deprecated; let it drain
+    } else {
+      MPI_Cancel(&req_);
+      MPI_Wait(&req_, MPI_STATUS_IGNORE);
+    }
+  }
+  std::string pendingDetail() const override {
+    return concat("rank ", peer_, isSend_ ? " never received it" : " never sent it");
+  }
+
+ private:
+  std::mutex mutex_;
+  int peer_;
+  bool isSend_;
+  size_t bytes_;
+};
+
+int commRank(MPI_Comm c) {
+  int r = 0;
+  MPI_Comm_rank(c, &r);
+  return r;
+}
+int commSize(MPI_Comm c) {
+  int s = 0;
+  MPI_Comm_size(c, &s);
+  return s;
+}
+
+}  // namespace
+
+std::unique_ptr<Communicator> makeMpiCommunicator(const BackendConfig& config) {
+  ensureInit();
+  MPI_Comm dup;
+  check(MPI_Comm_dup(MPI_COMM_WORLD, &dup), "MPI_Comm_dup");
+  return std::make_unique<MpiCommunicator>(dup, config.timeout.count() > 0 ? config.timeout
+                                                                           : defaultTimeout());
+}
+
+void finalize(int exitCode, const std::string& message) {
+  int inited = 0, done = 0;
+  MPI_Initialized(&inited);
+  MPI_Finalized(&done);
+  if (!inited || done || !gStartedMpi) return;
+  if (exitCode != 0 && commSize(MPI_COMM_WORLD) > 1) {
+    if (!message.empty())
+      std::fprintf(stderr, "dtrain: rank %d: %s\n", commRank(MPI_COMM_WORLD), message.c_str());
+    std::fflush(stderr);
+    std::fflush(stdout);
+    MPI_Abort(MPI_COMM_WORLD, exitCode);
+  }
+  MPI_Finalize();
+}
+
+MpiCommunicator::MpiCommunicator(MPI_Comm comm, Millis timeout)
+    : Communicator(commRank(comm), commSize(comm), timeout), user_(comm) {
+  check(MPI_Comm_dup(comm, &internal_), "MPI_Comm_dup");
+  MPI_Comm_set_errhandler(user_, MPI_ERRORS_RETURN);
+  MPI_Comm_set_errhandler(internal_, MPI_ERRORS_RETURN);
+  MPI_Comm node;
+  check(MPI_Comm_split_type(internal_, MPI_COMM_TYPE_SHARED, rank(), MPI_INFO_NULL, &node),
+        "MPI_Comm_split_type");
+  int nodeSize = commSize(node), minNode = 0;
+  MPI_Comm_free(&node);
+  check(MPI_Allreduce(&nodeSize, &minNode, 1, MPI_INT, MPI_MIN, internal_), "MPI_Allreduce");
+  oneNode_ = minNode == size();
+  nodeGroup_ = minNode;
+  spin_ = comm::detail::spinTime(nodeSize);
+  oversubscribed_ = spin_.count() == 0;
+}
+
+MpiCommunicator::~MpiCommunicator() {
+  stopProgressThread();
+  int done = 0;
+  MPI_Finalized(&done);
+  if (done) return;
+  // Freeing the shared window synchronizes all ranks: skip it while unwinding an
+  // error (the peers may never come), the OS reclaims the memory.
+  if (shm_ && std::uncaught_exceptions() == 0) shm_.reset();
+  else (void)shm_.release();
+  MPI_Comm_free(&internal_);
+  MPI_Comm_free(&user_);
+}
+
+WorkPtr MpiCommunicator::isendBytes(const void* data, size_t bytes, int dst, int tag, Channel ch) {
+  DTRAIN_CHECK(bytes <= static_cast<size_t>(INT_MAX), "mpi backend: message of ", bytes,
+               " bytes is too large for one send");
+  auto w = std::make_shared<MpiWork>(
+      concat("send of ", bytes, " bytes from rank ", rank(), " to rank ", dst, " (tag ", tag,
+             ch == Channel::Internal ? ", internal)" : ")"),
+      timeout(), dst, true, bytes);
+  w->setSpin(spin_);
+  check(MPI_Isend(data, static_cast<int>(bytes), MPI_BYTE, dst, tag,
+                  ch == Channel::User ? user_ : internal_, &w->req_),
+        "MPI_Isend");
+  return w;
+}
+
+WorkPtr MpiCommunicator::irecvBytes(void* data, size_t bytes, int src, int tag, Channel ch) {
+  DTRAIN_CHECK(bytes <= static_cast<size_t>(INT_MAX), "mpi backend: message of ", bytes,
+               " bytes is too large for one receive");
+  auto w = std::make_shared<MpiWork>(
+      concat("recv of ", bytes, " bytes on rank ", rank(), " from rank ", src, " (tag ", tag,
+             ch == Channel::Internal ? ", internal)" : ")"),
+      timeout(), src, false, bytes);
+  w->setSpin(spin_);
+  // A longer message fails with MPI's truncation error, a shorter one with our
+  // size-mismatch error (MpiWork::poll).
+  check(MPI_Irecv(data, static_cast<int>(bytes), MPI_BYTE, src, tag,
+                  ch == Channel::User ? user_ : internal_, &w->req_),
+        "MPI_Irecv");
+  return w;
+}
+
+bool MpiCommunicator::supports(Algorithm algo) const {
+  if (algo == Algorithm::Native) return true;
+  if (algo == Algorithm::Shm) return oneNode_;
+  return Communicator::supports(algo);
+}
+
+Algorithm MpiCommunicator::chooseAllreduce(size_t bytes) const {
+  // On one node shm moves each byte the fewest times. Its hand-offs involve every
+  // rank, which costs context switches when ranks outnumber cores: then small
+  // messages go up a tree. Across nodes: tree, rhd, ring by size.
+  if (oneNode_ && size() > 1 && (!oversubscribed_ || bytes > (64u << 10))) return Algorithm::Shm;
+  return Communicator::chooseAllreduce(bytes);
+}
+
+void MpiCommunicator::execute(Call& call) {
+  switch (call.desc.kind) {
+    case OpKind::Allreduce: {
+      Algorithm a = call.desc.algo == Algorithm::Auto
+                        ? chooseAllreduce(call.desc.count * call.elemSize())
+                        : call.desc.algo;
+      if (a == Algorithm::Native) return native(call);
+      if (a == Algorithm::Shm) return size() == 1 ? native(call) : shmAllreduce(call);
+      return Communicator::execute(call);
+    }
+    case OpKind::Barrier:
+      if (callChecks() && size() > 1) return;  // the all-to-all descriptor exchange was one
+      return native(call);
+    case OpKind::Split: return;
+    default: return native(call);
+  }
+}
+
+void MpiCommunicator::waitRequest(MPI_Request& req, const Call& call) {
+  int rc = MPI_SUCCESS;
+  auto done = [&] {
+    int flag = 0;
+    rc = MPI_Test(&req, &flag, MPI_STATUS_IGNORE);
+    return flag != 0 || rc != MPI_SUCCESS;
+  };
+  if (!comm::detail::waitUntil(done, call.deadline, [] {}, nullptr, spin_))
+    throw TimeoutError(concat(call.name(rank()), ": timed out after ", call.opts.timeout.count(),
+                              " ms inside the MPI library (a rank stopped progressing)"));
+  check(rc, call.name(rank()));
+}
+
+void MpiCommunicator::native(Call& call) {
+  const int r = rank();
+  const size_t es = call.elemSize();
+  const int n = toInt(call.desc.count, call, r);
+  const MPI_Datatype t = mpiType(call.desc.dtype);
+  const MPI_Op op = mpiOp(call.desc.op);
+  char* out = static_cast<char*>(call.out);
+  const void* in = call.in;
+  MPI_Request req = MPI_REQUEST_NULL;
+  const std::string what = call.name(r);
+  switch (call.desc.kind) {
+    case OpKind::Allreduce:
+      // The library's own blocking MPI_Allreduce, exactly what a user would call.
+      check(MPI_Allreduce(in == out ? MPI_IN_PLACE : in, out, n, t, op, internal_), what);
+      if (call.desc.op == ReduceOp::Avg) comm::detail::scaleForAvg(out, call.desc.count, call.desc.dtype, size());
+      return;
+    case OpKind::Broadcast:
+      check(MPI_Ibcast(out, n, t, call.desc.root, internal_, &req), what);
+      break;
+    case OpKind::Reduce:
+      check(MPI_Ireduce(r == call.desc.root && in == out ? MPI_IN_PLACE : in, out, n, t, op,
+                        call.desc.root, internal_, &req), what);
+      break;
+    case OpKind::Allgather:
+      check(MPI_Iallgather(in == out + r * call.desc.count * es ? MPI_IN_PLACE : in, n, t, out, n,
+                           t, internal_, &req), what);
+      break;
+    case OpKind::Allgatherv: {
+      std::vector<int> counts(size()), displs(size());
+      size_t off = 0;
+      for (int k = 0; k < size(); ++k) {
+        counts[k] = toInt(call.counts[k], call, r);
+        displs[k] = toInt(off, call, r);
+        off += call.counts[k];
+      }
+      bool inPlace = in == out + displs[r] * es;
+      check(MPI_Iallgatherv(inPlace ? MPI_IN_PLACE : in, counts[r], t, out, counts.data(),
+                            displs.data(), t, internal_, &req), what);
+      waitRequest(req, call);  // counts/displs must live until completion
+      return;
+    }
+    case OpKind::ReduceScatter:
+      check(MPI_Ireduce_scatter_block(in, out, n, t, op, internal_, &req), what);
+      break;
+    case OpKind::Alltoall:
+      check(MPI_Ialltoall(in, n, t, out, n, t, internal_, &req), what);
+      break;
+    case OpKind::Barrier:
+      check(MPI_Ibarrier(internal_, &req), what);
+      break;
+    case OpKind::Split: return;
+  }
+  waitRequest(req, call);
+  bool scaled = call.desc.op == ReduceOp::Avg &&
+                (call.desc.kind == OpKind::ReduceScatter ||
+                 (call.desc.kind == OpKind::Reduce && r == call.desc.root));
+  if (scaled) comm::detail::scaleForAvg(out, call.desc.count, call.desc.dtype, size());
+}
+
+std::unique_ptr<Communicator> MpiCommunicator::splitImpl(int color, int key, Call& call) {
+  MPI_Comm sub;
+  check(MPI_Comm_split(user_, color < 0 ? MPI_UNDEFINED : color, key, &sub), call.name(rank()));
+  if (sub == MPI_COMM_NULL) return nullptr;
+  return std::make_unique<MpiCommunicator>(sub, timeout());
+}
+
+}  // namespace dtrain::comm::mpi

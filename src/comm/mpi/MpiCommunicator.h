@@ -1,0 +1,45 @@
+#pragma once
+// Internal: the mpi backend's communicator. Users see only Communicator.
+#include <mpi.h>
+
+#include <memory>
+
+#include "comm/Communicator.h"
+
+namespace dtrain::comm::mpi {
+
+class NodeShm;
+
+class MpiCommunicator : public Communicator {
+ public:
+  // Takes ownership of `comm` (a duplicate it may free).
+  MpiCommunicator(MPI_Comm comm, Millis timeout);
+  ~MpiCommunicator() override;
+  const char* backend() const override { return "mpi"; }
+
+  WorkPtr isendBytes(const void* data, size_t bytes, int dst, int tag, Channel ch) override;
+  WorkPtr irecvBytes(void* data, size_t bytes, int src, int tag, Channel ch) override;
+  bool supports(Algorithm algo) const override;
+  Algorithm chooseAllreduce(size_t bytes) const override;
+  int defaultGroupSize() const override { return nodeGroup_; }
+
+ protected:
+  void execute(Call& call) override;
+  std::unique_ptr<Communicator> splitImpl(int color, int key, Call& call) override;
+
+ private:
+  void native(Call& call);
+  // Waits for a nonblocking MPI collective until the call's deadline.
+  void waitRequest(MPI_Request& req, const Call& call);
+  void shmAllreduce(Call& call);  // MpiShm.cpp: staged through the shared window
+  void cmaAllreduce(Call& call);  // MpiShm.cpp: direct, with process_vm_readv
+
+  MPI_Comm user_, internal_;  // user point-to-point; collectives and algorithms
+  bool oneNode_ = false;      // every rank shares this node's memory
+  bool oversubscribed_ = false;  // more ranks on this node than cores
+  int nodeGroup_ = 1;         // ranks per node (the hierarchical default)
+  std::chrono::microseconds spin_{0};  // busy-wait before yielding (detail::spinTime)
+  std::unique_ptr<NodeShm> shm_;
+};
+
+}  // namespace dtrain::comm::mpi

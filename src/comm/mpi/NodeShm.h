@@ -1,0 +1,57 @@
+#pragma once
+// Internal: a shared-memory segment of all ranks of one node (MPI-3 shared
+// window), used by the mpi backend's `shm` allreduce. Each rank owns a header of
+// progress flags and double-buffered staging and result blocks.
+#include <mpi.h>
+
+#include <atomic>
+#include <cstdint>
+#include <vector>
+
+namespace dtrain::comm::mpi {
+
+class NodeShm {
+ public:
+  static constexpr size_t kBlockBytes = 2 << 20;  // one pipeline block (all slices)
+  enum Flag { kStaged = 0, kReduced = 1, kCopied = 2 };
+
+  // Collective over `comm`, whose ranks must all share this node's memory.
+  explicit NodeShm(MPI_Comm comm);
+  ~NodeShm();  // collective (MPI_Win_free)
+  NodeShm(const NodeShm&) = delete;
+  NodeShm& operator=(const NodeShm&) = delete;
+
+  char* stage(int rank, int buf) { return base_[rank] + kHeader + buf * kBlockBytes; }
+  char* result(int rank, int buf) { return base_[rank] + kHeader + (2 + buf) * kBlockBytes; }
+  std::atomic_ref<uint64_t> flag(int rank, Flag f) {
+    return std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(base_[rank] + 64 * f));
+  }
+  uint64_t nextBlock() { return next_++; }  // same sequence on every rank
+
+  // Cross-memory attach (process_vm_readv): when the kernel lets ranks read each
+  // other's memory, the allreduce reads peers' buffers directly, as the local
+  // backend does with threads, instead of staging them through the window.
+  bool cma() const { return cma_; }
+  int pid(int rank) const { return pids_[rank]; }
+  // Buffers of the current call, published in the header.
+  std::atomic_ref<uint64_t> word(int rank, int slot) {
+    return std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(base_[rank] + 256 + 8 * slot));
+  }
+  uint64_t nextCall() { return calls_++; }
+  char* tmp(size_t bytes) {
+    if (tmp_.size() < bytes) tmp_.resize(bytes);
+    return tmp_.data();
+  }
+
+ private:
+  static constexpr size_t kHeader = 4096;
+  MPI_Win win_ = MPI_WIN_NULL;
+  std::vector<char*> base_;
+  uint64_t next_ = 0;
+  uint64_t calls_ = 0;
+  bool cma_ = false;
+  std::vector<int> pids_;
+  std::vector<char> tmp_;
+};
+
+}  // namespace dtrain::comm::mpi

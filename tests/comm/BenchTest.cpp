@@ -1,0 +1,83 @@
+// `dtrain bench allreduce` logic: usage errors and a small run (no timing asserted).
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "comm/AllreduceBench.h"
+#include "core/Error.h"
+
+using namespace dtrain;
+using namespace dtrain::comm;
+
+namespace {
+
+AllreduceBenchConfig small() {
+  AllreduceBenchConfig c;
+  c.workers = 3;
+  c.minBytes = 4096;
+  c.maxBytes = 65536;
+  c.iters = 2;
+  c.runs = 1;
+  return c;
+}
+
+void expectUsage(const AllreduceBenchConfig& c, const std::string& needle) {
+  try {
+    validate(c);
+    ADD_FAILURE() << "no UsageError for " << needle;
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+  }
+}
+
+TEST(AllreduceBench, UsageErrors) {
+  auto c = small();
+  c.workers = 0;
+  expectUsage(c, "--workers");
+  c = small();
+  c.minBytes = 1 << 20;
+  c.maxBytes = 4096;
+  expectUsage(c, "must not exceed --max-bytes");
+  c = small();
+  c.minBytes = 6;
+  expectUsage(c, "multiple of 4");
+  c = small();
+  c.backend = "smoke-signals";
+  expectUsage(c, "unknown backend");
+  c = small();
+  c.algos = {Algorithm::Native};
+  expectUsage(c, "needs --backend mpi");
+  EXPECT_THROW(parseAlgorithms("ring,fastest"), UsageError);
+  EXPECT_EQ(parseAlgorithms("ring,shm").size(), 2u);
+}
+
+TEST(AllreduceBench, TableRowsAndBusbw) {
+  auto c = small();
+  c.algos = {Algorithm::Auto, Algorithm::Ring};
+  std::ostringstream out;
+  auto rows = runAllreduceBench(c, out);
+  ASSERT_EQ(rows.size(), 6u);  // 4, 16, 64 KiB x 2 algorithms
+  for (auto& r : rows) {
+    EXPECT_TRUE(r.ok);
+    EXPECT_GT(r.micros, 0);
+    EXPECT_NEAR(r.busbw, r.algbw * 2.0 * 2 / 3, 1e-9 * r.algbw + 1e-12);
+  }
+  EXPECT_EQ(rows[0].resolved, "shm");
+  EXPECT_NE(out.str().find("busbw_GB/s"), std::string::npos) << out.str();
+}
+
+TEST(AllreduceBench, Json) {
+  auto c = small();
+  c.json = true;
+  c.workers = 2;
+  std::ostringstream out;
+  runAllreduceBench(c, out);
+  auto j = nlohmann::json::parse(out.str());
+  EXPECT_EQ(j["workers"], 2);
+  EXPECT_EQ(j["rows"].size(), 3u);
+  EXPECT_EQ(j["rows"][0]["bytes"], 4096);
+  EXPECT_TRUE(j["rows"][0]["ok"].get<bool>());
+}
+
+}  // namespace

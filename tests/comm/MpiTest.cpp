@@ -1,0 +1,109 @@
+// The conformance suite over the mpi backend. CTest runs this binary under
+// `mpirun --oversubscribe -np N` for N = 1..7; every rank runs every test.
+#include <gtest/gtest.h>
+
+#include "Conformance.h"
+#include "comm/Registry.h"
+#include "comm/mpi/MpiBackend.h"
+#include "core/Error.h"
+
+using namespace dtrain;
+using namespace dtrain::comm;
+using namespace dtrain::comm::testing;
+
+namespace {
+
+std::unique_ptr<Communicator> gWorld;
+
+Communicator& world() { return *gWorld; }
+
+TEST(MpiConformance, AllreduceEveryAlgorithm) {
+  allreduceSweep(world(), algorithmsOf(world()), {0, 1, 7, 1003});
+}
+
+TEST(MpiConformance, AllreduceLargeChunked) {
+  for (Algorithm a : algorithmsOf(world()))
+    for (bool inPlace : {false, true}) allreduceCase(world(), a, 150001, ReduceOp::Sum, inPlace);
+  allreduceCase(world(), Algorithm::Ring, 150001, ReduceOp::Avg, false);
+}
+
+TEST(MpiConformance, HierarchicalGroupSizes) {
+  for (int g : {1, 2, 3})
+    for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Avg})
+      allreduceCase(world(), Algorithm::Hier, 1003, op, g == 2, g);
+}
+
+TEST(MpiConformance, AllreduceWithoutCallChecks) {
+  world().setCallChecks(false);
+  for (Algorithm a : algorithmsOf(world())) allreduceCase(world(), a, 1003, ReduceOp::Sum, true);
+  barrierCase(world());
+  world().setCallChecks(true);
+}
+
+TEST(MpiConformance, AllreduceOtherDtypes) { allreduceInt(world()); }
+
+TEST(MpiConformance, Broadcast) {
+  broadcastAllRoots(world(), 0);
+  broadcastAllRoots(world(), 1003);
+}
+
+TEST(MpiConformance, Reduce) { reduceAllRoots(world(), 1003); }
+
+TEST(MpiConformance, Allgather) {
+  for (size_t n : {0, 1, 333})
+    for (bool inPlace : {false, true}) allgatherCase(world(), n, inPlace);
+  allgathervCase(world());
+}
+
+TEST(MpiConformance, ReduceScatter) {
+  for (size_t n : {0, 1, 333}) reduceScatterCase(world(), n, ReduceOp::Sum);
+  reduceScatterCase(world(), 17, ReduceOp::Avg);
+}
+
+TEST(MpiConformance, Alltoall) {
+  alltoallCase(world(), 1);
+  alltoallCase(world(), 129);
+}
+
+TEST(MpiConformance, Barrier) { barrierCase(world()); }
+TEST(MpiConformance, Async) { asyncCase(world()); }
+TEST(MpiConformance, PointToPoint) { p2pRingCase(world()); }
+TEST(MpiConformance, Split) { splitCase(world()); }
+TEST(MpiConformance, MismatchIsReported) { mismatchCase(world()); }
+
+TEST(MpiConformance, TimeoutNamesMissingRanks) {
+  // On a throw-away communicator: the skipped call leaves messages behind.
+  auto sub = world().split(0, world().rank());
+  timeoutCase(*sub);
+  world().barrier({.timeout = Millis{30000}});
+}
+
+TEST(MpiConformance, PointToPointTimeout) {
+  auto sub = world().split(0, world().rank());
+  if (sub->rank() == sub->size() - 1) p2pTimeoutCase(*sub);
+  world().barrier();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  int code = 1;
+  try {
+    gWorld = makeCommunicator("mpi", {.timeout = Millis{60000}});
+    if (gWorld->rank() != 0) {  // one report, from rank 0 (failures still print)
+      auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
+      delete listeners.Release(listeners.default_result_printer());
+    }
+    code = RUN_ALL_TESTS();
+    // Every rank's verdict counts: fail if any rank failed.
+    int32_t worst = code;
+    gWorld->allreduce(&worst, &worst, 1, DType::I32, {.op = ReduceOp::Max});
+    code = worst;
+    gWorld.reset();
+    mpi::finalize(code, code ? "comm_mpi_tests failed" : "");
+  } catch (const std::exception& e) {
+    mpi::finalize(1, e.what());
+  }
+  return code;
+}
