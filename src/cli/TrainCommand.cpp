@@ -3,9 +3,20 @@
 #include <iostream>
 #include <memory>
 
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "comm/Registry.h"
+#include "comm/local/Local.h"
+#include "core/ThreadPool.h"
+#include "core/Timer.h"
 #include "nn/Models.h"
 #include "optim/Factory.h"
+#include "parallel/allreduce/DataParallel.h"
+#include "runtime/Timeline.h"
 #include "runtime/Trainer.h"
+#include "tensor/cpu/Blas.h"
 
 namespace dtrain::cli {
 
@@ -16,26 +27,149 @@ struct TrainFlags {
   double momentum = -1;  // -1: the optimizer's default
   std::string progress = "auto";
   bool noShuffle = false;
+  bool noOverlap = false;
+  bool workersGiven = false;
 };
 
-void run(const TrainFlags& f) {
-  runtime::TrainConfig c = f.config;
-  if (f.momentum >= 0 || f.momentum != f.momentum) c.momentum = f.momentum;
-  c.shuffle = !f.noShuffle;
-  using P = runtime::TrainConfig::Progress;
-  c.progress = f.progress == "bar" ? P::Bar : f.progress == "lines" ? P::Lines
-               : f.progress == "off" ? P::Off : P::Auto;
-  runtime::Trainer trainer(c, std::make_unique<parallel::SingleProcess>());
-  runtime::TrainResult r = trainer.run();
+// True when this process was started by mpirun (OpenMPI or another PMI launcher).
+bool underMpirun() {
+  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_SIZE"})
+    if (std::getenv(v)) return true;
+  return false;
+}
+
+nlohmann::json resultLine(const runtime::TrainConfig& c, const runtime::TrainResult& r,
+                          int workers, const std::string& strategy, const std::string& backend) {
   nlohmann::json out = r.toJson();
   out["model"] = c.model;
   out["dataset"] = c.dataset;
   out["batch_size"] = c.batchSize;
   out["threads"] = c.threads;
-  out["workers"] = 1;
-  out["strategy"] = "single";
-  out["backend"] = "none";
-  std::cout << out.dump() << std::endl;
+  out["workers"] = workers;
+  out["strategy"] = strategy;
+  out["backend"] = backend;
+  if (strategy != "single") {
+    out["global_batch"] = c.batchSize * c.accumulate * workers;
+    out["accumulate"] = c.accumulate;
+    out["overlap"] = c.overlap;
+    out["allreduce_algo"] = c.allreduceAlgo;
+  }
+  return out;
+}
+
+parallel::DataParallelOptions dataParallelOptions(const runtime::TrainConfig& c,
+                                                  comm::Communicator& comm) {
+  parallel::DataParallelOptions o;
+  o.fusionMb = c.fusionMb;
+  o.overlap = c.overlap;
+  o.algo = comm::algorithmFromName(c.allreduceAlgo);
+  DTRAIN_CHECK_USAGE(comm.supports(o.algo), "--allreduce-algo ", c.allreduceAlgo,
+                     " is not available on the ", comm.backend(), " backend");
+  return o;
+}
+
+// --workers N --backend local: N ranks as threads of this process, sharing one
+// copy of the datasets and one timeline.
+void runLocal(const runtime::TrainConfig& c) {
+  // Process-wide: each rank's kernels use c.threads threads (default 1 per worker).
+  setNumThreads(c.threads);
+  kernels::setBlasThreads(c.threads);
+  auto train = runtime::loadDataset(c, true);
+  auto test = runtime::loadDataset(c, false);
+  runtime::Timeline timeline;
+  timeline.setOrigin(nowMicros());
+  runtime::TrainResult result;
+  comm::local::runLocal(c.workers, [&](comm::Communicator& comm) {
+    auto strategy = std::make_unique<parallel::DataParallel>(comm, dataParallelOptions(c, comm));
+    runtime::Trainer trainer(c, std::move(strategy));
+    trainer.setData(train, test);
+    if (!c.timeline.empty()) trainer.setTimeline(&timeline);
+    runtime::TrainResult r = trainer.run();
+    if (comm.rank() == 0) result = r;
+  });
+  if (!c.timeline.empty()) timeline.write(c.timeline);
+  std::cout << resultLine(c, result, c.workers, "allreduce", "local").dump() << std::endl;
+}
+
+// One rank of `mpirun -np N dtrain train --backend mpi`.
+void runMpiRank(runtime::TrainConfig c, bool workersGiven) {
+  DTRAIN_CHECK_USAGE(comm::hasBackend("mpi"),
+                     "--backend mpi: this dtrain was built without MPI (install libopenmpi-dev "
+                     "and openmpi-bin, then reconfigure with -DDTRAIN_WITH_MPI=ON)");
+  DTRAIN_CHECK_USAGE(underMpirun(), "--backend mpi runs one process per rank under mpirun: "
+                     "mpirun -np N dtrain train --backend mpi ... (or use --backend local "
+                     "--workers N)");
+  std::unique_ptr<comm::Communicator> comm;
+  try {
+    comm = comm::makeCommunicator("mpi");
+    DTRAIN_CHECK_USAGE(!workersGiven || c.workers == comm->size(), "--workers ", c.workers,
+                       " does not match mpirun's ", comm->size(),
+                       " processes (with --backend mpi, mpirun -np sets the workers)");
+    c.workers = comm->size();
+    runtime::Timeline timeline;
+    comm->barrier();  // aligns the ranks' timeline clocks
+    timeline.setOrigin(nowMicros());
+    runtime::TrainResult result;
+    {
+      auto strategy =
+          std::make_unique<parallel::DataParallel>(*comm, dataParallelOptions(c, *comm));
+      runtime::Trainer trainer(c, std::move(strategy));
+      if (!c.timeline.empty()) trainer.setTimeline(&timeline);
+      result = trainer.run();
+    }
+    if (!c.timeline.empty()) {
+      // Rank 0 writes every rank's events: gather the serialized parts.
+      std::string mine = timeline.serialize();
+      int64_t len = static_cast<int64_t>(mine.size());
+      std::vector<int64_t> lens(comm->size());
+      comm->allgather(&len, lens.data(), 1, DType::I64);
+      std::vector<size_t> counts(lens.begin(), lens.end());
+      size_t totalLen = 0;
+      for (size_t n : counts) totalLen += n;
+      std::string all(totalLen, '\0');
+      comm->allgatherv(mine.data(), all.data(), counts, DType::U8);
+      if (comm->rank() == 0) {
+        std::vector<std::string> parts;
+        for (size_t off = 0, r = 0; r < counts.size(); off += counts[r], ++r)
+          parts.push_back(all.substr(off, counts[r]));
+        runtime::Timeline::write(c.timeline, parts);
+      }
+    }
+    const bool reporter = comm->rank() == 0;
+    comm.reset();
+    if (reporter) std::cout << resultLine(c, result, c.workers, "allreduce", "mpi").dump() << std::endl;
+    comm::shutdown(0);
+  } catch (const std::exception& e) {
+    // With several ranks this aborts the job at once (the others would wait for
+    // their timeouts); with one, MPI is finalized and main prints the error.
+    const bool usage = dynamic_cast<const UsageError*>(&e) != nullptr;
+    comm.reset();
+    comm::shutdown(usage ? 2 : 1, std::string("dtrain: error: ") + e.what());
+    throw;
+  }
+}
+
+void run(const TrainFlags& f) {
+  runtime::TrainConfig c = f.config;
+  if (f.momentum >= 0 || f.momentum != f.momentum) c.momentum = f.momentum;
+  c.shuffle = !f.noShuffle;
+  c.overlap = !f.noOverlap;
+  using P = runtime::TrainConfig::Progress;
+  c.progress = f.progress == "bar" ? P::Bar : f.progress == "lines" ? P::Lines
+               : f.progress == "off" ? P::Off : P::Auto;
+  c.validate();
+  const bool distributed = c.backend == "mpi" || c.workers > 1 || c.strategy == "allreduce";
+  if (c.strategy.empty()) c.strategy = distributed ? "allreduce" : "single";
+  if (c.backend == "mpi") return runMpiRank(c, f.workersGiven);
+  if (c.strategy == "allreduce") return runLocal(c);
+
+  runtime::Trainer trainer(c, std::make_unique<parallel::SingleProcess>());
+  runtime::Timeline timeline;
+  timeline.setOrigin(nowMicros());
+  if (!c.timeline.empty()) trainer.setTimeline(&timeline);
+  runtime::TrainResult r = trainer.run();
+  if (!c.timeline.empty()) timeline.write(c.timeline);
+  std::cout << resultLine(c, r, 1, "single", "none").dump() << std::endl;
 }
 
 }  // namespace
@@ -58,7 +192,7 @@ void addTrainCommand(CLI::App& app) {
                   "Stop when the global step count reaches N (0: no limit; counts resumed steps)")
       ->capture_default_str();
   sub->add_option("--batch-size", c.batchSize, "Samples per step (per worker)")->capture_default_str();
-  sub->add_option("--optimizer", c.optimizer, "sgd, adam, adamw or adagrad")
+  sub->add_option("--optimizer", c.optimizer, "sgd, adam, adamw, adagrad or lars")
       ->check(CLI::IsMember(optim::optimizerNames()))->capture_default_str();
   sub->add_option("--lr", c.lr, "Learning rate")->capture_default_str();
   sub->add_option("--momentum", flags->momentum, "SGD momentum (default 0.9)");
@@ -84,6 +218,26 @@ void addTrainCommand(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--progress", flags->progress, "auto (bar on a terminal), bar, lines or off")
       ->check(CLI::IsMember({"auto", "bar", "lines", "off"}))->capture_default_str();
+  // Distributed training (README: "Data parallel training").
+  sub->add_option("--workers", c.workers,
+                  "Workers (local backend: ranks as threads; mpi: must match mpirun -np)")
+      ->capture_default_str()
+      ->each([flags](const std::string&) { flags->workersGiven = true; });
+  sub->add_option("--backend", c.backend, "local (threads) or mpi (under mpirun)")
+      ->capture_default_str();
+  sub->add_option("--strategy", c.strategy,
+                  "allreduce (default with more than one worker) or single");
+  sub->add_option("--fusion-mb", c.fusionMb, "Fusion bucket size in MiB (allreduce)")
+      ->capture_default_str();
+  sub->add_flag("--no-overlap", flags->noOverlap,
+                "Allreduce only after the whole backward (for comparison)");
+  sub->add_option("--allreduce-algo", c.allreduceAlgo, "auto, ring, rhd, tree, hier, shm or native (mpi)")
+      ->capture_default_str();
+  sub->add_option("--accumulate", c.accumulate,
+                  "Micro-steps of --batch-size per optimizer step (gradient accumulation)")
+      ->capture_default_str();
+  sub->add_flag("--scale-lr", c.scaleLr, "Linear scaling rule: multiply --lr by the workers");
+  sub->add_option("--timeline", c.timeline, "Write a Chrome trace-event JSON timeline to FILE");
   sub->callback([flags] { run(*flags); });
 }
 

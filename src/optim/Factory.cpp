@@ -2,6 +2,7 @@
 
 #include "optim/Adagrad.h"
 #include "optim/Adam.h"
+#include "optim/Lars.h"
 #include "optim/Sgd.h"
 
 namespace dtrain::optim {
@@ -25,7 +26,7 @@ std::string joinNames() {
 }  // namespace
 
 const std::vector<std::string>& optimizerNames() {
-  static const std::vector<std::string> names{"sgd", "adam", "adamw", "adagrad"};
+  static const std::vector<std::string> names{"sgd", "adam", "adamw", "adagrad", "lars"};
   return names;
 }
 
@@ -74,6 +75,7 @@ std::unique_ptr<Optimizer> makeOptimizer(const std::string& name, NamedParameter
     a.eps = o.eps.value_or(a.eps);
     return std::make_unique<Adagrad>(std::move(params), a);
   }
+  if (name == "lars") return makeLars(std::move(params), o);
   throw UsageError("unknown --optimizer '" + name + "' (expected one of: " + joinNames() + ")");
 }
 

@@ -5,12 +5,18 @@
 // happens to gradients during and after backward, how the update is applied,
 // and which rank reports. A new strategy is a new folder under parallel/, not
 // an edit of the trainer.
+//
+// One step, as the trainer drives it (K = gradient accumulation micro-steps):
+//   beginStep(step)
+//   for k in 0..K-1: beginMicroStep(k, K); forward; backward   (hooks may fire)
+//   finishGradients(); applyUpdate(optimizer)
 #include <map>
 #include <memory>
 #include <string>
 
 #include "nn/Module.h"
 #include "optim/Optimizer.h"
+#include "parallel/SpanRecorder.h"
 
 namespace dtrain::parallel {
 
@@ -22,20 +28,35 @@ class Strategy {
   virtual int worldSize() const { return 1; }
   // Rank 0 prints progress, metrics and the final line.
   bool isReporter() const { return rank() == 0; }
+  // False when several ranks share this process (local backend threads): then
+  // process-wide settings (intra-op threads) belong to the launcher, not to
+  // each rank's trainer.
+  virtual bool ownsProcess() const { return true; }
 
   // Once, after the model and optimizer exist and a checkpoint (if any) is
   // loaded: make replicas identical, install gradient-ready hooks.
   virtual void setup(nn::Module& model, optim::Optimizer& optimizer) {}
-  // Before each step's forward pass.
+  // Before each step's first forward pass.
   virtual void beginStep(int64_t step) {}
-  // After backward returned: every gradient must be final and combined.
+  // Before micro-step `index` of `count` (gradient accumulation); gradients
+  // are combined across ranks only during the last one's backward.
+  virtual void beginMicroStep(int index, int count) {}
+  // After the last backward returned: every gradient must be final and combined.
   virtual void finishGradients() {}
   // Applies the update for this step.
   virtual void applyUpdate(optim::Optimizer& optimizer) { optimizer.step(); }
-  // Combines a per-rank scalar (e.g. the loss) into the global value.
+  // Combines a per-rank scalar (e.g. the loss) into the global mean. Collective
+  // for multi-rank strategies: every rank calls it at the same steps.
   virtual double reduceMetric(double localValue) { return localValue; }
   // Strategy-specific figures for the metrics and the final JSON line.
   virtual std::map<std::string, double> stats() const { return {}; }
+
+  // Spans for the timeline (null: none). Not owned; outlives the run.
+  void setSpanRecorder(SpanRecorder* recorder) { spans_ = recorder; }
+  SpanRecorder* spanRecorder() const { return spans_; }
+
+ protected:
+  SpanRecorder* spans_ = nullptr;
 };
 
 // One process, one replica: the plain training loop.

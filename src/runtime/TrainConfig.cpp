@@ -1,7 +1,9 @@
 #include "runtime/TrainConfig.h"
 
 #include <cmath>
+#include <string>
 
+#include "comm/Types.h"
 #include "core/Error.h"
 
 namespace dtrain::runtime {
@@ -24,6 +26,22 @@ void TrainConfig::validate() const {
   DTRAIN_CHECK_USAGE(dataset == "fashion-mnist" || dataset == "synthetic", "unknown --dataset '",
                      dataset, "' (known: fashion-mnist, synthetic)");
   DTRAIN_CHECK_USAGE(warmupSteps >= 0, "--warmup-steps must be >= 0 (got ", warmupSteps, ")");
+  DTRAIN_CHECK_USAGE(workers >= 1, "--workers must be >= 1 (got ", workers, ")");
+  DTRAIN_CHECK_USAGE(strategy.empty() || strategy == "single" || strategy == "allreduce",
+                     "unknown --strategy '", strategy, "' (known: allreduce, single)");
+  DTRAIN_CHECK_USAGE(backend == "local" || backend == "mpi", "unknown --backend '", backend,
+                     "' (known: local, mpi)");
+  DTRAIN_CHECK_USAGE(!(strategy == "single" && (workers > 1 || backend == "mpi")),
+                     "--strategy single runs one process with one worker; use --strategy "
+                     "allreduce with --workers ", workers, " or --backend mpi");
+  DTRAIN_CHECK_USAGE(std::isfinite(fusionMb) && fusionMb > 0,
+                     "--fusion-mb must be a positive number (got ", fusionMb, ")");
+  DTRAIN_CHECK_USAGE(accumulate >= 1, "--accumulate must be >= 1 (got ", accumulate, ")");
+  try {
+    comm::algorithmFromName(allreduceAlgo);
+  } catch (const UsageError& e) {
+    throw UsageError(std::string("--allreduce-algo: ") + e.what());
+  }
 }
 
 }  // namespace dtrain::runtime

@@ -33,6 +33,17 @@ struct TrainConfig {
   int64_t evalBatch = 1000;
   enum class Progress { Auto, Bar, Lines, Off } progress = Progress::Auto;
 
+  // Distributed training (docs: README "Data parallel training").
+  int workers = 1;                 // local backend: ranks as threads of this process
+  std::string strategy = "";       // "" = allreduce when more than one worker, else single
+  std::string backend = "local";   // local or mpi (one process per rank under mpirun)
+  double fusionMb = 0.25;          // fusion bucket size (parallel::kDefaultFusionMb)
+  bool overlap = true;             // allreduce buckets during backward
+  std::string allreduceAlgo = "auto";
+  int64_t accumulate = 1;          // micro-steps per optimizer step (gradient accumulation)
+  bool scaleLr = false;            // linear scaling rule: lr x workers
+  std::string timeline;            // Chrome trace-event JSON output
+
   // Throws UsageError naming the flag on an invalid value.
   void validate() const;
 };

@@ -24,13 +24,15 @@ namespace dtrain::runtime {
 using autograd::Variable;
 
 nlohmann::json TrainResult::toJson() const {
-  return {{"steps", steps},
-          {"epochs", epochs},
-          {"seconds", seconds},
-          {"samples_per_s", samplesPerS},
-          {"train_loss", trainLoss},
-          {"test_accuracy", testAccuracy},
-          {"test_loss", testLoss}};
+  nlohmann::json j{{"steps", steps},
+                   {"epochs", epochs},
+                   {"seconds", seconds},
+                   {"samples_per_s", samplesPerS},
+                   {"train_loss", trainLoss},
+                   {"test_accuracy", testAccuracy},
+                   {"test_loss", testLoss}};
+  for (const auto& [k, v] : strategyStats) j[k] = v;
+  return j;
 }
 
 std::shared_ptr<const data::Dataset> loadDataset(const TrainConfig& c, bool train) {
@@ -82,26 +84,53 @@ Trainer::Trainer(TrainConfig config, std::unique_ptr<parallel::Strategy> strateg
   optim::OptimizerOptions o;
   o.lr = config_.lr;
   o.weightDecay = config_.weightDecay;
-  if (config_.optimizer == "sgd") {
+  if (config_.optimizer == "sgd" || config_.optimizer == "lars") {
     o.momentum = config_.momentum.value_or(0.9);
     o.nesterov = config_.nesterov;
   } else {
-    DTRAIN_CHECK_USAGE(!config_.momentum, "--momentum applies to --optimizer sgd only");
-    DTRAIN_CHECK_USAGE(!config_.nesterov, "--nesterov applies to --optimizer sgd only");
+    DTRAIN_CHECK_USAGE(!config_.momentum, "--momentum applies to --optimizer sgd and lars only");
+    DTRAIN_CHECK_USAGE(!config_.nesterov, "--nesterov applies to --optimizer sgd and lars only");
   }
   optimizer_ = optim::makeOptimizer(config_.optimizer, model_->namedParameters(), o);
 }
 
+void Trainer::setData(std::shared_ptr<const data::Dataset> train,
+                      std::shared_ptr<const data::Dataset> test) {
+  train_ = std::move(train);
+  test_ = std::move(test);
+}
+
+namespace {
+// A span on the compute lane when a timeline is recording (one branch otherwise).
+struct SpanScope {
+  parallel::SpanRecorder* rec;
+  const char* name;
+  double t0;
+  SpanScope(parallel::SpanRecorder* r, const char* n) : rec(r), name(n), t0(r ? nowMicros() : 0) {}
+  ~SpanScope() {
+    if (rec) rec->span(name, "compute", parallel::Lane::Compute, t0, nowMicros());
+  }
+};
+}  // namespace
+
 TrainResult Trainer::run() {
   const TrainConfig& c = config_;
-  setNumThreads(c.threads);
-  kernels::setBlasThreads(c.threads);
+  if (strategy_->ownsProcess()) {
+    setNumThreads(c.threads);
+    kernels::setBlasThreads(c.threads);
+  }
   const bool reporter = strategy_->isReporter();
+  parallel::SpanRecorder* spans = timeline_ ? timeline_->recorder(strategy_->rank()) : nullptr;
+  strategy_->setSpanRecorder(spans);
 
-  auto train = loadDataset(c, true);
-  auto test = loadDataset(c, false);
-  data::DistributedSampler sampler({train->size(), c.batchSize, strategy_->worldSize(), c.seed,
-                                    c.shuffle});
+  auto train = train_ ? train_ : loadDataset(c, true);
+  auto test = test_ ? test_ : (reporter ? loadDataset(c, false) : nullptr);
+  // Gradient accumulation: each rank's loader yields K micro-batches of B at once
+  // (local batch K*B), so the union over ranks and micro-steps is the global batch
+  // N*K*B of the sampler contract.
+  const int accumulate = static_cast<int>(c.accumulate);
+  data::DistributedSampler sampler({train->size(), c.batchSize * accumulate,
+                                    strategy_->worldSize(), c.seed, c.shuffle});
   const int64_t perEpoch = sampler.stepsPerEpoch();
   int64_t total = perEpoch * c.epochs;
   if (c.maxSteps > 0) total = std::min(total, c.maxSteps);
@@ -114,24 +143,32 @@ TrainResult Trainer::run() {
   }
   strategy_->setup(*model_, *optimizer_);
 
+  // Linear scaling rule (Goyal et al.): lr x workers, usually with --warmup-steps.
+  const double baseLr = c.scaleLr ? c.lr * strategy_->worldSize() : c.lr;
   optim::ScheduleOptions so;
   so.tMax = std::max<int64_t>(1, total);
   so.stepSize = c.stepSize > 0 ? c.stepSize : std::max<int64_t>(1, perEpoch);
   so.gamma = c.gamma;
   so.warmupSteps = c.warmupSteps;
-  auto schedule = optim::makeSchedule(c.schedule, c.lr, so);
+  auto schedule = optim::makeSchedule(c.schedule, baseLr, so);
 
   Progress::Mode mode = c.progress == TrainConfig::Progress::Auto ? Progress::autoMode()
                         : c.progress == TrainConfig::Progress::Bar ? Progress::Mode::Bar
                         : c.progress == TrainConfig::Progress::Lines ? Progress::Mode::Lines
                                                                      : Progress::Mode::Off;
-  Progress progress(reporter ? mode : Progress::Mode::Off, total);
+  if (!reporter) mode = Progress::Mode::Off;
+  Progress progress(mode, total);
   MetricsWriter metrics(reporter ? c.metrics : "");
   if (reporter)
     progress.message(detail::concat("training ", c.model, " (", model_->parameterCount(),
                                     " parameters) on ", c.dataset, " (", train->size(),
                                     " samples): ", total, " steps of batch ",
-                                    sampler.globalBatch(), ", ", optimizer_->describe()));
+                                    sampler.globalBatch(),
+                                    strategy_->worldSize() > 1
+                                        ? detail::concat(" (", strategy_->worldSize(),
+                                                         " workers, ", strategy_->name(), ")")
+                                        : std::string(),
+                                    ", ", optimizer_->describe()));
 
   TrainResult r;
   int64_t step = state.step;
@@ -139,39 +176,75 @@ TrainResult Trainer::run() {
   int64_t windowSteps = 0;
   Timer clock, window;
   const int64_t globalBatch = sampler.globalBatch();
+  // Each micro-step's loss is a mean over B samples; seeding backward with 1/K
+  // makes the accumulated gradient the mean over the K*B samples.
+  Tensor seed;
   for (int64_t epoch = step / perEpoch; epoch < c.epochs && step < total; ++epoch) {
     data::Loader loader(train, sampler, strategy_->rank(), epoch,
                         {step - epoch * perEpoch, c.prefetch});
     r.epochs = epoch + 1;
-    for (data::Batch b; step < total && loader.next(b);) {
+    for (data::Batch b;;) {
+      if (step >= total) break;
+      {
+        SpanScope s(spans, "data");
+        if (!loader.next(b)) break;
+      }
       optimizer_->setLr(schedule->lrAt(step));
       strategy_->beginStep(step);
       model_->zeroGrad();
-      Variable loss = autograd::crossEntropy(model_->forward(Variable(b.x)), b.y);
-      const float l = loss.item();
-      if (!std::isfinite(l))
-        throw Error(detail::concat("loss became ", std::isnan(l) ? "NaN" : "infinite", " at step ",
-                                   step + 1, " (epoch ", epoch + 1,
-                                   "); try a lower --lr (now ", optimizer_->lr(), ")"));
-      loss.backward();
+      double stepLoss = 0;
+      for (int k = 0; k < accumulate; ++k) {
+        strategy_->beginMicroStep(k, accumulate);
+        Tensor x = b.x, y = b.y;
+        if (accumulate > 1) {
+          x = b.x.slice(0, k * c.batchSize, (k + 1) * c.batchSize);
+          y = b.y.slice(0, k * c.batchSize, (k + 1) * c.batchSize);
+        }
+        Variable loss;
+        {
+          SpanScope s(spans, "forward");
+          loss = autograd::crossEntropy(model_->forward(Variable(x)), y);
+        }
+        const float l = loss.item();
+        if (!std::isfinite(l))
+          throw Error(detail::concat("loss became ", std::isnan(l) ? "NaN" : "infinite",
+                                     " at step ", step + 1, " (epoch ", epoch + 1,
+                                     "); try a lower --lr (now ", optimizer_->lr(), ")"));
+        SpanScope s(spans, "backward");
+        if (accumulate > 1) {
+          if (!seed.defined()) seed = Tensor::full(loss.shape(), 1.0f / accumulate);
+          loss.backward(seed);
+        } else {
+          loss.backward();
+        }
+        stepLoss += l;
+      }
       strategy_->finishGradients();
-      strategy_->applyUpdate(*optimizer_);
+      {
+        SpanScope s(spans, "optimizer");
+        strategy_->applyUpdate(*optimizer_);
+      }
       ++step;
-      windowLoss += l;
+      windowLoss += stepLoss / accumulate;
       ++windowSteps;
 
       const bool logNow = step % c.logEvery == 0 || step == total;
       if (logNow || mode == Progress::Mode::Bar) {
         const double rate = windowSteps * globalBatch / std::max(1e-9, window.seconds());
-        const double meanLoss = strategy_->reduceMetric(windowLoss / windowSteps);
+        // Only logged steps combine the loss across ranks: every rank must make
+        // the same collective calls, and only rank 0 draws a bar.
+        const double meanLoss = logNow ? strategy_->reduceMetric(windowLoss / windowSteps)
+                                       : windowLoss / windowSteps;
         progress.update(step, epoch, meanLoss, rate, logNow);
         if (logNow) {
           r.trainLoss = meanLoss;
-          nlohmann::json rec{{"step", step},   {"epoch", epoch + 1},
-                             {"loss", meanLoss}, {"lr", optimizer_->lr()},
-                             {"samples_per_s", rate}};
-          for (auto& [k, v] : strategy_->stats()) rec[k] = v;
-          metrics.write(rec);
+          if (reporter) {
+            nlohmann::json rec{{"step", step},   {"epoch", epoch + 1},
+                               {"loss", meanLoss}, {"lr", optimizer_->lr()},
+                               {"samples_per_s", rate}};
+            for (auto& [k, v] : strategy_->stats()) rec[k] = v;
+            metrics.write(rec);
+          }
           windowLoss = 0;
           windowSteps = 0;
           window.reset();
@@ -191,6 +264,7 @@ TrainResult Trainer::run() {
   r.steps = step;
   const int64_t ranSteps = step - state.step;
   r.samplesPerS = ranSteps * globalBatch / std::max(1e-9, r.seconds);
+  r.strategyStats = strategy_->stats();
   progress.finish();
 
   if (reporter) {

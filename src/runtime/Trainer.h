@@ -2,7 +2,9 @@
 // The training loop shared by every strategy: data -> forward -> loss ->
 // backward -> (strategy: gradients, update) -> metrics, with evaluation,
 // checkpoints and progress. Strategies plug in through parallel::Strategy.
+#include <map>
 #include <memory>
+#include <string>
 
 #include <nlohmann/json.hpp>
 
@@ -11,6 +13,7 @@
 #include "optim/Optimizer.h"
 #include "optim/Schedule.h"
 #include "parallel/Strategy.h"
+#include "runtime/Timeline.h"
 #include "runtime/TrainConfig.h"
 
 namespace dtrain::runtime {
@@ -23,6 +26,8 @@ struct TrainResult {
   double trainLoss = 0;   // mean over the last logging window
   double testAccuracy = 0;
   double testLoss = 0;
+  // The strategy's figures (parallel::Strategy::stats) at the end of the run.
+  std::map<std::string, double> strategyStats;
   nlohmann::json toJson() const;
 };
 
@@ -36,6 +41,11 @@ std::pair<double, double> evaluate(nn::Module& model, const data::Dataset& datas
 class Trainer {
  public:
   Trainer(TrainConfig config, std::unique_ptr<parallel::Strategy> strategy);
+  // Datasets loaded by the caller (the ranks of the local backend share one
+  // copy); without this call run() loads them itself.
+  void setData(std::shared_ptr<const data::Dataset> train, std::shared_ptr<const data::Dataset> test);
+  // Records spans of this rank into `timeline` (not owned; may be null).
+  void setTimeline(Timeline* timeline) { timeline_ = timeline; }
   TrainResult run();
 
   nn::Module& model() { return *model_; }
@@ -46,6 +56,8 @@ class Trainer {
   std::unique_ptr<parallel::Strategy> strategy_;
   std::shared_ptr<nn::Module> model_;
   std::unique_ptr<optim::Optimizer> optimizer_;
+  std::shared_ptr<const data::Dataset> train_, test_;
+  Timeline* timeline_ = nullptr;
 };
 
 }  // namespace dtrain::runtime

@@ -1,0 +1,21 @@
+#pragma once
+// Where strategies (and the trainer) record timed spans for a timeline. The
+// runtime implements it (runtime/Timeline.h writes Chrome trace-event JSON);
+// parallel/ only sees this interface, because parallel sits below runtime.
+#include <string_view>
+
+namespace dtrain::parallel {
+
+// Lanes of one rank in the timeline (trace-event "tid").
+enum class Lane : int { Compute = 0, Comm = 1 };
+
+class SpanRecorder {
+ public:
+  virtual ~SpanRecorder() = default;
+  // One finished span on `lane`, times in microseconds since nowMicros()'s origin.
+  // Must be safe to call from several threads at once.
+  virtual void span(std::string_view name, std::string_view category, Lane lane, double startUs,
+                    double endUs) = 0;
+};
+
+}  // namespace dtrain::parallel

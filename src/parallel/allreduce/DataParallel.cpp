@@ -1,0 +1,209 @@
+#include "parallel/allreduce/DataParallel.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include "core/Error.h"
+#include "core/Timer.h"
+
+namespace dtrain::parallel {
+
+namespace {
+// Tags name the calls in the communication layer's error messages; buckets use
+// their index, the rest are far above any bucket count.
+constexpr int kMetricTag = 1 << 20;
+constexpr int kSetupTag = (1 << 20) + 1;
+}  // namespace
+
+DataParallel::DataParallel(comm::Communicator& comm, DataParallelOptions options)
+    : comm_(comm), opts_(options) {
+  DTRAIN_CHECK_USAGE(std::isfinite(opts_.fusionMb) && opts_.fusionMb > 0,
+                     "--fusion-mb must be a positive number (got ", opts_.fusionMb, ")");
+}
+
+DataParallel::~DataParallel() {
+  if (thread_.joinable()) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    workCv_.notify_all();
+    thread_.join();
+  }
+  // The hooks point at this object; the parameters may outlive it.
+  for (auto& b : buckets_)
+    for (auto& p : b.params) p.clearHooks();
+}
+
+bool DataParallel::ownsProcess() const { return std::string(comm_.backend()) != "local"; }
+
+void DataParallel::setup(nn::Module& model, optim::Optimizer& optimizer) {
+  DTRAIN_CHECK(buckets_.empty(), "DataParallel::setup called twice");
+  comm::Options o;
+  o.root = 0;
+  o.tag = kSetupTag;
+  // Replicas start from rank 0's state whatever their seeds (and whatever a
+  // rank's --load said): parameters, buffers, and optimizer state.
+  for (auto& [name, p] : model.namedParameters()) comm_.broadcast(p.data(), o);
+  for (auto& [name, t] : model.namedBuffers()) comm_.broadcast(*t, o);
+  int32_t hasState = optimizer.size() > 0 && optimizer.hasState(0) ? 1 : 0;
+  comm_.broadcast(&hasState, 1, DType::I32, o);
+  if (hasState) {
+    optimizer.ensureState();
+    for (auto& [name, t] : optimizer.namedState()) comm_.broadcast(*t, o);
+  }
+  int64_t stepCount = optimizer.stepCount();
+  comm_.broadcast(&stepCount, 1, DType::I64, o);
+  optimizer.setStepCount(stepCount);
+
+  const size_t bytes = static_cast<size_t>(std::max(1.0, opts_.fusionMb * 1024 * 1024));
+  buckets_ = makeFusionBuckets(model.parameters(), bytes);
+  for (auto& b : buckets_) gradBytes_ += static_cast<int64_t>(b.bytes());
+  ready_.assign(buckets_.size(), 0);
+  startUs_.assign(buckets_.size(), 0);
+  endUs_.assign(buckets_.size(), 0);
+  if (opts_.overlap) {
+    for (size_t i = 0; i < buckets_.size(); ++i)
+      for (auto& p : buckets_[i].params)
+        p.addGradReadyHook([this, i](autograd::Variable&) { onGradReady(i); });
+  }
+  thread_ = std::thread([this] { commLoop(); });
+}
+
+void DataParallel::beginStep(int64_t) {
+  stepStartUs_ = nowMicros();
+  std::fill(ready_.begin(), ready_.end(), 0);
+  nextLaunch_ = 0;
+}
+
+void DataParallel::beginMicroStep(int index, int count) { syncing_ = index == count - 1; }
+
+void DataParallel::onGradReady(size_t bucket) {
+  if (!syncing_) return;  // accumulation micro-step: gradients stay local
+  if (++ready_[bucket] == buckets_[bucket].params.size()) launchInOrder(false);
+}
+
+// Launches complete buckets (or, with all, every remaining one) strictly in
+// bucket order: the ranks' collectives must be issued in the same order.
+void DataParallel::launchInOrder(bool all) {
+  size_t first = nextLaunch_;
+  while (nextLaunch_ < buckets_.size() &&
+         (all || ready_[nextLaunch_] == buckets_[nextLaunch_].params.size())) {
+    if (all) {
+      // A parameter whose hook did not fire (no overlap, or unused in this
+      // forward) may still hold a stale gradient: grad() materializes the zeros.
+      for (auto& p : buckets_[nextLaunch_].params) p.grad();
+    }
+    ++nextLaunch_;
+  }
+  if (nextLaunch_ == first) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (size_t i = first; i < nextLaunch_; ++i) queue_.push_back(i);
+  }
+  workCv_.notify_one();
+}
+
+void DataParallel::commLoop() {
+  for (;;) {
+    size_t i;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      workCv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+      if (stop_) return;
+      i = queue_.front();
+      queue_.pop_front();
+    }
+    std::exception_ptr err;
+    const double t0 = nowMicros();
+    try {
+      runBucket(i);
+    } catch (...) {
+      err = std::current_exception();
+    }
+    const double t1 = nowMicros();
+    if (spans_) {
+      spans_->span("allreduce bucket " + std::to_string(i) + " (" +
+                       std::to_string(buckets_[i].bytes() / 1024) + " KiB)",
+                   "comm", Lane::Comm, t0, t1);
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      startUs_[i] = t0;
+      endUs_[i] = t1;
+      ++completed_;
+      if (err && !error_) error_ = err;
+    }
+    doneCv_.notify_all();
+  }
+}
+
+void DataParallel::runBucket(size_t i) {
+  FusionBucket& b = buckets_[i];
+  comm::Options o;
+  o.op = comm::ReduceOp::Sum;
+  o.algo = opts_.algo;
+  o.tag = static_cast<int>(i);
+  float* data = b.buffer.data<float>();
+  const auto n = static_cast<size_t>(b.numel());
+  comm_.allreduce(data, data, n, DType::F32, o);
+  if (comm_.size() > 1) {
+    const float scale = 1.0f / static_cast<float>(comm_.size());
+    for (size_t j = 0; j < n; ++j) data[j] *= scale;
+  }
+}
+
+void DataParallel::finishGradients() {
+  const double backwardEnd = nowMicros();
+  launchInOrder(true);
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    doneCv_.wait(lock, [&] { return completed_ == buckets_.size() || error_; });
+    if (error_) {
+      // Leave the communication thread idle-able: drop what was not started.
+      queue_.clear();
+      std::rethrow_exception(error_);
+    }
+    completed_ = 0;
+  }
+  const double done = nowMicros();
+  if (spans_ && done - backwardEnd > 1)
+    spans_->span("wait allreduce", "comm", Lane::Compute, backwardEnd, done);
+  ++steps_;
+  computeUs_ += backwardEnd - stepStartUs_;
+  exposedUs_ += done - backwardEnd;
+  for (size_t i = 0; i < buckets_.size(); ++i) {
+    commUs_ += endUs_[i] - startUs_[i];
+    hiddenUs_ += std::max(0.0, std::min(endUs_[i], backwardEnd) - startUs_[i]);
+  }
+}
+
+double DataParallel::reduceMetric(double localValue) {
+  // Called between steps: the communication thread is idle, so this thread may
+  // issue calls on the communicator.
+  float v = static_cast<float>(localValue);
+  comm::Options o;
+  o.tag = kMetricTag;
+  comm_.allreduce(&v, &v, 1, DType::F32, o);
+  return static_cast<double>(v) / comm_.size();
+}
+
+std::map<std::string, double> DataParallel::stats() const {
+  const double n = static_cast<double>(std::max<int64_t>(1, steps_));
+  const int w = comm_.size();
+  // What a bandwidth-optimal allreduce (ring, reduce-scatter + allgather) sends
+  // per rank: 2 (N-1)/N of the payload (nccl-tests' busbw convention).
+  const double sent = w > 1 ? 2.0 * (w - 1) / w * static_cast<double>(gradBytes_) : 0.0;
+  return {{"compute_ms", computeUs_ / n / 1e3},
+          {"comm_ms", commUs_ / n / 1e3},
+          {"hidden_ms", hiddenUs_ / n / 1e3},
+          {"exposed_comm_ms", exposedUs_ / n / 1e3},
+          {"bytes_sent_per_worker", sent},
+          {"allreduce_bytes", static_cast<double>(gradBytes_)},
+          {"buckets", static_cast<double>(buckets_.size())},
+          {"fusion_mb", opts_.fusionMb}};
+}
+
+}  // namespace dtrain::parallel

@@ -1,0 +1,98 @@
+#pragma once
+// Synchronous data parallelism with allreduce (Horovod, PyTorch DDP): every rank
+// holds a replica, computes gradients on its slice of the global batch, the
+// gradients are averaged with allreduce and every replica applies the same
+// update, so replicas stay identical.
+//
+//  - Start: rank 0's parameters, buffers and optimizer state are broadcast.
+//  - Tensor fusion: gradients live in fusion buckets (FusionBuckets.h).
+//  - Overlap (wait-free backpropagation): a bucket's allreduce is handed to this
+//    strategy's communication thread from the gradient-ready hook of its last
+//    parameter, while backward goes on with the layers below. Buckets are always
+//    launched in bucket order, on every rank, so the collectives match even if
+//    hooks within a layer fire in a different order.
+//  - Averaging: allreduce(sum) then x 1/N on the communication thread. Each rank's
+//    loss is the mean over its B samples, so the result is the gradient of the
+//    mean over the N*B samples of the global batch (the single-worker gradient).
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "comm/Communicator.h"
+#include "parallel/Strategy.h"
+#include "parallel/allreduce/FusionBuckets.h"
+
+namespace dtrain::parallel {
+
+// Default bucket size, chosen from the --fusion-mb sweep in docs/PERFORMANCE-ddp.md.
+inline constexpr double kDefaultFusionMb = 0.25;
+
+struct DataParallelOptions {
+  double fusionMb = kDefaultFusionMb;
+  bool overlap = true;  // false: launch every bucket after backward (--no-overlap)
+  comm::Algorithm algo = comm::Algorithm::Auto;
+};
+
+class DataParallel final : public Strategy {
+ public:
+  // `comm` must outlive the strategy.
+  DataParallel(comm::Communicator& comm, DataParallelOptions options = {});
+  ~DataParallel() override;
+  DataParallel(const DataParallel&) = delete;
+  DataParallel& operator=(const DataParallel&) = delete;
+
+  std::string name() const override { return "allreduce"; }
+  int rank() const override { return comm_.rank(); }
+  int worldSize() const override { return comm_.size(); }
+  bool ownsProcess() const override;
+
+  void setup(nn::Module& model, optim::Optimizer& optimizer) override;
+  void beginStep(int64_t step) override;
+  void beginMicroStep(int index, int count) override;
+  void finishGradients() override;
+  double reduceMetric(double localValue) override;
+  // Per-step means over the run so far: compute_ms (forward + backward),
+  // comm_ms (allreduce time on the communication thread), hidden_ms (the part
+  // of comm_ms that ran while backward was still going), exposed_ms (time the
+  // step waited for communication after backward), bytes_sent_per_worker.
+  std::map<std::string, double> stats() const override;
+
+  size_t bucketCount() const { return buckets_.size(); }
+  const std::vector<FusionBucket>& buckets() const { return buckets_; }
+
+ private:
+  void onGradReady(size_t bucket);
+  void launchInOrder(bool all);
+  void commLoop();
+  void runBucket(size_t i);
+
+  comm::Communicator& comm_;
+  DataParallelOptions opts_;
+  std::vector<FusionBucket> buckets_;
+  int64_t gradBytes_ = 0;
+
+  // Training thread only.
+  std::vector<size_t> ready_;  // per bucket: parameters whose gradient is final
+  size_t nextLaunch_ = 0;
+  bool syncing_ = true;        // this backward is the communicating one
+  double stepStartUs_ = 0;
+
+  // Shared with the communication thread (under mu_).
+  std::thread thread_;
+  std::mutex mu_;
+  std::condition_variable workCv_, doneCv_;
+  std::deque<size_t> queue_;
+  size_t completed_ = 0;
+  bool stop_ = false;
+  std::exception_ptr error_;
+  std::vector<double> startUs_, endUs_;  // per bucket, this step
+
+  // Totals for stats().
+  int64_t steps_ = 0;
+  double computeUs_ = 0, commUs_ = 0, hiddenUs_ = 0, exposedUs_ = 0;
+};
+
+}  // namespace dtrain::parallel

@@ -1,0 +1,93 @@
+#include "runtime/Timeline.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "core/Error.h"
+
+namespace dtrain::runtime {
+
+class Timeline::RankRecorder final : public parallel::SpanRecorder {
+ public:
+  RankRecorder(Timeline& t, int rank) : timeline_(t), rank_(rank) {}
+  int rank() const { return rank_; }
+  void span(std::string_view name, std::string_view category, parallel::Lane lane, double startUs,
+            double endUs) override {
+    timeline_.add(rank_, lane, name, category, startUs, endUs);
+  }
+
+ private:
+  Timeline& timeline_;
+  int rank_;
+};
+
+Timeline::Timeline() = default;
+Timeline::~Timeline() = default;
+
+parallel::SpanRecorder* Timeline::recorder(int rank) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& r : recorders_)
+    if (r->rank() == rank) return r.get();
+  recorders_.push_back(std::make_unique<RankRecorder>(*this, rank));
+  return recorders_.back().get();
+}
+
+void Timeline::add(int pid, parallel::Lane lane, std::string_view name, std::string_view category,
+                   double startUs, double endUs) {
+  Event e{pid, static_cast<int>(lane), std::string(name), std::string(category), startUs,
+          endUs - startUs};
+  std::lock_guard<std::mutex> lock(mu_);
+  events_.push_back(std::move(e));
+}
+
+size_t Timeline::size() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return events_.size();
+}
+
+std::string Timeline::serialize() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  nlohmann::json arr = nlohmann::json::array();
+  std::set<int> pids;
+  for (const Event& e : events_) {
+    pids.insert(e.pid);
+    arr.push_back({{"name", e.name}, {"cat", e.category}, {"ph", "X"}, {"pid", e.pid},
+                   {"tid", e.tid}, {"ts", e.ts - origin_}, {"dur", e.dur}});
+  }
+  for (int pid : pids) {
+    arr.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", pid}, {"tid", 0},
+                   {"args", {{"name", "rank " + std::to_string(pid)}}}});
+    arr.push_back({{"name", "process_sort_index"}, {"ph", "M"}, {"pid", pid}, {"tid", 0},
+                   {"args", {{"sort_index", pid}}}});
+    arr.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", pid}, {"tid", 0},
+                   {"args", {{"name", "compute"}}}});
+    arr.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", pid}, {"tid", 1},
+                   {"args", {{"name", "comm"}}}});
+  }
+  return arr.dump();
+}
+
+void Timeline::write(const std::string& path, const std::vector<std::string>& parts) {
+  nlohmann::json all = nlohmann::json::array();
+  for (const std::string& p : parts) {
+    if (p.empty()) continue;
+    for (auto& e : nlohmann::json::parse(p)) all.push_back(std::move(e));
+  }
+  nlohmann::json doc{{"traceEvents", std::move(all)}, {"displayTimeUnit", "ms"}};
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp);
+    if (!f) throw Error("cannot write timeline " + path + ": cannot open " + tmp);
+    f << doc.dump() << '\n';
+    if (!f) throw Error("cannot write timeline " + path + ": write failed");
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) throw Error("cannot write timeline " + path + ": " + ec.message());
+}
+
+}  // namespace dtrain::runtime
