@@ -214,3 +214,21 @@ TEST(Tensors, AllreduceAndBroadcastTensor) {
 }
 
 }  // namespace
+
+// Every rank must get bitwise the same allreduce result (replicas of data
+// parallel training stay identical), on every path of the shm algorithm.
+TEST(LocalShm, RanksGetBitwiseIdenticalSums) {
+  for (size_t count : {size_t{10}, size_t{2570}, size_t{300000}}) {
+    std::vector<std::vector<float>> results(3);
+    dtrain::comm::local::runLocal(3, [&](dtrain::comm::Communicator& c) {
+      std::vector<float> v(count);
+      for (size_t i = 0; i < count; ++i) v[i] = 0.1f * static_cast<float>(c.rank() + 1) + 1e-3f * static_cast<float>(i % 97) / 3.f;
+      dtrain::comm::Options o;
+      o.algo = dtrain::comm::Algorithm::Shm;
+      c.allreduce(v.data(), v.data(), count, dtrain::DType::F32, o);
+      results[c.rank()] = v;
+    });
+    EXPECT_EQ(results[0], results[1]) << count;
+    EXPECT_EQ(results[0], results[2]) << count;
+  }
+}

@@ -85,12 +85,9 @@ TEST(DataParallelEquivalence, FusionSizes) {
     parallel::DataParallelOptions o;
     o.fusionMb = mb;
     checkEquivalent("mlp", 2, o, "mlp fusion-mb=" + std::to_string(mb));
-    // KNOWN COMM ISSUE: the local backend's small-message shm allreduce (at most
-    // 256 KiB / N) sums the ranks' inputs starting from the caller's own
-    // (src/comm/local/ShmCollectives.cpp), so with N >= 3 ranks get results that
-    // differ in the last bit and the replicas drift apart by ~1e-7. Until it
-    // reduces in rank order, tolerate that here (tiny buckets hit that path).
-    checkEquivalent("mlp", 3, o, "mlp fusion-mb=" + std::to_string(mb), mb < 1 ? 1e-6 : 0);
+    // Tiny buckets take the local backend's small-message shm path, which must
+    // also sum in rank order so that replicas stay bitwise equal.
+    checkEquivalent("mlp", 3, o, "mlp fusion-mb=" + std::to_string(mb));
   }
 }
 

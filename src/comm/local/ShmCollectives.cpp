@@ -31,9 +31,10 @@ void LocalCommunicator::shmAllreduce(Call& call) {
   const uint64_t tagBits = calls_ << 32;  // same value on every rank for this call
   if (smallAllreduce(call)) {
     // Every input was staged before the check's barrier: reduce the copies, and
-    // return without another barrier (nobody reads this rank's buffers).
+    // return without another barrier (nobody reads this rank's buffers). Every
+    // rank sums in rank order, so all ranks get bitwise the same result.
     std::vector<const void*> staged(n);
-    for (int k = 0; k < n; ++k) staged[k] = world_->slot((r + k) % n).stage[(calls_ - 1) & 1].get();
+    for (int k = 0; k < n; ++k) staged[k] = world_->slot(k).stage[(calls_ - 1) & 1].get();
     comm::detail::reduceMany(call.out, staged.data(), n, count, call.desc.dtype, call.desc.op);
     if (call.desc.op == ReduceOp::Avg) comm::detail::scaleForAvg(call.out, count, call.desc.dtype, n);
     return;
