@@ -21,6 +21,22 @@ void forPlanes(const PoolShape& s, int64_t planeWork, F&& fn) {
   detail::forRange(s.N * s.C, grain, fn);
 }
 
+// Calls fn(o, hb, he, wb, we) for every output o = oh*OW + ow of one plane, in
+// output order, with its input window [hb, he) x [wb, we) clamped to the image
+// (padding contributes nothing).
+template <typename F>
+inline void forEachWindow(const PoolShape& s, F&& fn) {
+  const int64_t OH = s.outH(), OW = s.outW();
+  for (int64_t oh = 0; oh < OH; ++oh) {
+    const int64_t h0 = oh * s.strideH - s.padH;
+    const int64_t hb = std::max<int64_t>(h0, 0), he = std::min(h0 + s.KH, s.H);
+    for (int64_t ow = 0; ow < OW; ++ow) {
+      const int64_t w0 = ow * s.strideW - s.padW;
+      fn(oh * OW + ow, hb, he, std::max<int64_t>(w0, 0), std::min(w0 + s.KW, s.W));
+    }
+  }
+}
+
 // The LeNet/VGG case: 2x2 windows, stride 2, no padding. Rows are read in pairs
 // and each output compares four values; the first maximum in window order
 // (row-major, as torch) wins, and a NaN is a maximum that nothing replaces.
@@ -170,27 +186,23 @@ void maxPool2dForward(const PoolShape& s, const float* x, float* y, int32_t* arg
   forPlanes(s, OH * OW * s.KH * s.KW, [&](int64_t lo, int64_t hi) {
     for (int64_t p = lo; p < hi; ++p) {
       const float* xp = x + p * H * W;
-      for (int64_t oh = 0; oh < OH; ++oh) {
-        const int64_t h0 = oh * s.strideH - s.padH;
-        const int64_t hb = std::max<int64_t>(h0, 0), he = std::min(h0 + s.KH, H);
-        for (int64_t ow = 0; ow < OW; ++ow) {
-          const int64_t w0 = ow * s.strideW - s.padW;
-          const int64_t wb = std::max<int64_t>(w0, 0), we = std::min(w0 + s.KW, W);
-          float m = -std::numeric_limits<float>::infinity();
-          int64_t best = hb * W + wb;  // a window of padding only: index of its clamp
-          for (int64_t h = hb; h < he && m == m; ++h)
-            for (int64_t w = wb; w < we; ++w) {
-              const float v = xp[h * W + w];
-              if (v > m || v != v) {
-                m = v;
-                best = h * W + w;
-                if (v != v) break;
-              }
+      float* yp = y + p * OH * OW;
+      int32_t* ap = argmax + p * OH * OW;
+      forEachWindow(s, [&](int64_t o, int64_t hb, int64_t he, int64_t wb, int64_t we) {
+        float m = -std::numeric_limits<float>::infinity();
+        int64_t best = hb * W + wb;  // a window of padding only: index of its clamp
+        for (int64_t h = hb; h < he && m == m; ++h)
+          for (int64_t w = wb; w < we; ++w) {
+            const float v = xp[h * W + w];
+            if (v > m || v != v) {
+              m = v;
+              best = h * W + w;
+              if (v != v) break;
             }
-          y[(p * OH + oh) * OW + ow] = m;
-          argmax[(p * OH + oh) * OW + ow] = static_cast<int32_t>(best);
-        }
-      }
+          }
+        yp[o] = m;
+        ap[o] = static_cast<int32_t>(best);
+      });
     }
   });
 }
@@ -224,18 +236,13 @@ void avgPool2dForward(const PoolShape& s, const float* x, float* y) {
   forPlanes(s, OH * OW * s.KH * s.KW, [&](int64_t lo, int64_t hi) {
     for (int64_t p = lo; p < hi; ++p) {
       const float* xp = x + p * H * W;
-      for (int64_t oh = 0; oh < OH; ++oh) {
-        const int64_t h0 = oh * s.strideH - s.padH;
-        const int64_t hb = std::max<int64_t>(h0, 0), he = std::min(h0 + s.KH, H);
-        for (int64_t ow = 0; ow < OW; ++ow) {
-          const int64_t w0 = ow * s.strideW - s.padW;
-          const int64_t wb = std::max<int64_t>(w0, 0), we = std::min(w0 + s.KW, W);
-          float acc = 0.f;
-          for (int64_t h = hb; h < he; ++h)
-            for (int64_t w = wb; w < we; ++w) acc += xp[h * W + w];
-          y[(p * OH + oh) * OW + ow] = acc * inv;
-        }
-      }
+      float* yp = y + p * OH * OW;
+      forEachWindow(s, [&](int64_t o, int64_t hb, int64_t he, int64_t wb, int64_t we) {
+        float acc = 0.f;
+        for (int64_t h = hb; h < he; ++h)
+          for (int64_t w = wb; w < we; ++w) acc += xp[h * W + w];
+        yp[o] = acc * inv;
+      });
     }
   });
 }
@@ -249,17 +256,12 @@ void avgPool2dBackward(const PoolShape& s, const float* gy, float* gx) {
     if (OH <= 0 || OW <= 0) return;
     for (int64_t p = lo; p < hi; ++p) {
       float* gp = gx + p * H * W;
-      for (int64_t oh = 0; oh < OH; ++oh) {
-        const int64_t h0 = oh * s.strideH - s.padH;
-        const int64_t hb = std::max<int64_t>(h0, 0), he = std::min(h0 + s.KH, H);
-        for (int64_t ow = 0; ow < OW; ++ow) {
-          const int64_t w0 = ow * s.strideW - s.padW;
-          const int64_t wb = std::max<int64_t>(w0, 0), we = std::min(w0 + s.KW, W);
-          const float g = gy[(p * OH + oh) * OW + ow] * inv;
-          for (int64_t h = hb; h < he; ++h)
-            for (int64_t w = wb; w < we; ++w) gp[h * W + w] += g;
-        }
-      }
+      const float* gyp = gy + p * OH * OW;
+      forEachWindow(s, [&](int64_t o, int64_t hb, int64_t he, int64_t wb, int64_t we) {
+        const float g = gyp[o] * inv;
+        for (int64_t h = hb; h < he; ++h)
+          for (int64_t w = wb; w < we; ++w) gp[h * W + w] += g;
+      });
     }
   });
 }
