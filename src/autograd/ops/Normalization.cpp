@@ -28,10 +28,21 @@ void normBackward(GradSink& sink, const Shape& xShape, int64_t nc, bool affine, 
   }
 }
 
-class BatchNormNode final : public Node {
+// What every normalization backward needs: the input, the scale (undefined
+// without affine), and the per-group mean and 1/std the forward used.
+class SavedNormNode : public Node {
  public:
-  BatchNormNode(Tensor x, Tensor gamma, Tensor mean, Tensor invStd)
+  SavedNormNode(Tensor x, Tensor gamma, Tensor mean, Tensor invStd)
       : x_(std::move(x)), gamma_(std::move(gamma)), mean_(std::move(mean)), invStd_(std::move(invStd)) {}
+  void release() override { x_ = gamma_ = mean_ = invStd_ = Tensor(); }
+
+ protected:
+  Tensor x_, gamma_, mean_, invStd_;
+};
+
+class BatchNormNode final : public SavedNormNode {
+ public:
+  using SavedNormNode::SavedNormNode;
   const char* name() const override { return "batch_norm2d"; }
   void backward(const Tensor& gy, GradSink& sink) override {
     const int64_t N = x_.size(0), C = x_.size(1), S = x_.numel() / std::max<int64_t>(1, N * C);
@@ -42,17 +53,12 @@ class BatchNormNode final : public Node {
                                  gg, gb, N, C, S);
     });
   }
-  void release() override { x_ = gamma_ = mean_ = invStd_ = Tensor(); }
-
- private:
-  Tensor x_, gamma_, mean_, invStd_;
 };
 
 // Eval mode is an affine map per channel: y = (x - mean_run) * invStd_run * gamma + beta.
-class BatchNormEvalNode final : public Node {
+class BatchNormEvalNode final : public SavedNormNode {
  public:
-  BatchNormEvalNode(Tensor x, Tensor gamma, Tensor mean, Tensor invStd)
-      : x_(std::move(x)), gamma_(std::move(gamma)), mean_(std::move(mean)), invStd_(std::move(invStd)) {}
+  using SavedNormNode::SavedNormNode;
   const char* name() const override { return "batch_norm2d_eval"; }
   void backward(const Tensor& gy, GradSink& sink) override {
     const int64_t N = x_.size(0), C = x_.size(1), S = x_.numel() / std::max<int64_t>(1, N * C);
@@ -71,16 +77,11 @@ class BatchNormEvalNode final : public Node {
         }
     });
   }
-  void release() override { x_ = gamma_ = mean_ = invStd_ = Tensor(); }
-
- private:
-  Tensor x_, gamma_, mean_, invStd_;
 };
 
-class LayerNormNode final : public Node {
+class LayerNormNode final : public SavedNormNode {
  public:
-  LayerNormNode(Tensor x, Tensor gamma, Tensor mean, Tensor invStd)
-      : x_(std::move(x)), gamma_(std::move(gamma)), mean_(std::move(mean)), invStd_(std::move(invStd)) {}
+  using SavedNormNode::SavedNormNode;
   const char* name() const override { return "layer_norm"; }
   void backward(const Tensor& gy, GradSink& sink) override {
     const int64_t D = x_.size(-1), R = x_.numel() / std::max<int64_t>(1, D);
@@ -91,10 +92,6 @@ class LayerNormNode final : public Node {
                                  gg, gb, R, D);
     });
   }
-  void release() override { x_ = gamma_ = mean_ = invStd_ = Tensor(); }
-
- private:
-  Tensor x_, gamma_, mean_, invStd_;
 };
 
 }  // namespace
