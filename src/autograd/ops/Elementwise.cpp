@@ -22,11 +22,7 @@ class AddNode final : public Node {
     const int64_t n = gy.numel();
     const float* g = gy.data<float>();
     for (size_t i = 0; i < 2; ++i) {
-      if (!sink.needs(i)) continue;
-      GradTarget t = sink.target(i);
-      float s = i == 0 ? 1.f : sign_;
-      if (t.accumulate) kernels::axpy(s, g, t.ptr, n);
-      else kernels::scale(g, s, t.ptr, n);
+      if (sink.needs(i)) detail::writeScaled(sink, i, i == 0 ? 1.f : sign_, g, n);
     }
   }
 
@@ -56,9 +52,7 @@ class ScaleNode final : public Node {
   explicit ScaleNode(float alpha) : alpha_(alpha) {}
   const char* name() const override { return "scale"; }
   void backward(const Tensor& gy, GradSink& sink) override {
-    GradTarget t = sink.target(0);
-    if (t.accumulate) kernels::axpy(alpha_, gy.data<float>(), t.ptr, gy.numel());
-    else kernels::scale(gy.data<float>(), alpha_, t.ptr, gy.numel());
+    detail::writeScaled(sink, 0, alpha_, gy.data<float>(), gy.numel());
   }
 
  private:

@@ -49,9 +49,7 @@ class MseNode final : public Node {
   const char* name() const override { return "mse_loss"; }
   void backward(const Tensor& gy, GradSink& sink) override {
     const float s = 2.f * gy.item() / static_cast<float>(diff_.numel());
-    GradTarget t = sink.target(0);
-    if (t.accumulate) kernels::axpy(s, diff_.data<float>(), t.ptr, diff_.numel());
-    else kernels::scale(diff_.data<float>(), s, t.ptr, diff_.numel());
+    detail::writeScaled(sink, 0, s, diff_.data<float>(), diff_.numel());
   }
   void release() override { diff_ = Tensor(); }
 

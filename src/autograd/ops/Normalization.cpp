@@ -18,14 +18,8 @@ void normBackward(GradSink& sink, const Shape& xShape, int64_t nc, bool affine, 
   }
   kernel(gx.data<float>(), affine ? gg.data<float>() : nullptr, affine ? gb.data<float>() : nullptr);
   if (sink.needs(0)) sink.add(0, std::move(gx));
-  if (affine && sink.needs(1)) {
-    GradTarget t = sink.target(1);
-    for (int64_t i = 0; i < nc; ++i) t.ptr[i] = (t.accumulate ? t.ptr[i] : 0.f) + gg.data<float>()[i];
-  }
-  if (affine && sink.needs(2)) {
-    GradTarget t = sink.target(2);
-    for (int64_t i = 0; i < nc; ++i) t.ptr[i] = (t.accumulate ? t.ptr[i] : 0.f) + gb.data<float>()[i];
-  }
+  if (affine && sink.needs(1)) detail::writeScaled(sink, 1, 1.f, gg.data<float>(), nc);
+  if (affine && sink.needs(2)) detail::writeScaled(sink, 2, 1.f, gb.data<float>(), nc);
 }
 
 // What every normalization backward needs: the input, the scale (undefined

@@ -22,6 +22,14 @@ void writeGrad(GradSink& sink, size_t i, int64_t numel, Kernel&& kernel) {
   kernels::add(t.ptr, tmp.data<float>(), t.ptr, numel);
 }
 
+// Writes alpha * src (shaped like input i) into input i's gradient: scaled
+// straight into the target, or added to the gradient it already holds.
+inline void writeScaled(GradSink& sink, size_t i, float alpha, const float* src, int64_t n) {
+  GradTarget t = sink.target(i);
+  if (t.accumulate) kernels::axpy(alpha, src, t.ptr, n);
+  else kernels::scale(src, alpha, t.ptr, n);
+}
+
 inline const Tensor& checkF32(const Variable& v, const char* op, const char* what) {
   DTRAIN_CHECK(v.defined(), op, ": ", what, " is undefined");
   DTRAIN_CHECK(v.data().dtype() == DType::F32, op, ": ", what, " must be f32, got ",

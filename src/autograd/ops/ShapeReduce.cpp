@@ -8,17 +8,10 @@ namespace {
 
 class ReshapeNode final : public Node {
  public:
-  explicit ReshapeNode(Shape in) : in_(std::move(in)) {}
   const char* name() const override { return "reshape"; }
   void backward(const Tensor& gy, GradSink& sink) override {
-    GradTarget t = sink.target(0);
-    const float* g = gy.data<float>();
-    if (t.accumulate) kernels::add(t.ptr, g, t.ptr, gy.numel());
-    else std::copy(g, g + gy.numel(), t.ptr);
+    detail::writeScaled(sink, 0, 1.f, gy.data<float>(), gy.numel());
   }
-
- private:
-  Shape in_;
 };
 
 // y = alpha * sum(x): dx = alpha * gy everywhere.
@@ -50,7 +43,7 @@ Variable scaledSum(const Variable& x, bool average) {
 Variable reshape(const Variable& x, const Shape& shape) {
   Tensor y = detail::contig(x, "reshape", "input").view(shape);
   if (!needsGraph({&x})) return Variable(std::move(y));
-  return record(std::move(y), std::make_shared<ReshapeNode>(x.shape()), {&x});
+  return record(std::move(y), std::make_shared<ReshapeNode>(), {&x});
 }
 
 Variable flatten(const Variable& x, int64_t startDim) {
