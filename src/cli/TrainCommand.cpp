@@ -6,6 +6,9 @@
 #include <cstdlib>
 #include <string>
 #include <vector>
+#include <type_traits>
+#include <mutex>
+#include <optional>
 
 #include "comm/Registry.h"
 #include "comm/local/Local.h"
@@ -13,6 +16,7 @@
 #include "core/Timer.h"
 #include "nn/Models.h"
 #include "optim/Factory.h"
+#include "cli/RankRunner.h"
 #include "parallel/allreduce/DataParallel.h"
 #include "runtime/Timeline.h"
 #include "runtime/Trainer.h"
@@ -29,7 +33,29 @@ struct TrainFlags {
   bool noShuffle = false;
   bool noOverlap = false;
   bool workersGiven = false;
+  std::vector<std::string> stragglers, killWorkers, killServers;  // "INDEX:VALUE"
 };
+
+// "INDEX:VALUE" of --straggler, --kill-worker, --kill-server.
+template <typename V>
+std::pair<int, V> parseIndexValue(const std::string& flag, const std::string& text) {
+  const auto colon = text.find(':');
+  try {
+    if (colon != std::string::npos && colon > 0 && colon + 1 < text.size()) {
+      size_t used1 = 0, used2 = 0;
+      const int index = std::stoi(text.substr(0, colon), &used1);
+      const std::string rest = text.substr(colon + 1);
+      V value;
+      if constexpr (std::is_floating_point_v<V>) value = std::stod(rest, &used2);
+      else value = std::stoll(rest, &used2);
+      if (used1 == colon && used2 == rest.size()) return {index, value};
+    }
+  } catch (const std::exception&) {
+  }
+  throw UsageError(detail::concat(flag, " ", text, ": expected INDEX:", 
+                                  std::is_floating_point_v<V> ? "MS" : "N", " (e.g. ", flag, " 3:",
+                                  std::is_floating_point_v<V> ? "20" : "100", ")"));
+}
 
 // True when this process was started by mpirun (OpenMPI or another PMI launcher).
 bool underMpirun() {
@@ -48,47 +74,48 @@ nlohmann::json resultLine(const runtime::TrainConfig& c, const runtime::TrainRes
   out["workers"] = workers;
   out["strategy"] = strategy;
   out["backend"] = backend;
-  if (strategy != "single") {
-    out["global_batch"] = c.batchSize * c.accumulate * workers;
+  if (strategy != "single") out["global_batch"] = c.batchSize * c.accumulate * workers;
+  if (strategy == "allreduce") {
     out["accumulate"] = c.accumulate;
     out["overlap"] = c.overlap;
     out["allreduce_algo"] = c.allreduceAlgo;
   }
+  if (strategy == "ps") {
+    out["servers"] = c.servers;
+    out["consistency"] = c.consistency;
+    if (c.consistency == "ssp") out["staleness"] = c.staleness;
+    if (c.consistency == "sync") out["backup_workers"] = c.backupWorkers;
+    if (c.consistency == "async") {
+      out["push_every"] = c.pushEvery;
+      out["fetch_every"] = c.fetchEvery;
+    }
+  }
   return out;
 }
 
-parallel::DataParallelOptions dataParallelOptions(const runtime::TrainConfig& c,
-                                                  comm::Communicator& comm) {
-  parallel::DataParallelOptions o;
-  o.fusionMb = c.fusionMb;
-  o.overlap = c.overlap;
-  o.algo = comm::algorithmFromName(c.allreduceAlgo);
-  DTRAIN_CHECK_USAGE(comm.supports(o.algo), "--allreduce-algo ", c.allreduceAlgo,
-                     " is not available on the ", comm.backend(), " backend");
-  return o;
-}
-
-// --workers N --backend local: N ranks as threads of this process, sharing one
-// copy of the datasets and one timeline.
+// --workers N --backend local: the ranks (workers, and servers for ps) as
+// threads of this process, sharing one copy of the datasets and one timeline.
 void runLocal(const runtime::TrainConfig& c) {
   // Process-wide: each rank's kernels use c.threads threads (default 1 per worker).
   setNumThreads(c.threads);
   kernels::setBlasThreads(c.threads);
-  auto train = runtime::loadDataset(c, true);
-  auto test = runtime::loadDataset(c, false);
   runtime::Timeline timeline;
+  SharedRun shared;
+  shared.train = runtime::loadDataset(c, true);
+  shared.test = runtime::loadDataset(c, false);
+  if (!c.timeline.empty()) shared.timeline = &timeline;
+  if (c.strategy == "hogwild") shared.hogwild = std::make_shared<parallel::HogwildShared>(c.workers);
   timeline.setOrigin(nowMicros());
-  runtime::TrainResult result;
-  comm::local::runLocal(c.workers, [&](comm::Communicator& comm) {
-    auto strategy = std::make_unique<parallel::DataParallel>(comm, dataParallelOptions(c, comm));
-    runtime::Trainer trainer(c, std::move(strategy));
-    trainer.setData(train, test);
-    if (!c.timeline.empty()) trainer.setTimeline(&timeline);
-    runtime::TrainResult r = trainer.run();
-    if (comm.rank() == 0) result = r;
+  std::optional<runtime::TrainResult> result;
+  std::mutex resultMutex;
+  comm::local::runLocal(worldSizeFor(c), [&](comm::Communicator& comm) {
+    auto r = runRank(c, comm, shared);
+    std::lock_guard<std::mutex> lock(resultMutex);
+    if (r) result = std::move(r);
   });
+  DTRAIN_CHECK(result, "no rank reported a result");
   if (!c.timeline.empty()) timeline.write(c.timeline);
-  std::cout << resultLine(c, result, c.workers, "allreduce", "local").dump() << std::endl;
+  std::cout << resultLine(c, *result, c.workers, c.strategy, "local").dump() << std::endl;
 }
 
 // One rank of `mpirun -np N dtrain train --backend mpi`.
@@ -102,21 +129,21 @@ void runMpiRank(runtime::TrainConfig c, bool workersGiven) {
   std::unique_ptr<comm::Communicator> comm;
   try {
     comm = comm::makeCommunicator("mpi");
-    DTRAIN_CHECK_USAGE(!workersGiven || c.workers == comm->size(), "--workers ", c.workers,
-                       " does not match mpirun's ", comm->size(),
-                       " processes (with --backend mpi, mpirun -np sets the workers)");
-    c.workers = comm->size();
+    const int servers = c.strategy == "ps" ? c.servers : 0;
+    DTRAIN_CHECK_USAGE(comm->size() > servers, "--servers ", servers, " leaves no worker among mpirun's ",
+                       comm->size(), " processes (mpirun -np S+W: the first S serve)");
+    DTRAIN_CHECK_USAGE(!workersGiven || c.workers == comm->size() - servers, "--workers ", c.workers,
+                       " does not match mpirun's ", comm->size(), " processes",
+                       servers ? detail::concat(" minus ", servers, " servers") : std::string(),
+                       " (with --backend mpi, mpirun -np sets the workers)");
+    c.workers = comm->size() - servers;
+    c.validate();
     runtime::Timeline timeline;
     comm->barrier();  // aligns the ranks' timeline clocks
     timeline.setOrigin(nowMicros());
-    runtime::TrainResult result;
-    {
-      auto strategy =
-          std::make_unique<parallel::DataParallel>(*comm, dataParallelOptions(c, *comm));
-      runtime::Trainer trainer(c, std::move(strategy));
-      if (!c.timeline.empty()) trainer.setTimeline(&timeline);
-      result = trainer.run();
-    }
+    SharedRun shared;
+    if (!c.timeline.empty()) shared.timeline = &timeline;
+    std::optional<runtime::TrainResult> result = runRank(c, *comm, shared);
     if (!c.timeline.empty()) {
       // Rank 0 writes every rank's events: gather the serialized parts.
       std::string mine = timeline.serialize();
@@ -135,9 +162,8 @@ void runMpiRank(runtime::TrainConfig c, bool workersGiven) {
         runtime::Timeline::write(c.timeline, parts);
       }
     }
-    const bool reporter = comm->rank() == 0;
     comm.reset();
-    if (reporter) std::cout << resultLine(c, result, c.workers, "allreduce", "mpi").dump() << std::endl;
+    if (result) std::cout << resultLine(c, *result, c.workers, c.strategy, "mpi").dump() << std::endl;
     comm::shutdown(0);
   } catch (const std::exception& e) {
     // With several ranks this aborts the job at once (the others would wait for
@@ -154,6 +180,9 @@ void run(const TrainFlags& f) {
   if (f.momentum >= 0 || f.momentum != f.momentum) c.momentum = f.momentum;
   c.shuffle = !f.noShuffle;
   c.overlap = !f.noOverlap;
+  for (const auto& t : f.stragglers) c.stragglerMs.insert(parseIndexValue<double>("--straggler", t));
+  for (const auto& t : f.killWorkers) c.killWorker.insert(parseIndexValue<int64_t>("--kill-worker", t));
+  for (const auto& t : f.killServers) c.killServer.insert(parseIndexValue<int64_t>("--kill-server", t));
   using P = runtime::TrainConfig::Progress;
   c.progress = f.progress == "bar" ? P::Bar : f.progress == "lines" ? P::Lines
                : f.progress == "off" ? P::Off : P::Auto;
@@ -161,7 +190,7 @@ void run(const TrainFlags& f) {
   const bool distributed = c.backend == "mpi" || c.workers > 1 || c.strategy == "allreduce";
   if (c.strategy.empty()) c.strategy = distributed ? "allreduce" : "single";
   if (c.backend == "mpi") return runMpiRank(c, f.workersGiven);
-  if (c.strategy == "allreduce") return runLocal(c);
+  if (c.strategy != "single") return runLocal(c);
 
   runtime::Trainer trainer(c, std::make_unique<parallel::SingleProcess>());
   runtime::Timeline timeline;
@@ -226,7 +255,8 @@ void addTrainCommand(CLI::App& app) {
   sub->add_option("--backend", c.backend, "local (threads) or mpi (under mpirun)")
       ->capture_default_str();
   sub->add_option("--strategy", c.strategy,
-                  "allreduce (default with more than one worker) or single");
+                  "allreduce (default with more than one worker), ps (parameter servers), "
+                  "hogwild or single");
   sub->add_option("--fusion-mb", c.fusionMb, "Fusion bucket size in MiB (allreduce)")
       ->capture_default_str();
   sub->add_flag("--no-overlap", flags->noOverlap,
@@ -238,6 +268,36 @@ void addTrainCommand(CLI::App& app) {
       ->capture_default_str();
   sub->add_flag("--scale-lr", c.scaleLr, "Linear scaling rule: multiply --lr by the workers");
   sub->add_option("--timeline", c.timeline, "Write a Chrome trace-event JSON timeline to FILE");
+  // Parameter servers (README: "Parameter servers").
+  sub->add_option("--servers", c.servers, "ps: server ranks (local: threads; mpi: the first S of -np)")
+      ->capture_default_str();
+  sub->add_option("--consistency", c.consistency, "ps: sync (BSP), async (Downpour) or ssp")
+      ->capture_default_str();
+  sub->add_option("--staleness", c.staleness, "ps ssp: steps a worker may run ahead of the slowest")
+      ->capture_default_str();
+  sub->add_option("--backup-workers", c.backupWorkers,
+                  "ps sync: each step uses the first W-b gradients and drops the b late ones")
+      ->capture_default_str();
+  sub->add_option("--push-every", c.pushEvery, "ps async: steps of gradients accumulated per push")
+      ->capture_default_str();
+  sub->add_option("--fetch-every", c.fetchEvery, "ps async: steps between parameter fetches")
+      ->capture_default_str();
+  sub->add_option("--ps-timeout", c.psTimeoutS,
+                  "ps: seconds of silence after which a worker is declared dead")
+      ->capture_default_str();
+  // Stragglers and fault injection (comparisons on one machine).
+  sub->add_option("--straggler", flags->stragglers,
+                  "WORKER:MS: worker WORKER sleeps MS ms more every step (repeatable)")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  sub->add_option("--random-delay", c.randomDelayMs,
+                  "Every worker sleeps a random delay per step (exponential, mean MS ms)")
+      ->capture_default_str();
+  sub->add_option("--kill-worker", flags->killWorkers,
+                  "ps: WORKER:STEP: that worker stops answering at STEP (fault injection)")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  sub->add_option("--kill-server", flags->killServers,
+                  "ps: SERVER:N: that server stops answering after N updates (fault injection)")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   sub->callback([flags] { run(*flags); });
 }
 

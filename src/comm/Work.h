@@ -31,6 +31,11 @@ class Work {
   std::exception_ptr exception() const;
   bool failed() const { return state_.load(std::memory_order_acquire) == kFailed; }
   const std::string& what() const { return what_; }
+  // Withdraws the operation if it has not finished (a receive that will never
+  // be matched, before its buffer is released).
+  void cancelIfPending() {
+    if (!finished()) cancel();
+  }
   // Busy-wait this long before yielding (see detail::spinTime).
   void setSpin(std::chrono::microseconds spin) { spin_ = spin; }
 

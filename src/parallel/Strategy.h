@@ -10,9 +10,14 @@
 //   beginStep(step)
 //   for k in 0..K-1: beginMicroStep(k, K); forward; backward   (hooks may fire)
 //   finishGradients(); applyUpdate(optimizer)
+// A strategy whose ranks run at their own pace (parameter servers, Hogwild!)
+// may end a rank's loop early (stopBefore), refreshes the reporter's replica
+// before it is evaluated or saved (syncModel), and says goodbye (finish).
 #include <map>
 #include <memory>
 #include <string>
+
+#include <nlohmann/json.hpp>
 
 #include "nn/Module.h"
 #include "optim/Optimizer.h"
@@ -50,6 +55,19 @@ class Strategy {
   virtual double reduceMetric(double localValue) { return localValue; }
   // Strategy-specific figures for the metrics and the final JSON line.
   virtual std::map<std::string, double> stats() const { return {}; }
+  // Structured figures known at the end of the run (histograms, per-worker
+  // lists), valid after finish(): merged into the final JSON line and written
+  // as the metrics file's last record.
+  virtual nlohmann::json report() const { return nlohmann::json::object(); }
+
+  // Checked before each step: true ends this rank's loop now (its servers
+  // finished, or a fault injection stopped it). Default: run every step.
+  virtual bool stopBefore(int64_t step) { return false; }
+  // On the reporter only, before it evaluates or saves: make `model` (and,
+  // when given, `optimizer`'s state) the current global state. Not collective.
+  virtual void syncModel(nn::Module& model, optim::Optimizer* optimizer) {}
+  // After this rank's last step, before the final evaluation; every rank calls it.
+  virtual void finish(nn::Module& model, optim::Optimizer& optimizer) {}
 
   // Spans for the timeline (null: none). Not owned; outlives the run.
   void setSpanRecorder(SpanRecorder* recorder) { spans_ = recorder; }

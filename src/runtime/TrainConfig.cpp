@@ -27,8 +27,9 @@ void TrainConfig::validate() const {
                      dataset, "' (known: fashion-mnist, synthetic)");
   DTRAIN_CHECK_USAGE(warmupSteps >= 0, "--warmup-steps must be >= 0 (got ", warmupSteps, ")");
   DTRAIN_CHECK_USAGE(workers >= 1, "--workers must be >= 1 (got ", workers, ")");
-  DTRAIN_CHECK_USAGE(strategy.empty() || strategy == "single" || strategy == "allreduce",
-                     "unknown --strategy '", strategy, "' (known: allreduce, single)");
+  DTRAIN_CHECK_USAGE(strategy.empty() || strategy == "single" || strategy == "allreduce" ||
+                         strategy == "ps" || strategy == "hogwild",
+                     "unknown --strategy '", strategy, "' (known: allreduce, ps, hogwild, single)");
   DTRAIN_CHECK_USAGE(backend == "local" || backend == "mpi", "unknown --backend '", backend,
                      "' (known: local, mpi)");
   DTRAIN_CHECK_USAGE(!(strategy == "single" && (workers > 1 || backend == "mpi")),
@@ -37,6 +38,55 @@ void TrainConfig::validate() const {
   DTRAIN_CHECK_USAGE(std::isfinite(fusionMb) && fusionMb > 0,
                      "--fusion-mb must be a positive number (got ", fusionMb, ")");
   DTRAIN_CHECK_USAGE(accumulate >= 1, "--accumulate must be >= 1 (got ", accumulate, ")");
+  DTRAIN_CHECK_USAGE(servers >= 1, "--servers must be >= 1 (got ", servers, ")");
+  DTRAIN_CHECK_USAGE(consistency == "sync" || consistency == "async" || consistency == "ssp",
+                     "unknown --consistency '", consistency, "' (known: sync, async, ssp)");
+  DTRAIN_CHECK_USAGE(staleness >= 0, "--staleness must be >= 0 (got ", staleness, ")");
+  DTRAIN_CHECK_USAGE(backupWorkers >= 0 && backupWorkers < workers, "--backup-workers must be in [0, ",
+                     workers - 1, "] with --workers ", workers, " (got ", backupWorkers, ")");
+  DTRAIN_CHECK_USAGE(pushEvery >= 1, "--push-every must be >= 1 (got ", pushEvery, ")");
+  DTRAIN_CHECK_USAGE(fetchEvery >= 1, "--fetch-every must be >= 1 (got ", fetchEvery, ")");
+  DTRAIN_CHECK_USAGE(std::isfinite(psTimeoutS) && psTimeoutS > 0,
+                     "--ps-timeout must be a positive number of seconds (got ", psTimeoutS, ")");
+  DTRAIN_CHECK_USAGE(std::isfinite(randomDelayMs) && randomDelayMs >= 0,
+                     "--random-delay must be >= 0 ms (got ", randomDelayMs, ")");
+  for (const auto& [w, ms] : stragglerMs) {
+    DTRAIN_CHECK_USAGE(w >= 0 && w < workers, "--straggler ", w, ":", ms, ": worker ", w,
+                       " does not exist (workers are 0..", workers - 1, ")");
+    DTRAIN_CHECK_USAGE(std::isfinite(ms) && ms >= 0, "--straggler ", w, ":", ms,
+                       ": the delay must be >= 0 ms");
+  }
+  for (const auto& [w, step] : killWorker) {
+    DTRAIN_CHECK_USAGE(strategy == "ps", "--kill-worker applies to --strategy ps");
+    DTRAIN_CHECK_USAGE(w >= 1 && w < workers, "--kill-worker ", w, ":", step, ": worker ", w,
+                       " cannot be killed (workers are 0..", workers - 1,
+                       "; worker 0 reports and is never killed)");
+    DTRAIN_CHECK_USAGE(step >= 0, "--kill-worker ", w, ":", step, ": the step must be >= 0");
+  }
+  for (const auto& [s, updates] : killServer) {
+    DTRAIN_CHECK_USAGE(strategy == "ps", "--kill-server applies to --strategy ps");
+    DTRAIN_CHECK_USAGE(s >= 0 && s < servers, "--kill-server ", s, ":", updates, ": server ", s,
+                       " does not exist (servers are 0..", servers - 1, ")");
+    DTRAIN_CHECK_USAGE(updates >= 0, "--kill-server ", s, ":", updates,
+                       ": the update count must be >= 0");
+  }
+  if (strategy == "ps") {
+    DTRAIN_CHECK_USAGE(backupWorkers == 0 || consistency == "sync",
+                       "--backup-workers applies to --consistency sync");
+    DTRAIN_CHECK_USAGE(staleness == 0 || consistency == "ssp",
+                       "--staleness applies to --consistency ssp");
+    DTRAIN_CHECK_USAGE((pushEvery == 1 && fetchEvery == 1) || consistency == "async",
+                       "--push-every and --fetch-every apply to --consistency async");
+    DTRAIN_CHECK_USAGE(optimizer != "lars", "--optimizer lars needs whole-layer norms, which "
+                       "sharded servers do not have; use sgd, adam, adamw or adagrad with --strategy ps");
+    DTRAIN_CHECK_USAGE(accumulate == 1, "--accumulate applies to --strategy allreduce "
+                       "(parameter servers accumulate with --push-every)");
+  }
+  if (strategy == "hogwild") {
+    DTRAIN_CHECK_USAGE(backend == "local", "--strategy hogwild shares one parameter set between "
+                       "threads of one process: use --backend local");
+    DTRAIN_CHECK_USAGE(accumulate == 1, "--accumulate applies to --strategy allreduce");
+  }
   try {
     comm::algorithmFromName(allreduceAlgo);
   } catch (const UsageError& e) {

@@ -1,6 +1,7 @@
 #pragma once
 // Everything a training run is configured by; filled from `dtrain train` flags.
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -43,6 +44,22 @@ struct TrainConfig {
   int64_t accumulate = 1;          // micro-steps per optimizer step (gradient accumulation)
   bool scaleLr = false;            // linear scaling rule: lr x workers
   std::string timeline;            // Chrome trace-event JSON output
+
+  // Parameter servers (README "Parameter servers"): ranks 0..servers-1 serve,
+  // the next `workers` ranks train.
+  int servers = 1;
+  std::string consistency = "sync";  // sync (BSP), async (Downpour) or ssp
+  int64_t staleness = 0;             // ssp: steps a worker may run ahead of the slowest
+  int backupWorkers = 0;             // sync: gradients dropped per step (the last to arrive)
+  int64_t pushEvery = 1;             // async: steps of gradients accumulated per push
+  int64_t fetchEvery = 1;            // async: steps between parameter fetches
+  double psTimeoutS = 60;            // silence after which a worker is declared dead
+
+  // Stragglers and faults, for every strategy; keys are worker indices (0..workers-1).
+  std::map<int, double> stragglerMs;  // fixed extra delay per step
+  double randomDelayMs = 0;           // mean of an exponential extra delay per step, every worker
+  std::map<int, int64_t> killWorker;  // worker -> step at which it stops answering
+  std::map<int, int64_t> killServer;  // server -> updates after which it stops answering
 
   // Throws UsageError naming the flag on an invalid value.
   void validate() const;

@@ -1,6 +1,8 @@
 #include "runtime/Trainer.h"
 
+#include <chrono>
 #include <cmath>
+#include <thread>
 #include <vector>
 
 #include "autograd/Ops.h"
@@ -32,6 +34,7 @@ nlohmann::json TrainResult::toJson() const {
                    {"test_accuracy", testAccuracy},
                    {"test_loss", testLoss}};
   for (const auto& [k, v] : strategyStats) j[k] = v;
+  for (const auto& [k, v] : strategyReport.items()) j[k] = v;
   return j;
 }
 
@@ -81,17 +84,22 @@ Trainer::Trainer(TrainConfig config, std::unique_ptr<parallel::Strategy> strateg
     : config_(std::move(config)), strategy_(std::move(strategy)) {
   config_.validate();
   model_ = nn::makeModel(config_.model, config_.seed);
+  optimizer_ = optim::makeOptimizer(config_.optimizer, model_->namedParameters(),
+                                    optimizerOptions(config_));
+}
+
+optim::OptimizerOptions optimizerOptions(const TrainConfig& c) {
   optim::OptimizerOptions o;
-  o.lr = config_.lr;
-  o.weightDecay = config_.weightDecay;
-  if (config_.optimizer == "sgd" || config_.optimizer == "lars") {
-    o.momentum = config_.momentum.value_or(0.9);
-    o.nesterov = config_.nesterov;
+  o.lr = c.lr;
+  o.weightDecay = c.weightDecay;
+  if (c.optimizer == "sgd" || c.optimizer == "lars") {
+    o.momentum = c.momentum.value_or(0.9);
+    o.nesterov = c.nesterov;
   } else {
-    DTRAIN_CHECK_USAGE(!config_.momentum, "--momentum applies to --optimizer sgd and lars only");
-    DTRAIN_CHECK_USAGE(!config_.nesterov, "--nesterov applies to --optimizer sgd and lars only");
+    DTRAIN_CHECK_USAGE(!c.momentum, "--momentum applies to --optimizer sgd and lars only");
+    DTRAIN_CHECK_USAGE(!c.nesterov, "--nesterov applies to --optimizer sgd and lars only");
   }
-  optimizer_ = optim::makeOptimizer(config_.optimizer, model_->namedParameters(), o);
+  return o;
 }
 
 void Trainer::setData(std::shared_ptr<const data::Dataset> train,
@@ -110,6 +118,24 @@ struct SpanScope {
   ~SpanScope() {
     if (rec) rec->span(name, "compute", parallel::Lane::Compute, t0, nowMicros());
   }
+};
+// The extra time a worker spends per step (--straggler, --random-delay): a
+// sleep, so that it frees the core as a slower machine would.
+class StragglerDelay {
+ public:
+  StragglerDelay(const TrainConfig& c, int worker)
+      : fixedMs_(c.stragglerMs.count(worker) ? c.stragglerMs.at(worker) : 0.0),
+        meanRandomMs_(c.randomDelayMs), rng_(c.seed * 1000003 + 17 + worker) {}
+  bool active() const { return fixedMs_ > 0 || meanRandomMs_ > 0; }
+  void sleep() {
+    double ms = fixedMs_;
+    if (meanRandomMs_ > 0) ms += -meanRandomMs_ * std::log(1.0 - rng_.uniform());  // exponential
+    if (ms > 0) std::this_thread::sleep_for(std::chrono::microseconds(static_cast<int64_t>(ms * 1e3)));
+  }
+
+ private:
+  double fixedMs_, meanRandomMs_;
+  Rng rng_;
 };
 }  // namespace
 
@@ -179,12 +205,18 @@ TrainResult Trainer::run() {
   // Each micro-step's loss is a mean over B samples; seeding backward with 1/K
   // makes the accumulated gradient the mean over the K*B samples.
   Tensor seed;
-  for (int64_t epoch = step / perEpoch; epoch < c.epochs && step < total; ++epoch) {
+  StragglerDelay delay(c, strategy_->rank());
+  bool stopped = false;
+  for (int64_t epoch = step / perEpoch; epoch < c.epochs && step < total && !stopped; ++epoch) {
     data::Loader loader(train, sampler, strategy_->rank(), epoch,
                         {step - epoch * perEpoch, c.prefetch});
     r.epochs = epoch + 1;
     for (data::Batch b;;) {
       if (step >= total) break;
+      if (strategy_->stopBefore(step)) {
+        stopped = true;
+        break;
+      }
       {
         SpanScope s(spans, "data");
         if (!loader.next(b)) break;
@@ -219,6 +251,10 @@ TrainResult Trainer::run() {
         }
         stepLoss += l;
       }
+      if (delay.active()) {
+        SpanScope s(spans, "straggler delay");
+        delay.sleep();
+      }
       strategy_->finishGradients();
       {
         SpanScope s(spans, "optimizer");
@@ -252,10 +288,14 @@ TrainResult Trainer::run() {
       }
       if (c.evalEvery > 0 && step % c.evalEvery == 0 && step < total && reporter) {
         Timer t;
+        strategy_->syncModel(*model_, nullptr);
         auto [acc, tl] = evaluate(*model_, *test, c.evalBatch);
+        const double trainSeconds = clock.seconds() - evalSeconds - t.seconds();
         evalSeconds += t.seconds();
         progress.message(detail::concat("step ", step, ": test accuracy ", acc, ", test loss ", tl));
-        metrics.write({{"step", step}, {"epoch", epoch + 1}, {"test_accuracy", acc}, {"test_loss", tl}});
+        // time_s: training time so far, evaluations excluded (time-to-accuracy plots).
+        metrics.write({{"step", step}, {"epoch", epoch + 1}, {"test_accuracy", acc},
+                       {"test_loss", tl}, {"time_s", trainSeconds}});
         window.reset();
       }
     }
@@ -264,14 +304,18 @@ TrainResult Trainer::run() {
   r.steps = step;
   const int64_t ranSteps = step - state.step;
   r.samplesPerS = ranSteps * globalBatch / std::max(1e-9, r.seconds);
+  strategy_->finish(*model_, *optimizer_);
   r.strategyStats = strategy_->stats();
+  r.strategyReport = strategy_->report();
   progress.finish();
 
   if (reporter) {
+    strategy_->syncModel(*model_, c.save.empty() ? nullptr : optimizer_.get());
     auto [acc, tl] = evaluate(*model_, *test, c.evalBatch);
     r.testAccuracy = acc;
     r.testLoss = tl;
-    metrics.write({{"step", step}, {"test_accuracy", acc}, {"test_loss", tl}});
+    metrics.write({{"step", step}, {"test_accuracy", acc}, {"test_loss", tl}, {"time_s", r.seconds}});
+    if (!r.strategyReport.empty()) metrics.write(r.strategyReport);
     if (!c.save.empty()) {
       state.step = step;
       state.epoch = step / perEpoch;

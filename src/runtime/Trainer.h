@@ -10,6 +10,7 @@
 
 #include "data/Dataset.h"
 #include "nn/Module.h"
+#include "optim/Factory.h"
 #include "optim/Optimizer.h"
 #include "optim/Schedule.h"
 #include "parallel/Strategy.h"
@@ -28,6 +29,7 @@ struct TrainResult {
   double testLoss = 0;
   // The strategy's figures (parallel::Strategy::stats) at the end of the run.
   std::map<std::string, double> strategyStats;
+  nlohmann::json strategyReport = nlohmann::json::object();  // Strategy::report
   nlohmann::json toJson() const;
 };
 
@@ -37,6 +39,10 @@ std::shared_ptr<const data::Dataset> loadDataset(const TrainConfig& config, bool
 // Accuracy and mean loss of `model` on `dataset`, in eval mode and no-grad.
 std::pair<double, double> evaluate(nn::Module& model, const data::Dataset& dataset,
                                    int64_t batchSize);
+
+// The optimizer settings a config asks for (defaults: those of the PyTorch
+// peer, e.g. SGD momentum 0.9). Parameter servers build theirs from it too.
+optim::OptimizerOptions optimizerOptions(const TrainConfig& config);
 
 class Trainer {
  public:

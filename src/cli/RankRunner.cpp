@@ -1,0 +1,84 @@
+#include "cli/RankRunner.h"
+
+#include "core/Error.h"
+#include "nn/Models.h"
+#include "parallel/allreduce/DataParallel.h"
+#include "parallel/ps/Server.h"
+#include "parallel/ps/Worker.h"
+
+namespace dtrain::cli {
+
+namespace {
+
+parallel::DataParallelOptions dataParallelOptions(const runtime::TrainConfig& c,
+                                                  comm::Communicator& comm) {
+  parallel::DataParallelOptions o;
+  o.fusionMb = c.fusionMb;
+  o.overlap = c.overlap;
+  o.algo = comm::algorithmFromName(c.allreduceAlgo);
+  DTRAIN_CHECK_USAGE(comm.supports(o.algo), "--allreduce-algo ", c.allreduceAlgo,
+                     " is not available on the ", comm.backend(), " backend");
+  return o;
+}
+
+parallel::ps::PsOptions psOptions(const runtime::TrainConfig& c, int rank) {
+  parallel::ps::PsOptions o;
+  o.servers = c.servers;
+  o.workers = c.workers;
+  o.consistency = parallel::ps::consistencyFromName(c.consistency);
+  o.staleness = c.staleness;
+  o.backupWorkers = c.backupWorkers;
+  o.pushEvery = c.pushEvery;
+  o.fetchEvery = c.fetchEvery;
+  o.timeoutS = c.psTimeoutS;
+  o.optimizer = c.optimizer;
+  o.optimizerOptions = runtime::optimizerOptions(c);
+  const bool server = rank < c.servers;
+  const auto& kills = server ? c.killServer : c.killWorker;
+  const int index = server ? rank : rank - c.servers;
+  if (auto it = kills.find(index); it != kills.end()) o.killAt = it->second;
+  return o;
+}
+
+std::optional<runtime::TrainResult> train(const runtime::TrainConfig& c,
+                                          std::unique_ptr<parallel::Strategy> strategy,
+                                          const SharedRun& shared) {
+  const bool reporter = strategy->isReporter();
+  runtime::Trainer trainer(c, std::move(strategy));
+  if (shared.train) trainer.setData(shared.train, shared.test);
+  if (shared.timeline) trainer.setTimeline(shared.timeline);
+  runtime::TrainResult r = trainer.run();
+  if (!reporter) return std::nullopt;
+  return r;
+}
+
+}  // namespace
+
+int worldSizeFor(const runtime::TrainConfig& c) {
+  return c.strategy == "ps" ? c.servers + c.workers : c.workers;
+}
+
+std::optional<runtime::TrainResult> runRank(const runtime::TrainConfig& c, comm::Communicator& comm,
+                                            const SharedRun& shared) {
+  DTRAIN_CHECK(comm.size() == worldSizeFor(c), "runRank: ", comm.size(), " ranks for ",
+               worldSizeFor(c), " (servers + workers)");
+  if (c.strategy == "ps") {
+    auto opts = psOptions(c, comm.rank());
+    if (comm.rank() < c.servers) {
+      // The model only gives the servers the parameter names and shapes.
+      auto model = nn::makeModel(c.model, c.seed);
+      parallel::ps::ParameterServer server(comm, *model, opts);
+      server.run();
+      return std::nullopt;
+    }
+    return train(c, std::make_unique<parallel::ps::PsWorker>(comm, opts), shared);
+  }
+  if (c.strategy == "hogwild") {
+    DTRAIN_CHECK(shared.hogwild, "--strategy hogwild: no shared parameter set");
+    return train(c, std::make_unique<parallel::Hogwild>(comm, shared.hogwild), shared);
+  }
+  return train(c, std::make_unique<parallel::DataParallel>(comm, dataParallelOptions(c, comm)),
+               shared);
+}
+
+}  // namespace dtrain::cli

@@ -1,0 +1,56 @@
+#pragma once
+// The messages between parameter-server workers and servers. Every message
+// starts with a Header; payloads are float arrays the size of the server's
+// shard. Tags keep the streams apart (each stream is FIFO per sender):
+//
+//  worker -> server   kInitTag   Init: worker 0's parameters (+ optimizer state)
+//                     kPushTag   Push: a gradient shard (flag kWantParams: reply with parameters)
+//                     kCtrlTag   Pull (parameters only), Done (end of this worker's run)
+//  server -> worker   kReplyTag  Params: the shard's current parameters
+//                     kFinalTag  header-only messages: KeepAlive (to worker 0 while
+//                                others still train), Final (to worker 0; then a
+//                                payload of parameters + optimizer state, then the
+//                                statistics JSON), Shutdown (to a worker declared dead)
+//
+// Header::seq counts the pushes a worker sent to this server before the
+// message: a server handles a Pull or Done only after those pushes, so a worker
+// always reads its own writes although pushes and pulls travel on two tags.
+#include <cstdint>
+#include <type_traits>
+
+namespace dtrain::parallel::ps {
+
+inline constexpr int kInitTag = 7001;
+inline constexpr int kPushTag = 7002;
+inline constexpr int kCtrlTag = 7003;
+inline constexpr int kReplyTag = 7004;
+inline constexpr int kFinalTag = 7005;
+
+enum class Kind : int32_t { Init = 1, Push, Pull, Done, Params, Final, Shutdown, KeepAlive };
+
+// Header::flags
+inline constexpr int32_t kWantParams = 1;  // push: reply with the parameters
+inline constexpr int32_t kFinished = 2;    // reply: the run is over (sync): stop
+inline constexpr int32_t kDropped = 4;     // reply: this push arrived too late (sync backup)
+
+struct Header {
+  Kind kind = Kind::Push;
+  int32_t worker = 0;    // sender's worker index (worker -> server)
+  int64_t step = 0;      // push: the worker's last step in it; pull: the step about to run
+  int64_t seq = 0;       // pushes this worker sent to this server before this message
+  int64_t version = 0;   // push: server version the gradient was computed on; reply: current
+  int64_t minClock = 0;  // reply: steps completed by the slowest live worker
+  int64_t total = 0;     // init: floats of the whole model (a consistency check)
+  int64_t optSteps = 0;  // init/final: optimizer step count of the shard's parameters
+  int64_t extra = 0;     // final: bytes of statistics JSON that follow
+  double lr = 0;         // push: learning rate
+  double waitS = 0;      // done: the worker's time blocked on the servers
+  int32_t flags = 0;
+  int32_t slots = 0;     // init/final: optimizer state arrays after the parameters
+};
+static_assert(sizeof(Header) % sizeof(float) == 0, "the payload follows the header");
+static_assert(std::is_trivially_copyable_v<Header>, "headers travel as bytes");
+
+inline constexpr int64_t kHeaderFloats = sizeof(Header) / sizeof(float);
+
+}  // namespace dtrain::parallel::ps

@@ -1,0 +1,36 @@
+#pragma once
+// Settings of a parameter-server run, shared by servers and workers.
+#include <cstdint>
+#include <string>
+
+#include "optim/Factory.h"
+
+namespace dtrain::parallel::ps {
+
+enum class Consistency { Sync, Async, Ssp };
+Consistency consistencyFromName(const std::string& name);
+const char* consistencyName(Consistency c);
+
+struct PsOptions {
+  int servers = 1;                 // ranks 0..servers-1
+  int workers = 1;                 // ranks servers..servers+workers-1
+  Consistency consistency = Consistency::Sync;
+  int64_t staleness = 0;           // ssp bound
+  int backupWorkers = 0;           // sync: late gradients dropped per step
+  int64_t pushEvery = 1;           // async: steps accumulated per push
+  int64_t fetchEvery = 1;          // async: steps between fetches
+  double timeoutS = 60;            // silence before a worker is declared dead
+  // Servers: the optimizer they run (by name, as --optimizer).
+  std::string optimizer = "sgd";
+  optim::OptimizerOptions optimizerOptions;
+  // Fault injection: this rank stops answering at this step (worker) or after
+  // this many updates (server); -1: never.
+  int64_t killAt = -1;
+
+  // How long a worker waits for a server's reply before naming it dead: a
+  // server itself waits up to timeoutS for a silent worker first.
+  double replyTimeoutS() const { return 2 * timeoutS + 10; }
+  int workerRank(int worker) const { return servers + worker; }
+};
+
+}  // namespace dtrain::parallel::ps

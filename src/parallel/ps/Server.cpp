@@ -1,0 +1,429 @@
+#include "parallel/ps/Server.h"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <thread>
+
+#include "core/Error.h"
+#include "core/Log.h"
+#include "optim/Factory.h"
+
+namespace dtrain::parallel::ps {
+
+using dtrain::detail::concat;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+comm::Millis seconds(double s) { return comm::Millis(static_cast<int64_t>(s * 1000)); }
+
+Header readHeader(const std::vector<float>& buf) {
+  Header h;
+  std::memcpy(static_cast<void*>(&h), buf.data(), sizeof h);
+  return h;
+}
+void writeHeader(std::vector<float>& buf, const Header& h) { std::memcpy(buf.data(), &h, sizeof h); }
+
+// Per slice of the optimizer's parameters: its "step" tensor and its slot
+// tensors, from namedState()'s layout (per parameter: step, then slotNames()).
+struct SliceState {
+  Tensor* step;
+  std::vector<Tensor*> slots;
+};
+std::vector<SliceState> sliceStates(optim::Optimizer& opt) {
+  opt.ensureState();
+  auto named = opt.namedState();
+  const size_t k = opt.slotNames().size();
+  DTRAIN_CHECK(named.size() == opt.size() * (1 + k), "optimizer state layout: ", named.size(),
+               " entries for ", opt.size(), " parameters with ", k, " slots");
+  std::vector<SliceState> out(opt.size());
+  for (size_t i = 0; i < opt.size(); ++i) {
+    out[i].step = named[i * (1 + k)].second;
+    for (size_t j = 0; j < k; ++j) out[i].slots.push_back(named[i * (1 + k) + 1 + j].second);
+  }
+  return out;
+}
+}  // namespace
+
+ParameterServer::ParameterServer(comm::Communicator& comm, const nn::Module& model,
+                                 PsOptions options)
+    : comm_(comm), opts_(std::move(options)), server_(comm.rank()) {
+  DTRAIN_CHECK(comm.size() == opts_.servers + opts_.workers, "parameter server: ", comm.size(),
+               " ranks for ", opts_.servers, " servers and ", opts_.workers, " workers");
+  DTRAIN_CHECK(server_ < opts_.servers, "rank ", server_, " is not a server");
+  auto named = model.namedParameters();
+  std::vector<int64_t> sizes;
+  for (auto& [name, v] : named) sizes.push_back(v.data().numel());
+  plan_ = planShards(sizes, opts_.servers);
+  n_ = plan_.shardSize(server_);
+  params_ = Tensor::zeros({n_});
+  grad_ = Tensor::zeros({n_});
+  // The optimizer sees each slice as a parameter of its own (a view into the
+  // shard): elementwise update rules give exactly the whole-tensor result.
+  optim::NamedParameters slices;
+  for (const ShardSlice& sl : plan_.slices[server_]) {
+    const auto& [name, v] = named[sl.param];
+    const bool whole = sl.length == v.data().numel();
+    autograd::Variable var(params_.slice(0, sl.shardOffset, sl.shardOffset + sl.length), true);
+    var.setGradBuffer(grad_.slice(0, sl.shardOffset, sl.shardOffset + sl.length));
+    slices.emplace_back(whole ? name : concat(name, "[", sl.offset, ":", sl.offset + sl.length, "]"),
+                        var);
+  }
+  optimizer_ = optim::makeOptimizer(opts_.optimizer, std::move(slices), opts_.optimizerOptions);
+  peers_.resize(opts_.workers);
+  for (Peer& p : peers_) {
+    p.pushBuf.resize(kHeaderFloats + n_);
+    p.ctrlBuf.resize(kHeaderFloats);
+    p.replyBuf.resize(kHeaderFloats + n_);
+  }
+  stats_.server = server_;
+  stats_.workerWaitS.assign(opts_.workers, -1);
+}
+
+ParameterServer::~ParameterServer() {
+  for (Peer& p : peers_)
+    for (auto* w : {&p.pushWork, &p.ctrlWork, &p.replyWork})
+      if (*w) (*w)->cancelIfPending();
+}
+
+std::string ParameterServer::workerName(int w) const {
+  return concat("worker ", w, " (rank ", opts_.workerRank(w), ")");
+}
+
+void ParameterServer::heard(int w) {
+  peers_[w].lastHeard = Clock::now();
+  if (peers_[w].dead) {
+    peers_[w].dead = false;
+    if (server_ == 0) log::warn("parameter server: ", workerName(w), " is back");
+  }
+}
+
+void ParameterServer::receiveInit() {
+  std::vector<float> buf(kHeaderFloats + n_);
+  const auto wait = seconds(std::max(300.0, opts_.timeoutS));
+  comm_.recv(buf.data(), buf.size(), DType::F32, opts_.workerRank(0), kInitTag, wait);
+  const Header h = readHeader(buf);
+  DTRAIN_CHECK(h.kind == Kind::Init, "server ", server_, ": expected worker 0's parameters");
+  DTRAIN_CHECK(h.total == plan_.total, "server ", server_, ": worker 0's model has ", h.total,
+               " parameters, this server's ", plan_.total,
+               " (do all ranks run the same --model?)");
+  std::memcpy(params_.data<float>(), buf.data() + kHeaderFloats, n_ * sizeof(float));
+  optimizer_->setStepCount(h.version);
+  if (h.slots > 0) {
+    // Worker 0 resumed from a checkpoint: its optimizer state, slot by slot.
+    DTRAIN_CHECK(h.slots == static_cast<int32_t>(optimizer_->slotNames().size()), "server ",
+                 server_, ": worker 0 sent ", h.slots, " optimizer state arrays, ",
+                 optimizer_->name(), " has ", optimizer_->slotNames().size());
+    std::vector<float> state(static_cast<size_t>(h.slots) * n_);
+    comm_.recv(state.data(), state.size(), DType::F32, opts_.workerRank(0), kInitTag, wait);
+    auto st = sliceStates(*optimizer_);
+    const auto& sl = plan_.slices[server_];
+    for (size_t i = 0; i < sl.size(); ++i) {
+      *st[i].step->data<int64_t>() = h.optSteps;
+      for (int32_t k = 0; k < h.slots; ++k)
+        std::memcpy(st[i].slots[k]->data<float>(), state.data() + k * n_ + sl[i].shardOffset,
+                    sl[i].length * sizeof(float));
+    }
+  }
+}
+
+void ParameterServer::postPush(int w) {
+  Peer& p = peers_[w];
+  p.pushWork = comm_.irecv(p.pushBuf.data(), p.pushBuf.size(), DType::F32, opts_.workerRank(w),
+                           kPushTag);
+}
+
+void ParameterServer::postCtrl(int w) {
+  Peer& p = peers_[w];
+  p.ctrlWork = comm_.irecv(p.ctrlBuf.data(), p.ctrlBuf.size(), DType::F32, opts_.workerRank(w),
+                           kCtrlTag);
+}
+
+int64_t ParameterServer::minClock() const {
+  int64_t m = std::numeric_limits<int64_t>::max();
+  for (const Peer& p : peers_)
+    if (!p.dead) m = std::min(m, p.clock);
+  return m;
+}
+
+int ParameterServer::liveWorkers() const {
+  int n = 0;
+  for (const Peer& p : peers_) n += !p.dead;
+  return n;
+}
+
+bool ParameterServer::allFinished() const {
+  for (const Peer& p : peers_)
+    if (!p.done && !p.dead) return false;
+  return true;
+}
+
+void ParameterServer::apply(const float* grad, double lr) {
+  if (grad != grad_.data<float>()) std::memcpy(grad_.data<float>(), grad, n_ * sizeof(float));
+  optimizer_->setLr(lr);
+  optimizer_->step();
+  ++version_;
+  ++stats_.updates;
+}
+
+void ParameterServer::reply(int w, int32_t flags) {
+  Peer& p = peers_[w];
+  if (p.replyWork) p.replyWork->wait(seconds(opts_.replyTimeoutS()));  // buffer free again
+  Header h;
+  h.kind = Kind::Params;
+  h.step = step_;
+  h.version = version_;
+  h.minClock = minClock();
+  h.flags = flags;
+  writeHeader(p.replyBuf, h);
+  std::memcpy(p.replyBuf.data() + kHeaderFloats, params_.data<float>(), n_ * sizeof(float));
+  p.replyWork = comm_.isend(p.replyBuf.data(), p.replyBuf.size(), DType::F32,
+                            opts_.workerRank(w), kReplyTag);
+  stats_.bytesOut += static_cast<int64_t>(p.replyBuf.size() * sizeof(float));
+}
+
+void ParameterServer::handlePush(int w) {
+  Peer& p = peers_[w];
+  const Header h = readHeader(p.pushBuf);
+  const float* grad = p.pushBuf.data() + kHeaderFloats;
+  DTRAIN_CHECK(h.kind == Kind::Push && h.worker == w, "server ", server_, ": malformed push from ",
+               workerName(w));
+  ++stats_.pushes;
+  stats_.bytesIn += static_cast<int64_t>(p.pushBuf.size() * sizeof(float));
+  if (opts_.consistency == Consistency::Sync) return handleSyncPush(w, h, grad);
+  if (opts_.consistency == Consistency::Ssp)
+    stats_.sspMaxAhead = std::max(stats_.sspMaxAhead, h.step - minClock());
+  stats_.recordStaleness(version_ - h.version);
+  apply(grad, h.lr);
+  p.clock = h.step + 1;
+  ++p.pushesDone;
+  if (h.flags & kWantParams) reply(w, 0);
+}
+
+void ParameterServer::handleSyncPush(int w, const Header& h, const float* grad) {
+  Peer& p = peers_[w];
+  ++p.pushesDone;
+  p.clock = h.step + 1;
+  auto count = [](std::vector<int64_t>& perStep, int64_t step) -> int64_t& {
+    if (static_cast<int64_t>(perStep.size()) <= step) perStep.resize(step + 1, 0);
+    return perStep[step];
+  };
+  if (h.step < step_) {
+    // Late: step h.step was closed with the first W-b gradients. The sender
+    // gets the current parameters (and, once a worker finished, the order to stop).
+    ++stats_.dropped;
+    ++count(stats_.droppedPerStep, h.step);
+    if (h.flags & kWantParams) reply(w, kDropped | (anyDone_ ? kFinished : 0));
+    return;
+  }
+  DTRAIN_CHECK(h.step == step_ && !p.awaitingStep, "server ", server_, ": ", workerName(w),
+               " pushed step ", h.step, " while step ", step_, " is being collected");
+  p.syncGrad.assign(grad, grad + n_);
+  p.awaitingStep = true;  // accepted for this step; replied when it closes
+  ++accepted_;
+  stepLr_ = h.lr;
+  stats_.recordStaleness(version_ - h.version);
+  if (accepted_ == opts_.workers - opts_.backupWorkers) closeSyncStep();
+}
+
+void ParameterServer::closeSyncStep() {
+  // The mean of the accepted gradients, summed in worker order (deterministic).
+  float* g = grad_.data<float>();
+  bool first = true;
+  for (Peer& p : peers_) {
+    if (!p.awaitingStep) continue;
+    const float* src = p.syncGrad.data();
+    if (first) {
+      std::memcpy(g, src, n_ * sizeof(float));
+      first = false;
+    } else {
+      for (int64_t i = 0; i < n_; ++i) g[i] += src[i];
+    }
+  }
+  if (accepted_ > 1) {
+    const float scale = 1.0f / static_cast<float>(accepted_);
+    for (int64_t i = 0; i < n_; ++i) g[i] *= scale;
+  }
+  apply(g, stepLr_);
+  stats_.appliedPerStep.push_back(accepted_);
+  if (static_cast<int64_t>(stats_.droppedPerStep.size()) <= step_)
+    stats_.droppedPerStep.resize(step_ + 1, 0);
+  ++step_;
+  accepted_ = 0;
+  for (int w = 0; w < opts_.workers; ++w) {
+    if (!peers_[w].awaitingStep) continue;
+    peers_[w].awaitingStep = false;
+    reply(w, 0);
+  }
+}
+
+bool ParameterServer::serveParked(int w) {
+  Peer& p = peers_[w];
+  bool progressed = false;
+  while (!p.parked.empty()) {
+    const Header& h = p.parked.front();
+    if (p.pushesDone < h.seq) break;  // its earlier pushes are still on their way
+    if (h.kind == Kind::Pull) {
+      if (opts_.consistency == Consistency::Ssp && minClock() < h.step - opts_.staleness) break;
+      reply(w, 0);
+    } else if (h.kind == Kind::Done) {
+      p.done = true;
+      anyDone_ = true;
+      stats_.workerWaitS[w] = h.waitS;
+    } else {
+      throw Error(concat("server ", server_, ": unexpected message kind ",
+                         static_cast<int>(h.kind), " from ", workerName(w)));
+    }
+    p.parked.pop_front();
+    progressed = true;
+  }
+  return progressed;
+}
+
+void ParameterServer::declareDead(int w, double silentS) {
+  peers_[w].dead = true;
+  stats_.deadWorkers.push_back(w);
+  const int live = liveWorkers();
+  const int needed = opts_.workers - opts_.backupWorkers;
+  if (opts_.consistency == Consistency::Sync && live < needed) {
+    throw Error(concat(
+        "parameter server ", server_, ": ", workerName(w), " sent nothing for ", silentS,
+        " s (--ps-timeout ", opts_.timeoutS, "): declared dead; --consistency sync",
+        opts_.backupWorkers ? concat(" with --backup-workers ", opts_.backupWorkers) : "",
+        " needs ", needed, " live workers and ", live, " remain",
+        opts_.backupWorkers ? "" : " (--backup-workers or --consistency async/ssp go on without it)"));
+  }
+  if (server_ == 0)
+    log::warn("parameter server: ", workerName(w), " sent nothing for ", silentS,
+              " s: declared dead; training goes on with ", live, " workers");
+}
+
+void ParameterServer::checkSilence() {
+  const auto now = Clock::now();
+  for (int w = 0; w < opts_.workers; ++w) {
+    Peer& p = peers_[w];
+    // A worker we owe a reply is waiting for us, not silent.
+    if (p.done || p.dead || p.awaitingStep || !p.parked.empty()) continue;
+    const double silent = std::chrono::duration<double>(now - p.lastHeard).count();
+    if (silent > opts_.timeoutS) declareDead(w, silent);
+  }
+}
+
+void ParameterServer::goSilent() {
+  log::warn("parameter server ", server_, ": --kill-server: stops answering after ", version_,
+            " updates");
+  int32_t never = 0;
+  comm_.recv(&never, 1, DType::I32, opts_.workerRank(0), kFinalTag + 100,
+             comm::Millis(24LL * 3600 * 1000));
+  throw Error(concat("parameter server ", server_, " was killed (--kill-server)"));
+}
+
+ServerStats ParameterServer::run() {
+  if (opts_.killAt == 0) goSilent();
+  receiveInit();
+  start_ = Clock::now();
+  lastFinalKeepAlive_ = start_;
+  for (int w = 0; w < opts_.workers; ++w) {
+    peers_[w].lastHeard = start_;
+    postPush(w);
+    postCtrl(w);
+  }
+  std::vector<float> keepAlive(kHeaderFloats);
+  comm::WorkPtr keepAliveWork;
+  int idle = 0;
+  while (!allFinished()) {
+    bool progressed = false;
+    for (int w = 0; w < opts_.workers; ++w) {
+      Peer& p = peers_[w];
+      if (p.pushWork->test()) {
+        p.pushWork->wait();  // rethrows a failed receive
+        heard(w);
+        handlePush(w);
+        postPush(w);
+        progressed = true;
+        if (opts_.killAt > 0 && version_ >= opts_.killAt) goSilent();
+      }
+      if (p.ctrlWork->test()) {
+        p.ctrlWork->wait();
+        heard(w);
+        p.parked.push_back(readHeader(p.ctrlBuf));
+        postCtrl(w);
+        progressed = true;
+      }
+    }
+    for (int w = 0; w < opts_.workers; ++w) progressed |= serveParked(w);
+    if (progressed) {
+      idle = 0;
+      continue;
+    }
+    checkSilence();
+    // Worker 0 waits for the final state while others still train: tell it we live.
+    const auto now = Clock::now();
+    if (peers_[0].done && now - lastFinalKeepAlive_ > seconds(opts_.timeoutS / 2)) {
+      if (keepAliveWork) keepAliveWork->wait(seconds(opts_.replyTimeoutS()));
+      Header h;
+      h.kind = Kind::KeepAlive;
+      writeHeader(keepAlive, h);
+      keepAliveWork = comm_.isend(keepAlive.data(), keepAlive.size(), DType::F32,
+                                  opts_.workerRank(0), kFinalTag);
+      lastFinalKeepAlive_ = now;
+    }
+    // Nothing arrived: back off from yielding to short sleeps (a server must not
+    // take a core from the workers it serves).
+    if (++idle < 32)
+      std::this_thread::yield();
+    else
+      std::this_thread::sleep_for(std::chrono::microseconds(std::min(200, 10 * (idle - 31))));
+  }
+  stats_.seconds = std::chrono::duration<double>(Clock::now() - start_).count();
+  if (keepAliveWork) keepAliveWork->wait(seconds(opts_.replyTimeoutS()));
+  sendFinal();
+  return stats_;
+}
+
+void ParameterServer::sendFinal() {
+  for (Peer& p : peers_)
+    if (p.replyWork && !p.dead) p.replyWork->wait(seconds(opts_.replyTimeoutS()));
+  auto st = sliceStates(*optimizer_);
+  const auto slots = static_cast<int32_t>(optimizer_->slotNames().size());
+  const std::string json = stats_.toJson().dump();
+  Header h;
+  h.kind = Kind::Final;
+  h.version = version_;
+  h.optSteps = st.empty() ? 0 : *st[0].step->data<int64_t>();
+  h.slots = slots;
+  h.total = plan_.total;
+  h.extra = static_cast<int64_t>(json.size());
+  std::vector<float> head(kHeaderFloats);
+  writeHeader(head, h);
+  std::vector<float> payload(static_cast<size_t>(1 + slots) * n_);
+  std::memcpy(payload.data(), params_.data<float>(), n_ * sizeof(float));
+  const auto& sl = plan_.slices[server_];
+  for (size_t i = 0; i < sl.size(); ++i)
+    for (int32_t k = 0; k < slots; ++k)
+      std::memcpy(payload.data() + (1 + k) * n_ + sl[i].shardOffset, st[i].slots[k]->data<float>(),
+                  sl[i].length * sizeof(float));
+  const auto wait = seconds(opts_.replyTimeoutS());
+  const int dst = opts_.workerRank(0);
+  comm_.send(head.data(), head.size(), DType::F32, dst, kFinalTag, wait);
+  comm_.send(payload.data(), payload.size(), DType::F32, dst, kFinalTag, wait);
+  comm_.send(json.data(), json.size(), DType::U8, dst, kFinalTag, wait);
+  if (server_ != 0) return;
+  // Workers declared dead may be alive but stuck: release them.
+  Header bye;
+  bye.kind = Kind::Shutdown;
+  std::vector<float> byeBuf(kHeaderFloats);
+  writeHeader(byeBuf, bye);
+  for (int w = 0; w < opts_.workers; ++w) {
+    if (!peers_[w].dead) continue;
+    auto work = comm_.isend(byeBuf.data(), byeBuf.size(), DType::F32, opts_.workerRank(w), kFinalTag);
+    try {
+      work->wait(comm::Millis(1000));
+    } catch (const std::exception&) {
+      // A worker that is really gone never takes it; nothing more to do.
+    }
+  }
+}
+
+}  // namespace dtrain::parallel::ps

@@ -1,0 +1,101 @@
+#pragma once
+// One parameter server (DistBelief, Project Adam): owns a shard of the
+// parameters (ShardPlan) and the optimizer state of that shard, applies the
+// workers' gradients and answers their fetches, under one of three
+// consistency models:
+//
+//  - sync (BSP): step t's update averages the first W-b step-t gradients to
+//    arrive (b = backup workers; late ones are dropped and their senders get the
+//    new parameters), so with b = 0 it is the allreduce strategy's update;
+//  - async (Downpour SGD): every push is applied when it arrives;
+//  - ssp (stale synchronous parallel): pushes are applied when they arrive, but
+//    a fetch for step t is answered only once every live worker has completed
+//    step t - s (s = staleness), so no worker runs more than s steps ahead of
+//    the slowest.
+//
+// The server is a single-threaded event loop over nonblocking receives (one
+// push and one control receive posted per worker). A worker that sends nothing
+// for PsOptions::timeoutS while the server owes it nothing is declared dead:
+// async and ssp go on without it, sync goes on while W-b workers remain and
+// otherwise fails with an error naming it.
+#include <chrono>
+#include <deque>
+#include <memory>
+#include <vector>
+
+#include "comm/Communicator.h"
+#include "nn/Module.h"
+#include "optim/Optimizer.h"
+#include "parallel/ps/Protocol.h"
+#include "parallel/ps/PsOptions.h"
+#include "parallel/ps/ServerStats.h"
+#include "parallel/ps/ShardPlan.h"
+
+namespace dtrain::parallel::ps {
+
+class ParameterServer {
+ public:
+  // `model` gives the parameter names and shapes (its values are replaced by
+  // worker 0's at start). comm's ranks: servers first, then workers.
+  ParameterServer(comm::Communicator& comm, const nn::Module& model, PsOptions options);
+  ~ParameterServer();  // withdraws receives still posted
+  ParameterServer(const ParameterServer&) = delete;
+  ParameterServer& operator=(const ParameterServer&) = delete;
+
+  // Serves until every worker is done or dead; then sends worker 0 the final
+  // parameters, optimizer state and statistics. Throws on a fatal fault.
+  ServerStats run();
+
+  int64_t shardSize() const { return n_; }
+
+ private:
+  struct Peer {
+    std::vector<float> pushBuf, ctrlBuf, replyBuf;  // header + payload
+    comm::WorkPtr pushWork, ctrlWork, replyWork;
+    std::deque<Header> parked;    // control messages waiting for their turn
+    std::vector<float> syncGrad;  // sync: this step's accepted gradient
+    int64_t pushesDone = 0;       // pushes handled
+    int64_t clock = 0;            // steps completed (pushed)
+    bool done = false, dead = false, awaitingStep = false;
+    std::chrono::steady_clock::time_point lastHeard;
+  };
+
+  void receiveInit();
+  void postPush(int w);
+  void postCtrl(int w);
+  void handlePush(int w);
+  void handleSyncPush(int w, const Header& h, const float* grad);
+  void closeSyncStep();
+  bool serveParked(int w);
+  void reply(int w, int32_t flags);
+  void apply(const float* grad, double lr);
+  void checkSilence();
+  void declareDead(int w, double silentS);
+  int64_t minClock() const;
+  int liveWorkers() const;
+  bool allFinished() const;
+  void sendFinal();
+  [[noreturn]] void goSilent();
+  std::string workerName(int w) const;
+  void heard(int w);
+
+  comm::Communicator& comm_;
+  PsOptions opts_;
+  int server_;
+  ShardPlan plan_;
+  int64_t n_ = 0;                  // floats in this shard
+  Tensor params_, grad_;           // the shard, and the gradient it is updated with
+  std::unique_ptr<optim::Optimizer> optimizer_;
+  int64_t version_ = 0;            // updates applied
+  std::vector<Peer> peers_;        // per worker
+  ServerStats stats_;
+  // sync
+  int64_t step_ = 0;               // the step being collected
+  int accepted_ = 0;
+  double stepLr_ = 0;
+  bool anyDone_ = false;
+  std::chrono::steady_clock::time_point start_, lastFinalKeepAlive_;
+  bool started_ = false;
+};
+
+}  // namespace dtrain::parallel::ps

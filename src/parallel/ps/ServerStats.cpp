@@ -1,0 +1,46 @@
+#include "parallel/ps/ServerStats.h"
+
+#include <algorithm>
+
+namespace dtrain::parallel::ps {
+
+void ServerStats::recordStaleness(int64_t versions) {
+  const auto k = static_cast<size_t>(std::clamp<int64_t>(versions, 0, kStalenessBuckets - 1));
+  ++staleness[k];
+}
+
+nlohmann::json ServerStats::toJson() const {
+  return {{"server", server},
+          {"updates", updates},
+          {"pushes", pushes},
+          {"dropped", dropped},
+          {"bytes_in", bytesIn},
+          {"bytes_out", bytesOut},
+          {"seconds", seconds},
+          {"staleness", staleness},
+          {"applied_per_step", appliedPerStep},
+          {"dropped_per_step", droppedPerStep},
+          {"ssp_max_ahead", sspMaxAhead},
+          {"dead_workers", deadWorkers},
+          {"worker_wait_s", workerWaitS}};
+}
+
+ServerStats ServerStats::fromJson(const nlohmann::json& j) {
+  ServerStats s;
+  s.server = j.at("server");
+  s.updates = j.at("updates");
+  s.pushes = j.at("pushes");
+  s.dropped = j.at("dropped");
+  s.bytesIn = j.at("bytes_in");
+  s.bytesOut = j.at("bytes_out");
+  s.seconds = j.at("seconds");
+  s.staleness = j.at("staleness").get<std::vector<int64_t>>();
+  s.appliedPerStep = j.at("applied_per_step").get<std::vector<int64_t>>();
+  s.droppedPerStep = j.at("dropped_per_step").get<std::vector<int64_t>>();
+  s.sspMaxAhead = j.at("ssp_max_ahead");
+  s.deadWorkers = j.at("dead_workers").get<std::vector<int>>();
+  s.workerWaitS = j.at("worker_wait_s").get<std::vector<double>>();
+  return s;
+}
+
+}  // namespace dtrain::parallel::ps

@@ -1,0 +1,33 @@
+#pragma once
+// What one parameter server measured over a run; sent to worker 0 at the end
+// (as JSON) and merged there into the run's report.
+#include <cstdint>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace dtrain::parallel::ps {
+
+// Staleness histogram buckets: [k] counts gradients applied k versions after the
+// parameters they were computed on; the last bucket counts kStalenessBuckets-1 or more.
+inline constexpr size_t kStalenessBuckets = 33;
+
+struct ServerStats {
+  int server = 0;
+  int64_t updates = 0;   // optimizer steps applied to this shard
+  int64_t pushes = 0;    // gradient messages received
+  int64_t dropped = 0;   // late gradients dropped (sync with backup workers)
+  int64_t bytesIn = 0, bytesOut = 0;
+  double seconds = 0;    // from the first worker message to the last
+  std::vector<int64_t> staleness = std::vector<int64_t>(kStalenessBuckets, 0);
+  std::vector<int64_t> appliedPerStep, droppedPerStep;  // sync: gradients per step
+  int64_t sspMaxAhead = 0;  // ssp: most steps a push ran ahead of the slowest worker
+  std::vector<int> deadWorkers;
+  std::vector<double> workerWaitS;  // per worker, from its Done message (-1: none)
+
+  void recordStaleness(int64_t versions);
+  nlohmann::json toJson() const;
+  static ServerStats fromJson(const nlohmann::json& j);
+};
+
+}  // namespace dtrain::parallel::ps

@@ -1,0 +1,384 @@
+#include "parallel/ps/Worker.h"
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+#include <string>
+
+#include "core/Error.h"
+#include "core/Log.h"
+#include "core/Timer.h"
+
+namespace dtrain::parallel::ps {
+
+using dtrain::detail::concat;
+
+namespace {
+comm::Millis seconds(double s) { return comm::Millis(static_cast<int64_t>(s * 1000)); }
+Header readHeader(const float* buf) {
+  Header h;
+  std::memcpy(static_cast<void*>(&h), buf, sizeof h);
+  return h;
+}
+void writeHeader(float* buf, const Header& h) { std::memcpy(buf, &h, sizeof h); }
+
+// Per parameter, the optimizer's "step" tensor and slot tensors (namedState()
+// layout: per parameter "step", then slotNames()).
+struct ParamState {
+  Tensor* step;
+  std::vector<Tensor*> slots;
+};
+std::vector<ParamState> paramStates(optim::Optimizer& opt) {
+  auto named = opt.namedState();
+  const size_t k = opt.slotNames().size();
+  std::vector<ParamState> out(opt.size());
+  for (size_t i = 0; i < opt.size(); ++i) {
+    out[i].step = named.at(i * (1 + k)).second;
+    for (size_t j = 0; j < k; ++j) out[i].slots.push_back(named.at(i * (1 + k) + 1 + j).second);
+  }
+  return out;
+}
+}  // namespace
+
+PsWorker::PsWorker(comm::Communicator& comm, PsOptions options)
+    : comm_(comm), opts_(std::move(options)), worker_(comm.rank() - opts_.servers) {
+  DTRAIN_CHECK(comm.size() == opts_.servers + opts_.workers, "parameter server: ", comm.size(),
+               " ranks for ", opts_.servers, " servers and ", opts_.workers, " workers");
+  DTRAIN_CHECK(worker_ >= 0, "rank ", comm.rank(), " is a server, not a worker");
+}
+
+PsWorker::~PsWorker() {
+  for (auto* works : {&pushWork_, &ctrlWork_})
+    for (auto& w : *works)
+      if (w) w->cancelIfPending();
+}
+
+bool PsWorker::ownsProcess() const { return std::string(comm_.backend()) != "local"; }
+
+std::string PsWorker::serverName(int s) const { return concat("parameter server ", s, " (rank ", s, ")"); }
+
+std::vector<float*> PsWorker::paramPtrs() {
+  std::vector<float*> out;
+  for (auto& p : params_) out.push_back(p.data().data<float>());
+  return out;
+}
+
+void PsWorker::setup(nn::Module& model, optim::Optimizer& optimizer) {
+  DTRAIN_CHECK(params_.empty(), "PsWorker::setup called twice");
+  std::vector<int64_t> sizes;
+  for (auto& [name, v] : model.namedParameters()) {
+    params_.push_back(v);
+    sizes.push_back(v.data().numel());
+  }
+  plan_ = planShards(sizes, opts_.servers);
+  const int S = opts_.servers;
+  accum_.resize(S);
+  pushBuf_.resize(S);
+  ctrlBuf_.resize(S);
+  replyBuf_.resize(S);
+  pushWork_.resize(S);
+  ctrlWork_.resize(S);
+  sent_.assign(S, 0);
+  version_.assign(S, 0);
+  for (int s = 0; s < S; ++s) {
+    const int64_t n = plan_.shardSize(s);
+    accum_[s].assign(n, 0.0f);
+    pushBuf_[s].assign(kHeaderFloats + n, 0.0f);
+    ctrlBuf_[s].assign(kHeaderFloats, 0.0f);
+    replyBuf_[s].assign(kHeaderFloats + n, 0.0f);
+  }
+  // Worker 0's parameters (and optimizer state, after --load) seed the
+  // servers, as rank 0's do under allreduce; then every worker fetches them.
+  if (worker_ == 0) sendInit(optimizer);
+  for (int s = 0; s < S; ++s) sendCtrl(s, Kind::Pull, 0);
+  receiveParams();
+}
+
+void PsWorker::sendInit(optim::Optimizer& optimizer) {
+  const bool hasState = optimizer.size() > 0 && optimizer.hasState(0);
+  const auto slots = hasState ? static_cast<int32_t>(optimizer.slotNames().size()) : 0;
+  std::vector<ParamState> st = hasState ? paramStates(optimizer) : std::vector<ParamState>{};
+  std::vector<const float*> src;
+  for (auto& p : params_) src.push_back(p.data().data<float>());
+  for (int s = 0; s < opts_.servers; ++s) {
+    const int64_t n = plan_.shardSize(s);
+    std::vector<float> buf(kHeaderFloats + n);
+    Header h;
+    h.kind = Kind::Init;
+    h.total = plan_.total;
+    h.version = optimizer.stepCount();
+    h.optSteps = hasState ? *st[0].step->data<int64_t>() : 0;
+    h.slots = hasState && slots > 0 ? slots : 0;
+    writeHeader(buf.data(), h);
+    gatherShard(plan_, s, src, buf.data() + kHeaderFloats);
+    comm_.send(buf.data(), buf.size(), DType::F32, s, kInitTag, seconds(opts_.replyTimeoutS()));
+    if (h.slots == 0) continue;
+    std::vector<float> state(static_cast<size_t>(slots) * n);
+    for (int32_t k = 0; k < slots; ++k) {
+      std::vector<const float*> slot;
+      for (auto& ps : st) slot.push_back(ps.slots[k]->data<float>());
+      gatherShard(plan_, s, slot, state.data() + k * n);
+    }
+    comm_.send(state.data(), state.size(), DType::F32, s, kInitTag, seconds(opts_.replyTimeoutS()));
+  }
+}
+
+void PsWorker::finishGradients() {
+  if (accumulated_ == 0) accumVersion_ = version_.empty() ? 0 : version_[0];
+  std::vector<const float*> grads;
+  for (auto& p : params_) grads.push_back(p.grad().data<float>());
+  for (int s = 0; s < opts_.servers; ++s) addToShard(plan_, s, grads, accum_[s].data());
+  ++accumulated_;
+}
+
+void PsWorker::push(int s, int32_t flags, double lr) {
+  // The previous push from this buffer must have left before it is refilled.
+  if (pushWork_[s]) {
+    Timer t;
+    pushWork_[s]->wait(seconds(opts_.replyTimeoutS()));
+    waitS_ += t.seconds();
+  }
+  Header h;
+  h.kind = Kind::Push;
+  h.worker = worker_;
+  h.step = step_;
+  h.seq = sent_[s]++;
+  h.version = s == 0 ? accumVersion_ : version_[s];
+  h.lr = lr;
+  h.flags = flags;
+  writeHeader(pushBuf_[s].data(), h);
+  std::memcpy(pushBuf_[s].data() + kHeaderFloats, accum_[s].data(), accum_[s].size() * sizeof(float));
+  std::fill(accum_[s].begin(), accum_[s].end(), 0.0f);
+  pushWork_[s] = comm_.isend(pushBuf_[s].data(), pushBuf_[s].size(), DType::F32, s, kPushTag);
+  bytesSent_ += static_cast<double>(pushBuf_[s].size() * sizeof(float));
+}
+
+void PsWorker::sendCtrl(int s, Kind kind, int64_t step) {
+  if (ctrlWork_[s]) ctrlWork_[s]->wait(seconds(opts_.replyTimeoutS()));
+  Header h;
+  h.kind = kind;
+  h.worker = worker_;
+  h.step = step;
+  h.seq = sent_[s];
+  h.waitS = waitS_;
+  writeHeader(ctrlBuf_[s].data(), h);
+  ctrlWork_[s] = comm_.isend(ctrlBuf_[s].data(), ctrlBuf_[s].size(), DType::F32, s, kCtrlTag);
+  bytesSent_ += static_cast<double>(ctrlBuf_[s].size() * sizeof(float));
+}
+
+void PsWorker::receiveParams() {
+  Timer t;
+  std::vector<comm::WorkPtr> works(opts_.servers);
+  for (int s = 0; s < opts_.servers; ++s)
+    works[s] = comm_.irecv(replyBuf_[s].data(), replyBuf_[s].size(), DType::F32, s, kReplyTag);
+  auto ptrs = paramPtrs();
+  int64_t minClock = std::numeric_limits<int64_t>::max();
+  for (int s = 0; s < opts_.servers; ++s) {
+    try {
+      works[s]->wait(seconds(opts_.replyTimeoutS()));
+    } catch (const TimeoutError&) {
+      for (auto& w : works) w->cancelIfPending();
+      throw Error(concat(serverName(s), " did not answer worker ", worker_, "'s fetch at step ",
+                         step_, " within ", opts_.replyTimeoutS(),
+                         " s: the server died or hangs (--ps-timeout ", opts_.timeoutS, ")"));
+    }
+    const Header h = readHeader(replyBuf_[s].data());
+    DTRAIN_CHECK(h.kind == Kind::Params, serverName(s), ": unexpected reply kind ",
+                 static_cast<int>(h.kind));
+    scatterShard(plan_, s, replyBuf_[s].data() + kHeaderFloats, ptrs);
+    version_[s] = h.version;
+    minClock = std::min(minClock, h.minClock);
+    if (h.flags & kFinished) finished_ = true;
+  }
+  cachedMinClock_ = minClock;
+  fresh_ = true;
+  ++fetches_;
+  waitS_ += t.seconds();
+}
+
+void PsWorker::applyUpdate(optim::Optimizer& optimizer) {
+  ++steps_;
+  const int64_t next = step_ + 1;  // the step the next fetch serves
+  // sync applies the mean of W gradients per step; async and ssp apply each
+  // push on its own, so each is scaled by 1/W: W pushes then move the
+  // parameters as far as one synchronous step, and one --lr trains comparably
+  // in every mode (unscaled, SGD momentum 0.9 at the default lr diverges with 4
+  // workers: every update is W times too large and stale on top).
+  const double lr = opts_.consistency == Consistency::Sync ? optimizer.lr()
+                                                            : optimizer.lr() / opts_.workers;
+  fresh_ = false;
+  bool pushNow = true, fetchNow = true;
+  switch (opts_.consistency) {
+    case Consistency::Sync:
+      break;
+    case Consistency::Async:
+      pushNow = next % opts_.pushEvery == 0;
+      fetchNow = next % opts_.fetchEvery == 0;
+      break;
+    case Consistency::Ssp:
+      // Cached parameters hold every update of clocks < cachedMinClock_; step
+      // `next` may use them while that is at least next - s.
+      fetchNow = cachedMinClock_ < next - opts_.staleness;
+      break;
+  }
+  // ssp fetches separately, after the push: the server holds that answer back
+  // until the slowest worker is close enough; a push is never held back.
+  const bool combined = fetchNow && opts_.consistency != Consistency::Ssp;
+  if (pushNow) {
+    for (int s = 0; s < opts_.servers; ++s) push(s, combined ? kWantParams : 0, lr);
+    accumulated_ = 0;
+    ++pushes_;
+  }
+  if (fetchNow && !(pushNow && combined))
+    for (int s = 0; s < opts_.servers; ++s) sendCtrl(s, Kind::Pull, next);
+  if (fetchNow) receiveParams();
+  readStalenessMax_ = std::max(readStalenessMax_, next - cachedMinClock_);
+}
+
+bool PsWorker::stopBefore(int64_t step) {
+  if (finished_) return true;
+  if (opts_.killAt >= 0 && step == opts_.killAt) {
+    log::warn("worker ", worker_, " (rank ", comm_.rank(), "): --kill-worker: stops answering at step ",
+              step);
+    dead_ = true;
+    return true;
+  }
+  return false;
+}
+
+void PsWorker::syncModel(nn::Module& model, optim::Optimizer* optimizer) {
+  if (!finalHeader_.empty()) {
+    if (!optimizer) return;
+    // The servers' optimizer state, for the checkpoint.
+    const int32_t slots = finalHeader_[0].slots;
+    optimizer->ensureState();
+    auto st = paramStates(*optimizer);
+    for (int s = 0; s < opts_.servers; ++s) {
+      for (const ShardSlice& sl : plan_.slices[s]) {
+        *st[sl.param].step->data<int64_t>() = finalHeader_[s].optSteps;
+        for (int32_t k = 0; k < slots; ++k)
+          std::memcpy(st[sl.param].slots[k]->data<float>() + sl.offset,
+                      finalPayload_[s].data() + (1 + k) * plan_.shardSize(s) + sl.shardOffset,
+                      sl.length * sizeof(float));
+      }
+    }
+    optimizer->setStepCount(finalHeader_[0].version);
+    return;
+  }
+  if (fresh_) return;
+  for (int s = 0; s < opts_.servers; ++s) sendCtrl(s, Kind::Pull, step_);
+  receiveParams();
+}
+
+void PsWorker::finish(nn::Module& model, optim::Optimizer& optimizer) {
+  if (dead_) return waitShutdown();
+  // Gradients accumulated since the last push (async --push-every) still count.
+  if (accumulated_ > 0) {
+    const double lr = opts_.consistency == Consistency::Sync ? optimizer.lr()
+                                                              : optimizer.lr() / opts_.workers;
+    for (int s = 0; s < opts_.servers; ++s) push(s, 0, lr);
+    accumulated_ = 0;
+  }
+  for (int s = 0; s < opts_.servers; ++s) sendCtrl(s, Kind::Done, step_);
+  for (int s = 0; s < opts_.servers; ++s) {
+    if (pushWork_[s]) pushWork_[s]->wait(seconds(opts_.replyTimeoutS()));
+    ctrlWork_[s]->wait(seconds(opts_.replyTimeoutS()));
+  }
+  if (worker_ == 0) receiveFinal();
+}
+
+void PsWorker::receiveFinal() {
+  auto ptrs = paramPtrs();
+  finalHeader_.resize(opts_.servers);
+  finalPayload_.resize(opts_.servers);
+  serverStats_.resize(opts_.servers);
+  for (int s = 0; s < opts_.servers; ++s) {
+    std::vector<float> head(kHeaderFloats);
+    Header h;
+    do {  // keep-alives arrive while other workers still train
+      try {
+        comm_.recv(head.data(), head.size(), DType::F32, s, kFinalTag, seconds(opts_.replyTimeoutS()));
+      } catch (const TimeoutError&) {
+        throw Error(concat(serverName(s), " sent neither the final parameters nor a keep-alive to ",
+                           "worker 0 within ", opts_.replyTimeoutS(), " s: the server died or hangs"));
+      }
+      h = readHeader(head.data());
+    } while (h.kind == Kind::KeepAlive);
+    DTRAIN_CHECK(h.kind == Kind::Final, serverName(s), ": unexpected final message kind ",
+                 static_cast<int>(h.kind));
+    const int64_t n = plan_.shardSize(s);
+    finalHeader_[s] = h;
+    finalPayload_[s].resize(static_cast<size_t>(1 + h.slots) * n);
+    comm_.recv(finalPayload_[s].data(), finalPayload_[s].size(), DType::F32, s, kFinalTag,
+               seconds(opts_.replyTimeoutS()));
+    std::string json(static_cast<size_t>(h.extra), '\0');
+    comm_.recv(json.data(), json.size(), DType::U8, s, kFinalTag, seconds(opts_.replyTimeoutS()));
+    serverStats_[s] = ServerStats::fromJson(nlohmann::json::parse(json));
+    scatterShard(plan_, s, finalPayload_[s].data(), ptrs);
+  }
+  fresh_ = true;
+}
+
+void PsWorker::waitShutdown() {
+  // Fault injection: this worker plays dead (silent) until the servers have
+  // declared it so and finished; under mpirun a process that exits early
+  // would end the whole job.
+  std::vector<float> head(kHeaderFloats);
+  comm_.recv(head.data(), head.size(), DType::F32, 0, kFinalTag, comm::Millis(24LL * 3600 * 1000));
+}
+
+std::map<std::string, double> PsWorker::stats() const {
+  const double n = static_cast<double>(std::max<int64_t>(1, steps_));
+  return {{"wait_ms", waitS_ / n * 1e3},
+          {"pushes", static_cast<double>(pushes_)},
+          {"fetches", static_cast<double>(fetches_)},
+          {"bytes_sent_per_worker", bytesSent_ / n},
+          {"read_staleness_max", static_cast<double>(readStalenessMax_)}};
+}
+
+nlohmann::json PsWorker::report() const {
+  if (serverStats_.empty()) return nlohmann::json::object();
+  nlohmann::json j;
+  j["servers"] = opts_.servers;
+  j["consistency"] = consistencyName(opts_.consistency);
+  std::vector<int64_t> updates, pushes, in, out;
+  std::vector<double> rate;
+  int64_t maxAhead = 0;
+  std::vector<int> dead;
+  for (const ServerStats& s : serverStats_) {
+    updates.push_back(s.updates);
+    pushes.push_back(s.pushes);
+    in.push_back(s.bytesIn);
+    out.push_back(s.bytesOut);
+    rate.push_back(s.seconds > 0 ? s.updates / s.seconds : 0.0);
+    maxAhead = std::max(maxAhead, s.sspMaxAhead);
+    for (int w : s.deadWorkers)
+      if (std::find(dead.begin(), dead.end(), w) == dead.end()) dead.push_back(w);
+  }
+  j["server_updates"] = updates;
+  j["server_pushes"] = pushes;
+  j["server_bytes_in"] = in;
+  j["server_bytes_out"] = out;
+  j["server_updates_per_s"] = rate;
+  // Every push reaches every server: server 0's view of staleness and drops is
+  // the whole run's (without counting each push S times).
+  const ServerStats& s0 = serverStats_[0];
+  std::vector<int64_t> hist = s0.staleness;
+  while (hist.size() > 1 && hist.back() == 0) hist.pop_back();
+  j["staleness_histogram"] = hist;
+  double sum = 0, count = 0;
+  for (size_t k = 0; k < s0.staleness.size(); ++k) {
+    sum += static_cast<double>(k) * s0.staleness[k];
+    count += s0.staleness[k];
+  }
+  j["staleness_mean"] = count > 0 ? sum / count : 0.0;
+  std::vector<double> wait = s0.workerWaitS;
+  wait[0] = waitS_;
+  j["worker_wait_s"] = wait;
+  j["dropped_gradients"] = s0.dropped;
+  if (opts_.consistency == Consistency::Ssp) j["ssp_max_ahead"] = maxAhead;
+  j["dead_workers"] = dead;
+  return j;
+}
+
+}  // namespace dtrain::parallel::ps
