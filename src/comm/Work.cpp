@@ -9,7 +9,9 @@ Work::Work(std::string what, Millis defaultTimeout)
 
 bool Work::test() {
   if (finished()) return true;
-  return poll() || finished();
+  if (poll() || finished()) return true;
+  check();  // an aborted world fails pollers too, not only waiters
+  return false;
 }
 
 void Work::wait(Millis timeout) {
@@ -31,6 +33,15 @@ void Work::wait(Millis timeout) {
     throw;
   }
   if (state_.load(std::memory_order_acquire) == kFailed) std::rethrow_exception(error_);
+}
+
+bool Work::waitFor(Millis timeout) {
+  auto ready = [this] { return finished() || poll(); };
+  bool ok = detail::waitUntil(ready, detail::deadlineAfter(timeout), [this] { check(); },
+                              polled() ? nullptr : &notifier_, spin_);
+  if (!ok) return false;
+  if (state_.load(std::memory_order_acquire) == kFailed) std::rethrow_exception(error_);
+  return true;
 }
 
 std::exception_ptr Work::exception() const {

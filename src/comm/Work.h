@@ -21,12 +21,16 @@ class Work {
   Work(const Work&) = delete;
   Work& operator=(const Work&) = delete;
 
-  // True once finished, successfully or not. Never blocks.
+  // True once finished, successfully or not. Never blocks; throws when the
+  // operation can no longer finish (the world was aborted).
   bool test();
   // Blocks until finished; rethrows the failure. timeout 0 = the default
   // timeout given at creation. Throws TimeoutError on expiry (the operation is
   // cancelled where the backend can; the communicator should not be used again).
   void wait(Millis timeout = Millis{0});
+  // Like wait, but returns false when `timeout` passes first, leaving the
+  // operation pending (for waits that do something between slices).
+  bool waitFor(Millis timeout);
   // The failure, or null (also null while still running).
   std::exception_ptr exception() const;
   bool failed() const { return state_.load(std::memory_order_acquire) == kFailed; }

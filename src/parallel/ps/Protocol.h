@@ -5,7 +5,8 @@
 //
 //  worker -> server   kInitTag   Init: worker 0's parameters (+ optimizer state)
 //                     kPushTag   Push: a gradient shard (flag kWantParams: reply with parameters)
-//                     kCtrlTag   Pull (parameters only), Done (end of this worker's run)
+//                     kCtrlTag   Pull (parameters only), Done (end of this worker's run),
+//                                KeepAlive (blocked on another server: not silent)
 //  server -> worker   kReplyTag  Params: the shard's current parameters
 //                     kFinalTag  header-only messages: KeepAlive (to worker 0 while
 //                                others still train), Final (to worker 0; then a

@@ -27,9 +27,10 @@ struct PsOptions {
   // this many updates (server); -1: never.
   int64_t killAt = -1;
 
-  // How long a worker waits for a server's reply before naming it dead: a
-  // server itself waits up to timeoutS for a silent worker first.
-  double replyTimeoutS() const { return 2 * timeoutS + 10; }
+  // How long a worker waits for a server before naming it dead: a server may
+  // itself wait up to timeoutS for a silent worker first. (While it waits, the
+  // worker keeps the other servers informed that it lives.)
+  double replyTimeoutS() const { return 2 * timeoutS + 2; }
   int workerRank(int worker) const { return servers + worker; }
 };
 

@@ -267,6 +267,8 @@ bool ParameterServer::serveParked(int w) {
     if (h.kind == Kind::Pull) {
       if (opts_.consistency == Consistency::Ssp && minClock() < h.step - opts_.staleness) break;
       reply(w, 0);
+    } else if (h.kind == Kind::KeepAlive) {
+      // Arrival was the point (heard()).
     } else if (h.kind == Kind::Done) {
       p.done = true;
       anyDone_ = true;

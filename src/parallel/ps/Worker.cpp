@@ -135,7 +135,7 @@ void PsWorker::push(int s, int32_t flags, double lr) {
   // The previous push from this buffer must have left before it is refilled.
   if (pushWork_[s]) {
     Timer t;
-    pushWork_[s]->wait(seconds(opts_.replyTimeoutS()));
+    waitServer(*pushWork_[s], s, "take the push");
     waitS_ += t.seconds();
   }
   Header h;
@@ -175,12 +175,10 @@ void PsWorker::receiveParams() {
   int64_t minClock = std::numeric_limits<int64_t>::max();
   for (int s = 0; s < opts_.servers; ++s) {
     try {
-      works[s]->wait(seconds(opts_.replyTimeoutS()));
-    } catch (const TimeoutError&) {
+      waitServer(*works[s], s, "answer the fetch");
+    } catch (...) {
       for (auto& w : works) w->cancelIfPending();
-      throw Error(concat(serverName(s), " did not answer worker ", worker_, "'s fetch at step ",
-                         step_, " within ", opts_.replyTimeoutS(),
-                         " s: the server died or hangs (--ps-timeout ", opts_.timeoutS, ")"));
+      throw;
     }
     const Header h = readHeader(replyBuf_[s].data());
     DTRAIN_CHECK(h.kind == Kind::Params, serverName(s), ": unexpected reply kind ",
@@ -194,6 +192,19 @@ void PsWorker::receiveParams() {
   fresh_ = true;
   ++fetches_;
   waitS_ += t.seconds();
+}
+
+void PsWorker::waitServer(comm::Work& work, int s, const char* what) {
+  const auto slice = seconds(std::max(0.001, opts_.timeoutS / 4));
+  Timer t;
+  while (!work.waitFor(slice)) {
+    if (t.seconds() > opts_.replyTimeoutS())
+      throw Error(concat(serverName(s), " did not ", what, " of worker ", worker_, " at step ",
+                         step_, " within ", opts_.replyTimeoutS(),
+                         " s: the server died or hangs (--ps-timeout ", opts_.timeoutS, ")"));
+    for (int other = 0; other < opts_.servers; ++other)
+      if (other != s) sendCtrl(other, Kind::KeepAlive, step_);
+  }
 }
 
 void PsWorker::applyUpdate(optim::Optimizer& optimizer) {
@@ -281,8 +292,8 @@ void PsWorker::finish(nn::Module& model, optim::Optimizer& optimizer) {
   }
   for (int s = 0; s < opts_.servers; ++s) sendCtrl(s, Kind::Done, step_);
   for (int s = 0; s < opts_.servers; ++s) {
-    if (pushWork_[s]) pushWork_[s]->wait(seconds(opts_.replyTimeoutS()));
-    ctrlWork_[s]->wait(seconds(opts_.replyTimeoutS()));
+    if (pushWork_[s]) waitServer(*pushWork_[s], s, "take the last push");
+    waitServer(*ctrlWork_[s], s, "take the end-of-run message");
   }
   if (worker_ == 0) receiveFinal();
 }

@@ -60,6 +60,9 @@ class PsWorker final : public Strategy {
   void push(int s, int32_t flags, double lr);
   void sendCtrl(int s, Kind kind, int64_t step);
   void receiveParams();
+  // Waits for an operation with server s; while it waits, tells the other
+  // servers this worker lives. Throws naming s after replyTimeoutS.
+  void waitServer(comm::Work& work, int s, const char* what);
   void receiveFinal();
   void waitShutdown();
   std::vector<float*> paramPtrs();

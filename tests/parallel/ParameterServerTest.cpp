@@ -1,0 +1,184 @@
+// Parameter servers on the local backend: sync equals allreduce, the SSP
+// bound holds (instrumented), backup workers drop exactly b gradients per
+// step, checkpoints gather the sharded optimizer state, and faults end in
+// either a run that goes on (async, ssp, sync with backups) or an error that
+// names the dead rank.
+#include <gtest/gtest.h>
+
+#include "core/Error.h"
+#include "parallel/PsTestUtil.h"
+
+namespace dtrain::test {
+namespace {
+
+using parallel::ps::Consistency;
+
+runtime::TrainConfig psConfig(const std::string& model, int workers, int64_t batch) {
+  runtime::TrainConfig c = smallConfig(model, batch);
+  c.workers = workers;
+  c.strategy = "ps";
+  return c;
+}
+
+struct SyncCase {
+  std::string model;
+  int workers, servers;
+};
+
+class SyncPs : public ::testing::TestWithParam<SyncCase> {};
+
+TEST_P(SyncPs, MatchesAllreduceWithTheSameGlobalBatch) {
+  const auto& p = GetParam();
+  runtime::TrainConfig c = psConfig(p.model, p.workers, 16);
+  auto ps = runPs(c, psOptions(c, p.servers, Consistency::Sync));
+  auto dp = runDataParallel(smallConfig(p.model, 16), p.workers);
+  const std::string what = p.model + " W=" + std::to_string(p.workers) + " S=" + std::to_string(p.servers);
+  expectClose(ps.params, dp[0], 1e-5, what);
+  for (const auto& s : ps.servers) {
+    EXPECT_EQ(s.updates, 50) << what;
+    EXPECT_EQ(s.dropped, 0) << what;
+    EXPECT_EQ(s.staleness[0], 50 * p.workers) << "sync applies only fresh gradients";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Local, SyncPs,
+                         ::testing::Values(SyncCase{"mlp", 2, 1}, SyncCase{"mlp", 3, 2},
+                                           SyncCase{"mlp", 4, 3}, SyncCase{"lenet", 2, 2}),
+                         [](const auto& info) {
+                           return info.param.model + "_W" + std::to_string(info.param.workers) +
+                                  "_S" + std::to_string(info.param.servers);
+                         });
+
+TEST(SyncPs, CheckpointGathersTheShardedOptimizerState) {
+  runtime::TrainConfig c = psConfig("mlp", 2, 16);
+  c.maxSteps = 10;
+  auto ps = runPs(c, psOptions(c, 3, Consistency::Sync));
+  // Allreduce keeps the whole state on every rank: the reference.
+  runtime::TrainConfig d = smallConfig("mlp", 16);
+  d.maxSteps = 10;
+  Params ref;
+  auto train = runtime::loadDataset(d, true);
+  comm::local::runLocal(2, [&](comm::Communicator& comm) {
+    runtime::Trainer t(d, std::make_unique<parallel::DataParallel>(comm));
+    t.setData(train, runtime::loadDataset(d, false));
+    t.run();
+    if (comm.rank() == 0) ref = stateSnapshot(t.optimizer());
+  });
+  ASSERT_FALSE(ref.empty());
+  expectClose(ps.optimizerState, ref, 1e-5, "momentum buffers");
+}
+
+TEST(SspPs, NoWorkerRunsMoreThanStalenessStepsAhead) {
+  for (int64_t s : {0, 2}) {
+    runtime::TrainConfig c = psConfig("mlp", 3, 16);
+    c.maxSteps = 40;
+    c.stragglerMs[2] = 4;  // the others race ahead until the bound stops them
+    auto o = psOptions(c, 2, Consistency::Ssp);
+    o.staleness = s;
+    auto run = runPs(c, o);
+    for (const auto& st : run.servers) {
+      // Instrumented on every push: its step minus the slowest live worker's clock.
+      EXPECT_LE(st.sspMaxAhead, s) << "s=" << s;
+      EXPECT_EQ(st.updates, 40 * 3) << "ssp applies every push";
+    }
+    int64_t maxAhead = 0;
+    for (const auto& st : run.servers) maxAhead = std::max(maxAhead, st.sspMaxAhead);
+    EXPECT_EQ(maxAhead, s) << "the straggler should make the bound bind";
+    for (const auto& w : run.workers) EXPECT_LE(w.at("read_staleness_max"), s);
+  }
+}
+
+TEST(BackupWorkers, EachStepUsesTheFirstWMinusBAndDropsExactlyB) {
+  for (int b : {1, 2}) {
+    runtime::TrainConfig c = psConfig("mlp", 4, 16);
+    c.maxSteps = 30;
+    // The last b workers are always late.
+    for (int w = 4 - b; w < 4; ++w) c.stragglerMs[w] = 15;
+    auto o = psOptions(c, 2, Consistency::Sync);
+    o.backupWorkers = b;
+    auto run = runPs(c, o);
+    for (const auto& st : run.servers) {
+      ASSERT_EQ(st.appliedPerStep.size(), 30u);
+      for (int64_t n : st.appliedPerStep) EXPECT_EQ(n, 4 - b);
+      // Each late worker pushes once per step until the fast ones finish:
+      // every step it reached dropped exactly b gradients (one per late worker).
+      ASSERT_GT(st.dropped, 0);
+      const auto& d = st.droppedPerStep;
+      int64_t reached = 0;
+      while (reached < static_cast<int64_t>(d.size()) && d[reached] == b) ++reached;
+      EXPECT_GE(reached, 1);
+      for (size_t t = reached; t < d.size(); ++t) EXPECT_LT(d[t], b) << "step " << t;
+      EXPECT_EQ(st.pushes, 30 * (4 - b) + st.dropped);
+    }
+  }
+}
+
+TEST(PsFaults, AsyncAndSspGoOnWithoutAKilledWorker) {
+  for (Consistency mode : {Consistency::Async, Consistency::Ssp}) {
+    runtime::TrainConfig c = psConfig("mlp", 3, 16);
+    c.maxSteps = 60;
+    auto o = psOptions(c, 2, mode);
+    o.staleness = 1;
+    o.timeoutS = 0.5;
+    auto run = runPs(c, o, [](int rank, parallel::ps::PsOptions& mine) {
+      if (rank == 2 + 2) mine.killAt = 10;  // worker 2 stops at step 10
+    });
+    EXPECT_EQ(run.result.steps, 60) << "worker 0 trained to the end";
+    for (const auto& st : run.servers) EXPECT_EQ(st.deadWorkers, std::vector<int>{2});
+    EXPECT_EQ(run.servers[0].updates, 60 * 2 + 10);
+  }
+}
+
+TEST(PsFaults, SyncWithBackupGoesOnWhileEnoughWorkersLive) {
+  runtime::TrainConfig c = psConfig("mlp", 3, 16);
+  c.maxSteps = 40;
+  auto o = psOptions(c, 1, Consistency::Sync);
+  o.backupWorkers = 1;
+  o.timeoutS = 0.5;
+  auto run = runPs(c, o, [](int rank, parallel::ps::PsOptions& mine) {
+    if (rank == 1 + 1) mine.killAt = 5;
+  });
+  EXPECT_EQ(run.result.steps, 40);
+  EXPECT_EQ(run.servers[0].updates, 40);
+  EXPECT_EQ(run.servers[0].deadWorkers, std::vector<int>{1});
+}
+
+void expectErrorNaming(const std::function<void()>& fn, const std::string& needle) {
+  try {
+    fn();
+    ADD_FAILURE() << "expected an error naming " << needle;
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+  }
+}
+
+TEST(PsFaults, SyncWithoutBackupFailsNamingTheDeadWorker) {
+  runtime::TrainConfig c = psConfig("mlp", 2, 16);
+  auto o = psOptions(c, 1, Consistency::Sync);
+  o.timeoutS = 0.5;
+  expectErrorNaming(
+      [&] {
+        runPs(c, o, [](int rank, parallel::ps::PsOptions& mine) {
+          if (rank == 2) mine.killAt = 5;
+        });
+      },
+      "worker 1 (rank 2) sent nothing");
+}
+
+TEST(PsFaults, ADeadServerEndsTheJobNamingIt) {
+  for (Consistency mode : {Consistency::Sync, Consistency::Async}) {
+    runtime::TrainConfig c = psConfig("mlp", 2, 16);
+    auto o = psOptions(c, 2, mode);
+    o.timeoutS = 0.3;
+    expectErrorNaming(
+        [&] {
+          runPs(c, o, [](int rank, parallel::ps::PsOptions& mine) {
+            if (rank == 1) mine.killAt = 8;
+          });
+        },
+        "parameter server 1 (rank 1) did not");
+  }
+}
+
+}  // namespace
+}  // namespace dtrain::test
