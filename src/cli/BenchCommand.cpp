@@ -7,6 +7,8 @@
 #include "comm/AllreduceBench.h"
 #include "comm/Registry.h"
 #include "core/Error.h"
+#include "nn/Models.h"
+#include "parallel/ps/ServerBench.h"
 
 namespace dtrain::cli {
 
@@ -63,6 +65,19 @@ void addBenchCommand(CLI::App& app) {
     }
     comm::shutdown(0);
   });
+
+  CLI::App* ps = bench->add_subcommand(
+      "ps",
+      "Parameter-server throughput: updates/s that S servers absorb from W workers pushing "
+      "whole-model gradients and fetching parameters back (async, no model compute; local "
+      "backend). Prints one JSON line.");
+  auto pf = std::make_shared<parallel::ps::ServerBenchConfig>();
+  ps->add_option("--servers", pf->servers, "server ranks (threads)")->capture_default_str();
+  ps->add_option("--workers", pf->workers, "worker ranks (threads)")->capture_default_str();
+  ps->add_option("--model", pf->model, "model whose parameters are served")
+      ->check(CLI::IsMember(nn::modelNames()))->capture_default_str();
+  ps->add_option("--seconds", pf->seconds, "how long the workers push")->capture_default_str();
+  ps->callback([pf] { std::cout << parallel::ps::runServerBench(*pf).dump() << std::endl; });
 }
 
 }  // namespace dtrain::cli

@@ -186,8 +186,8 @@ void run(const TrainFlags& f) {
   using P = runtime::TrainConfig::Progress;
   c.progress = f.progress == "bar" ? P::Bar : f.progress == "lines" ? P::Lines
                : f.progress == "off" ? P::Off : P::Auto;
-  // Under mpi the workers are known only once MPI is up (runMpiRank validates then).
-  if (c.backend != "mpi") c.validate();
+  // Under mpi the workers are known only once MPI is up (runMpiRank validates again).
+  c.validate(c.backend != "mpi");
   const bool distributed = c.backend == "mpi" || c.workers > 1 || c.strategy == "allreduce";
   if (c.strategy.empty()) c.strategy = distributed ? "allreduce" : "single";
   if (c.backend == "mpi") return runMpiRank(c, f.workersGiven);

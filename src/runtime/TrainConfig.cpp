@@ -8,7 +8,7 @@
 
 namespace dtrain::runtime {
 
-void TrainConfig::validate() const {
+void TrainConfig::validate(bool workersKnown) const {
   DTRAIN_CHECK_USAGE(batchSize > 0, "--batch-size must be positive (got ", batchSize, ")");
   DTRAIN_CHECK_USAGE(epochs > 0, "--epochs must be positive (got ", epochs, ")");
   DTRAIN_CHECK_USAGE(maxSteps >= 0, "--max-steps must be >= 0 (got ", maxSteps, ")");
@@ -38,11 +38,13 @@ void TrainConfig::validate() const {
   DTRAIN_CHECK_USAGE(std::isfinite(fusionMb) && fusionMb > 0,
                      "--fusion-mb must be a positive number (got ", fusionMb, ")");
   DTRAIN_CHECK_USAGE(accumulate >= 1, "--accumulate must be >= 1 (got ", accumulate, ")");
-  DTRAIN_CHECK_USAGE(servers >= 1, "--servers must be >= 1 (got ", servers, ")");
+  DTRAIN_CHECK_USAGE(servers >= 1 && servers <= 4096, "--servers must be in [1, 4096] (got ",
+                     servers, ")");
+  DTRAIN_CHECK_USAGE(workers <= 4096, "--workers must be <= 4096 (got ", workers, ")");
   DTRAIN_CHECK_USAGE(consistency == "sync" || consistency == "async" || consistency == "ssp",
                      "unknown --consistency '", consistency, "' (known: sync, async, ssp)");
   DTRAIN_CHECK_USAGE(staleness >= 0, "--staleness must be >= 0 (got ", staleness, ")");
-  DTRAIN_CHECK_USAGE(backupWorkers >= 0 && backupWorkers < workers, "--backup-workers must be in [0, ",
+  DTRAIN_CHECK_USAGE(backupWorkers >= 0 && (!workersKnown || backupWorkers < workers), "--backup-workers must be in [0, ",
                      workers - 1, "] with --workers ", workers, " (got ", backupWorkers, ")");
   DTRAIN_CHECK_USAGE(pushEvery >= 1, "--push-every must be >= 1 (got ", pushEvery, ")");
   DTRAIN_CHECK_USAGE(fetchEvery >= 1, "--fetch-every must be >= 1 (got ", fetchEvery, ")");
@@ -51,14 +53,14 @@ void TrainConfig::validate() const {
   DTRAIN_CHECK_USAGE(std::isfinite(randomDelayMs) && randomDelayMs >= 0,
                      "--random-delay must be >= 0 ms (got ", randomDelayMs, ")");
   for (const auto& [w, ms] : stragglerMs) {
-    DTRAIN_CHECK_USAGE(w >= 0 && w < workers, "--straggler ", w, ":", ms, ": worker ", w,
+    DTRAIN_CHECK_USAGE(w >= 0 && (!workersKnown || w < workers), "--straggler ", w, ":", ms, ": worker ", w,
                        " does not exist (workers are 0..", workers - 1, ")");
     DTRAIN_CHECK_USAGE(std::isfinite(ms) && ms >= 0, "--straggler ", w, ":", ms,
                        ": the delay must be >= 0 ms");
   }
   for (const auto& [w, step] : killWorker) {
     DTRAIN_CHECK_USAGE(strategy == "ps", "--kill-worker applies to --strategy ps");
-    DTRAIN_CHECK_USAGE(w >= 1 && w < workers, "--kill-worker ", w, ":", step, ": worker ", w,
+    DTRAIN_CHECK_USAGE(w >= 1 && (!workersKnown || w < workers), "--kill-worker ", w, ":", step, ": worker ", w,
                        " cannot be killed (workers are 0..", workers - 1,
                        "; worker 0 reports and is never killed)");
     DTRAIN_CHECK_USAGE(step >= 0, "--kill-worker ", w, ":", step, ": the step must be >= 0");

@@ -61,8 +61,10 @@ struct TrainConfig {
   std::map<int, int64_t> killWorker;  // worker -> step at which it stops answering
   std::map<int, int64_t> killServer;  // server -> updates after which it stops answering
 
-  // Throws UsageError naming the flag on an invalid value.
-  void validate() const;
+  // Throws UsageError naming the flag on an invalid value. Under mpi the
+  // workers are known only once MPI is up: workersKnown false skips the checks
+  // that depend on their number (the rank validates again then).
+  void validate(bool workersKnown = true) const;
 };
 
 }  // namespace dtrain::runtime

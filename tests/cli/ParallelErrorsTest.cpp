@@ -66,3 +66,39 @@ TEST(ParallelRuns, LocalWorkersPrintOneLineWithTheCommunicationFigures) {
                         "\"comm_ms\"", "\"hidden_ms\"", "\"bytes_sent_per_worker\""})
     EXPECT_NE(r.out.find(k), std::string::npos) << k << " in " << r.out;
 }
+
+// Parameter servers, Hogwild!, stragglers and fault injection.
+TEST(ParallelErrors, ParameterServerFlags) {
+  const std::string ps = kQuick + "--strategy ps --workers 2 ";
+  expectUsage(runDtrain(ps + "--servers 0"), "--servers must be in [1, 4096] (got 0)");
+  expectUsage(runDtrain(ps + "--consistency eventual"), "unknown --consistency 'eventual'");
+  expectUsage(runDtrain(ps + "--staleness 3"), "--staleness applies to --consistency ssp");
+  expectUsage(runDtrain(ps + "--consistency ssp --staleness -1"), "--staleness must be >= 0");
+  expectUsage(runDtrain(ps + "--backup-workers 2"), "--backup-workers must be in [0, 1]");
+  expectUsage(runDtrain(ps + "--consistency async --backup-workers 1"),
+              "--backup-workers applies to --consistency sync");
+  expectUsage(runDtrain(ps + "--push-every 2"), "--push-every and --fetch-every apply to --consistency async");
+  expectUsage(runDtrain(ps + "--consistency async --fetch-every 0"), "--fetch-every must be >= 1");
+  expectUsage(runDtrain(ps + "--ps-timeout 0"), "--ps-timeout must be a positive number");
+  expectUsage(runDtrain(ps + "--optimizer lars"), "--optimizer lars needs whole-layer norms");
+  expectUsage(runDtrain(ps + "--accumulate 2"), "--accumulate applies to --strategy allreduce");
+  expectUsage(runDtrain(ps + "--servers 100000000"), "--servers must be in [1, 4096]");
+}
+
+TEST(ParallelErrors, StragglerAndFaultInjectionFlags) {
+  const std::string ps = kQuick + "--strategy ps --workers 2 ";
+  expectUsage(runDtrain(ps + "--straggler 1"), "--straggler 1: expected INDEX:MS");
+  expectUsage(runDtrain(ps + "--straggler a:5"), "--straggler a:5: expected INDEX:MS");
+  expectUsage(runDtrain(ps + "--straggler 2:5"), "worker 2 does not exist (workers are 0..1)");
+  expectUsage(runDtrain(ps + "--straggler 1:-5"), "the delay must be >= 0 ms");
+  expectUsage(runDtrain(ps + "--random-delay -1"), "--random-delay must be >= 0 ms");
+  expectUsage(runDtrain(ps + "--kill-worker 0:5"), "worker 0 reports and is never killed");
+  expectUsage(runDtrain(ps + "--kill-worker 1:x"), "--kill-worker 1:x: expected INDEX:N");
+  expectUsage(runDtrain(ps + "--kill-server 1:5"), "server 1 does not exist (servers are 0..0)");
+  expectUsage(runDtrain(kQuick + "--workers 2 --kill-worker 1:5"), "--kill-worker applies to --strategy ps");
+}
+
+TEST(ParallelErrors, HogwildNeedsTheLocalBackend) {
+  expectUsage(runDtrain(kQuick + "--strategy hogwild --backend mpi"),
+              "--strategy hogwild shares one parameter set between threads of one process");
+}

@@ -6,7 +6,9 @@
 #include <memory>
 #include <mutex>
 
+#include "core/ThreadPool.h"
 #include "nn/Models.h"
+#include "tensor/cpu/Blas.h"
 #include "parallel/ParallelTestUtil.h"
 #include "parallel/ps/Server.h"
 #include "parallel/ps/Worker.h"
@@ -42,6 +44,10 @@ inline Params stateSnapshot(optim::Optimizer& opt) {
 // `perRank` adjusts the options of one rank (fault injection); may be null.
 inline PsRun runPs(const runtime::TrainConfig& c, const parallel::ps::PsOptions& o,
                    const std::function<void(int, parallel::ps::PsOptions&)>& perRank = nullptr) {
+  // As the CLI's local launcher: one kernel thread per rank (the ranks are
+  // the parallelism; OpenBLAS's default of every core per call oversubscribes).
+  setNumThreads(1);
+  kernels::setBlasThreads(1);
   auto train = runtime::loadDataset(c, true);
   auto test = runtime::loadDataset(c, false);
   PsRun out;
