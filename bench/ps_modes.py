@@ -49,7 +49,7 @@ MODES = {  # slug -> (label, extra flags); {S} is replaced by --servers
     "hogwild": ("hogwild", "--strategy hogwild"),
 }
 LABEL_ARGS = ("model", "workers", "batch_size", "servers", "straggler_worker", "delay_ms", "epochs",
-              "eval_every")
+              "eval_every", "train_args")
 
 
 def die(msg, tail=""):
@@ -82,7 +82,7 @@ def train_cmd(a, slug, seed, metrics):
            "--progress", "off", "--seed", str(seed)]
     if a.delay_ms > 0:
         cmd += ["--straggler", f"{a.straggler_worker}:{a.delay_ms:g}"]
-    return cmd + MODES[slug][1].format(S=a.servers).split()
+    return cmd + shlex.split(a.train_args) + MODES[slug][1].format(S=a.servers).split()
 
 
 def updates_cmd(a, s):
@@ -217,6 +217,7 @@ def main():
     ap.add_argument("--straggler-worker", type=int, default=3)
     ap.add_argument("--delay-ms", type=float, default=10, help="0: no straggler")
     ap.add_argument("--epochs", type=int, default=3)
+    ap.add_argument("--train-args", default="", help="extra flags for every train run, e.g. '--lr 0.2 --momentum 0.5'")
     ap.add_argument("--eval-every", type=int, default=50)
     ap.add_argument("--log-every", type=int, default=0, help="default: --eval-every")
     ap.add_argument("--rounds", type=int, default=3)

@@ -242,6 +242,9 @@ void addTrainCommand(CLI::App& app) {
   sub->add_option("--save", c.save, "Write a safetensors checkpoint at the end");
   sub->add_option("--load", c.load, "Start from a safetensors checkpoint (dtrain's or a PyTorch state_dict)");
   sub->add_option("--metrics", c.metrics, "Write one JSON object per logged step to FILE");
+  sub->add_flag("--eval-deferred", c.evalDeferred,
+                "With --eval-every: copy the parameters then and evaluate the copies after training "
+                "(time-to-accuracy runs: evaluating never pauses one worker while others train)");
   sub->add_option("--eval-every", c.evalEvery, "Evaluate on the test set every N steps (0: at the end only)")
       ->capture_default_str();
   sub->add_option("--log-every", c.logEvery, "Steps between log lines and metrics records")

@@ -30,6 +30,7 @@ struct TrainConfig {
   int prefetch = 2;
   std::string save, load, metrics;
   int64_t evalEvery = 0;   // steps; 0: only at the end
+  bool evalDeferred = false;  // snapshot every evalEvery steps, evaluate after training
   int64_t logEvery = 100;  // steps between metric records / log lines
   int64_t evalBatch = 1000;
   enum class Progress { Auto, Bar, Lines, Off } progress = Progress::Auto;

@@ -137,6 +137,18 @@ class StragglerDelay {
   double fixedMs_, meanRandomMs_;
   Rng rng_;
 };
+// Copies of the parameters and buffers (--eval-deferred), and back.
+std::vector<Tensor> snapshotState(nn::Module& m) {
+  std::vector<Tensor> out;
+  for (auto& [name, p] : m.namedParameters()) out.push_back(p.data().clone());
+  for (auto& [name, t] : m.namedBuffers()) out.push_back(t->clone());
+  return out;
+}
+void restoreState(nn::Module& m, const std::vector<Tensor>& state) {
+  size_t i = 0;
+  for (auto& [name, p] : m.namedParameters()) p.data().copyFrom(state.at(i++));
+  for (auto& [name, t] : m.namedBuffers()) t->copyFrom(state.at(i++));
+}
 }  // namespace
 
 TrainResult Trainer::run() {
@@ -206,6 +218,12 @@ TrainResult Trainer::run() {
   // makes the accumulated gradient the mean over the K*B samples.
   Tensor seed;
   StragglerDelay delay(c, strategy_->rank());
+  struct Deferred {
+    int64_t step, epoch;
+    double seconds;
+    std::vector<Tensor> state;
+  };
+  std::vector<Deferred> deferred;  // --eval-deferred
   bool stopped = false;
   for (int64_t epoch = step / perEpoch; epoch < c.epochs && step < total && !stopped; ++epoch) {
     data::Loader loader(train, sampler, strategy_->rank(), epoch,
@@ -286,7 +304,14 @@ TrainResult Trainer::run() {
           window.reset();
         }
       }
-      if (c.evalEvery > 0 && step % c.evalEvery == 0 && step < total && reporter) {
+      if (c.evalEvery > 0 && step % c.evalEvery == 0 && step < total && reporter &&
+          c.evalDeferred) {
+        Timer t;
+        strategy_->syncModel(*model_, nullptr);
+        deferred.push_back({step, epoch + 1, clock.seconds() - evalSeconds, snapshotState(*model_)});
+        evalSeconds += t.seconds();
+        window.reset();
+      } else if (c.evalEvery > 0 && step % c.evalEvery == 0 && step < total && reporter) {
         Timer t;
         strategy_->syncModel(*model_, nullptr);
         auto [acc, tl] = evaluate(*model_, *test, c.evalBatch);
@@ -311,6 +336,17 @@ TrainResult Trainer::run() {
 
   if (reporter) {
     strategy_->syncModel(*model_, c.save.empty() ? nullptr : optimizer_.get());
+    if (!deferred.empty()) {
+      // The snapshots, in order, then the final state back for its own evaluation.
+      auto final = snapshotState(*model_);
+      for (const auto& d : deferred) {
+        restoreState(*model_, d.state);
+        auto [acc, tl] = evaluate(*model_, *test, c.evalBatch);
+        metrics.write({{"step", d.step}, {"epoch", d.epoch}, {"test_accuracy", acc},
+                       {"test_loss", tl}, {"time_s", d.seconds}});
+      }
+      restoreState(*model_, final);
+    }
     auto [acc, tl] = evaluate(*model_, *test, c.evalBatch);
     r.testAccuracy = acc;
     r.testLoss = tl;

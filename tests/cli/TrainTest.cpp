@@ -98,3 +98,36 @@ TEST(Train, OptimizersAndSchedulesTrain) {
     EXPECT_GT(lastJson(r)["test_accuracy"].get<double>(), 0.8) << extra;
   }
 }
+
+// --eval-deferred evaluates copies taken at the same steps after training:
+// the same accuracies as evaluating on the spot (a deterministic run), with
+// time_s stamps that grow with the step.
+TEST(Train, DeferredEvaluationMatchesEvaluatingOnTheSpot) {
+  fs::path dir = tempDir();
+  const std::string args = "train --dataset synthetic --synthetic-size 2048 --epochs 10 --max-steps 60 "
+                           "--eval-every 20 --progress off --no-shuffle --metrics ";
+  auto now = runDtrain(args + (dir / "now.jsonl").string());
+  auto later = runDtrain(args + (dir / "later.jsonl").string() + " --eval-deferred");
+  ASSERT_EQ(now.code, 0) << now.err;
+  ASSERT_EQ(later.code, 0) << later.err;
+  auto evals = [](const std::string& path) {
+    std::map<int64_t, std::pair<double, double>> out;  // step -> (accuracy, time_s)
+    std::istringstream lines(slurp(path));
+    for (std::string line; std::getline(lines, line);) {
+      auto rec = nlohmann::json::parse(line);
+      if (rec.contains("test_accuracy"))
+        out[rec["step"]] = {rec["test_accuracy"].get<double>(), rec["time_s"].get<double>()};
+    }
+    return out;
+  };
+  auto a = evals((dir / "now.jsonl").string()), b = evals((dir / "later.jsonl").string());
+  ASSERT_EQ(a.size(), 3u);  // steps 20, 40 and the final 60
+  ASSERT_EQ(b.size(), 3u);
+  double lastTime = 0;
+  for (auto& [step, v] : b) {
+    EXPECT_EQ(v.first, a.at(step).first) << "step " << step;
+    EXPECT_GT(v.second, lastTime) << "step " << step;
+    lastTime = v.second;
+  }
+  fs::remove_all(dir);
+}
