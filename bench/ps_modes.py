@@ -13,8 +13,10 @@ backend (ranks as threads of one process), worker 3 slowed by a fixed 10 ms per 
 (--straggler 3:10), for: allreduce; ps sync; ps sync with 1 backup worker; ps ssp with
 staleness 2 and 8; ps async; hogwild (ps modes with --servers 2). Each run writes a JSON-lines
 metrics file (DIR/<mode>-r<round>.jsonl) and its final stdout JSON (DIR/<mode>-r<round>.json).
-The test set is evaluated every --eval-every steps; an evaluation record carries time_s, the
-training seconds so far with evaluation time excluded. Time to 85% of a run = time_s of the
+Every --eval-every steps worker 0 copies the parameters (--eval-deferred) and the copies are
+evaluated on the whole test set after training, so an evaluation never pauses worker 0 while
+free-running workers (async, ssp, hogwild) go on; an evaluation record carries time_s, the
+training seconds at the copy. Time to 85% of a run = time_s of the
 FIRST evaluation with test_accuracy >= 0.85 (no interpolation unless --interpolate, which
 interpolates linearly between the two bracketing evaluations); a run that never gets there
 counts as +inf ("not reached"). The table gives, per mode, the median over rounds of time to
@@ -79,7 +81,7 @@ def train_cmd(a, slug, seed, metrics):
     cmd = [a.dtrain, "train", "--model", a.model, "--workers", str(a.workers), "--batch-size",
            str(a.batch_size), "--epochs", str(a.epochs), "--eval-every", str(a.eval_every),
            "--log-every", str(a.log_every or a.eval_every), "--metrics", metrics,
-           "--progress", "off", "--seed", str(seed)]
+           "--progress", "off", "--seed", str(seed), "--eval-deferred"]
     if a.delay_ms > 0:
         cmd += ["--straggler", f"{a.straggler_worker}:{a.delay_ms:g}"]
     return cmd + shlex.split(a.train_args) + MODES[slug][1].format(S=a.servers).split()

@@ -25,12 +25,6 @@ Params loadParams(const std::string& path) {
   return p;
 }
 
-std::string mpirun(int n) {
-  return std::string("OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "
-                     "OMPI_MCA_rmaps_base_oversubscribe=1 DTRAIN_COMM_TIMEOUT_MS=60000 ") +
-         DTRAIN_MPIEXEC + " --oversubscribe -np " + std::to_string(n) + " " + DTRAIN_BIN;
-}
-
 void checkMpi(const std::string& model, int n, const std::string& extra) {
   const std::string dir = tempDir();
   const std::string ref = dir + "/ref.safetensors", dp = dir + "/dp.safetensors";

@@ -13,23 +13,36 @@
 namespace dtrain::test {
 namespace {
 
-#ifdef DTRAIN_MPIEXEC
-const std::string kArgs =
-    " train --dataset synthetic --synthetic-size 1000 --epochs 1000 --max-steps 50 --lr 0.01 "
-    "--weight-decay 5e-4 --seed 7 --progress off --batch-size 16 --backend mpi ";
-
-Params loadAll(const std::string& path) {
+Params loadAllTensors(const std::string& path) {
   Params p;
   for (auto& [name, t] : runtime::loadSafetensors(path).tensors)
     if (t.dtype() == DType::F32) p[name] = t.contiguous().toVector();
   return p;
 }
 
-std::string mpirun(int n) {
-  return std::string("OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "
-                     "OMPI_MCA_rmaps_base_oversubscribe=1 DTRAIN_COMM_TIMEOUT_MS=60000 ") +
-         DTRAIN_MPIEXEC + " --oversubscribe -np " + std::to_string(n) + " " + DTRAIN_BIN;
+// --save gathers the servers' shards and optimizer state; --load seeds the
+// servers with them: 10 steps + save + load + 10 steps == 20 steps.
+TEST(ParameterServerCheckpoint, ResumeContinuesTheServersState) {
+  const std::string dir = tempDir();
+  const std::string args =
+      " train --dataset synthetic --synthetic-size 1000 --epochs 1000 --lr 0.01 --seed 7 "
+      "--progress off --batch-size 16 --strategy ps --servers 2 --workers 2 ";
+  auto full = runDtrain(args + "--max-steps 20 --save " + dir + "/full.safetensors");
+  ASSERT_EQ(full.code, 0) << full.err;
+  auto half = runDtrain(args + "--max-steps 10 --save " + dir + "/half.safetensors");
+  ASSERT_EQ(half.code, 0) << half.err;
+  auto rest = runDtrain(args + "--max-steps 20 --load " + dir + "/half.safetensors --save " + dir +
+                        "/resumed.safetensors");
+  ASSERT_EQ(rest.code, 0) << rest.err;
+  expectClose(loadAllTensors(dir + "/resumed.safetensors"), loadAllTensors(dir + "/full.safetensors"),
+              1e-6, "resumed ps run");
+  std::filesystem::remove_all(dir);
 }
+
+#ifdef DTRAIN_MPIEXEC
+const std::string kArgs =
+    " train --dataset synthetic --synthetic-size 1000 --epochs 1000 --max-steps 50 --lr 0.01 "
+    "--weight-decay 5e-4 --seed 7 --progress off --batch-size 16 --backend mpi ";
 
 TEST(MpiParameterServer, SyncMatchesAllreduceParametersAndOptimizerState) {
   const std::string dir = tempDir();
@@ -44,7 +57,7 @@ TEST(MpiParameterServer, SyncMatchesAllreduceParametersAndOptimizerState) {
   EXPECT_EQ(line.at("workers"), 2);
   EXPECT_EQ(line.at("servers"), 2);
   EXPECT_EQ(line.at("server_updates"), nlohmann::json::array({50, 50}));
-  expectClose(loadAll(ps), loadAll(dp), 1e-5, "mpi sync ps vs allreduce");
+  expectClose(loadAllTensors(ps), loadAllTensors(dp), 1e-5, "mpi sync ps vs allreduce");
   std::filesystem::remove_all(dir);
 }
 

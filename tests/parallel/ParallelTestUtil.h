@@ -92,4 +92,14 @@ inline void expectClose(const Params& a, const Params& ref, double tol, const st
   }
 }
 
+#ifdef DTRAIN_MPIEXEC
+// `mpirun -np n dtrain` as root, oversubscribed (more ranks than cores), with a
+// one-minute communication timeout.
+inline std::string mpirun(int n) {
+  return std::string("OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "
+                     "OMPI_MCA_rmaps_base_oversubscribe=1 DTRAIN_COMM_TIMEOUT_MS=60000 ") +
+         DTRAIN_MPIEXEC + " --oversubscribe -np " + std::to_string(n) + " " + DTRAIN_BIN;
+}
+#endif
+
 }  // namespace dtrain::test

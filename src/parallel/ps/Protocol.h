@@ -17,6 +17,7 @@
 // message: a server handles a Pull or Done only after those pushes, so a worker
 // always reads its own writes although pushes and pulls travel on two tags.
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 namespace dtrain::parallel::ps {
@@ -53,5 +54,13 @@ static_assert(sizeof(Header) % sizeof(float) == 0, "the payload follows the head
 static_assert(std::is_trivially_copyable_v<Header>, "headers travel as bytes");
 
 inline constexpr int64_t kHeaderFloats = sizeof(Header) / sizeof(float);
+
+// A message's header, at the start of its float buffer.
+inline Header readHeader(const float* buf) {
+  Header h;
+  std::memcpy(static_cast<void*>(&h), buf, sizeof h);
+  return h;
+}
+inline void writeHeader(float* buf, const Header& h) { std::memcpy(buf, &h, sizeof h); }
 
 }  // namespace dtrain::parallel::ps

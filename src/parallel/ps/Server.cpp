@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "core/Error.h"
+#include "parallel/ps/OptimizerState.h"
 #include "core/Log.h"
 #include "optim/Factory.h"
 
@@ -18,32 +19,7 @@ using Clock = std::chrono::steady_clock;
 namespace {
 comm::Millis seconds(double s) { return comm::Millis(static_cast<int64_t>(s * 1000)); }
 
-Header readHeader(const std::vector<float>& buf) {
-  Header h;
-  std::memcpy(static_cast<void*>(&h), buf.data(), sizeof h);
-  return h;
-}
-void writeHeader(std::vector<float>& buf, const Header& h) { std::memcpy(buf.data(), &h, sizeof h); }
 
-// Per slice of the optimizer's parameters: its "step" tensor and its slot
-// tensors, from namedState()'s layout (per parameter: step, then slotNames()).
-struct SliceState {
-  Tensor* step;
-  std::vector<Tensor*> slots;
-};
-std::vector<SliceState> sliceStates(optim::Optimizer& opt) {
-  opt.ensureState();
-  auto named = opt.namedState();
-  const size_t k = opt.slotNames().size();
-  DTRAIN_CHECK(named.size() == opt.size() * (1 + k), "optimizer state layout: ", named.size(),
-               " entries for ", opt.size(), " parameters with ", k, " slots");
-  std::vector<SliceState> out(opt.size());
-  for (size_t i = 0; i < opt.size(); ++i) {
-    out[i].step = named[i * (1 + k)].second;
-    for (size_t j = 0; j < k; ++j) out[i].slots.push_back(named[i * (1 + k) + 1 + j].second);
-  }
-  return out;
-}
 }  // namespace
 
 ParameterServer::ParameterServer(comm::Communicator& comm, const nn::Module& model,
@@ -103,7 +79,7 @@ void ParameterServer::receiveInit() {
   std::vector<float> buf(kHeaderFloats + n_);
   const auto wait = seconds(std::max(300.0, opts_.timeoutS));
   comm_.recv(buf.data(), buf.size(), DType::F32, opts_.workerRank(0), kInitTag, wait);
-  const Header h = readHeader(buf);
+  const Header h = readHeader(buf.data());
   DTRAIN_CHECK(h.kind == Kind::Init, "server ", server_, ": expected worker 0's parameters");
   DTRAIN_CHECK(h.total == plan_.total, "server ", server_, ": worker 0's model has ", h.total,
                " parameters, this server's ", plan_.total,
@@ -117,7 +93,7 @@ void ParameterServer::receiveInit() {
                  optimizer_->name(), " has ", optimizer_->slotNames().size());
     std::vector<float> state(static_cast<size_t>(h.slots) * n_);
     comm_.recv(state.data(), state.size(), DType::F32, opts_.workerRank(0), kInitTag, wait);
-    auto st = sliceStates(*optimizer_);
+    auto st = paramStates(*optimizer_);
     const auto& sl = plan_.slices[server_];
     for (size_t i = 0; i < sl.size(); ++i) {
       *st[i].step->data<int64_t>() = h.optSteps;
@@ -176,7 +152,7 @@ void ParameterServer::reply(int w, int32_t flags) {
   h.version = version_;
   h.minClock = minClock();
   h.flags = flags;
-  writeHeader(p.replyBuf, h);
+  writeHeader(p.replyBuf.data(), h);
   std::memcpy(p.replyBuf.data() + kHeaderFloats, params_.data<float>(), n_ * sizeof(float));
   p.replyWork = comm_.isend(p.replyBuf.data(), p.replyBuf.size(), DType::F32,
                             opts_.workerRank(w), kReplyTag);
@@ -185,7 +161,7 @@ void ParameterServer::reply(int w, int32_t flags) {
 
 void ParameterServer::handlePush(int w) {
   Peer& p = peers_[w];
-  const Header h = readHeader(p.pushBuf);
+  const Header h = readHeader(p.pushBuf.data());
   const float* grad = p.pushBuf.data() + kHeaderFloats;
   DTRAIN_CHECK(h.kind == Kind::Push && h.worker == w, "server ", server_, ": malformed push from ",
                workerName(w));
@@ -209,6 +185,7 @@ void ParameterServer::handleSyncPush(int w, const Header& h, const float* grad) 
     if (static_cast<int64_t>(perStep.size()) <= step) perStep.resize(step + 1, 0);
     return perStep[step];
   };
+  if (stats_.updates == 0 && accepted_ == 0) step_ = h.step;  // a resumed run starts past 0
   if (h.step < step_) {
     // Late: step h.step was closed with the first W-b gradients. The sender
     // gets the current parameters (and, once a worker finished, the order to stop).
@@ -349,7 +326,7 @@ ServerStats ParameterServer::run() {
       if (p.ctrlWork->test()) {
         p.ctrlWork->wait();
         heard(w);
-        p.parked.push_back(readHeader(p.ctrlBuf));
+        p.parked.push_back(readHeader(p.ctrlBuf.data()));
         postCtrl(w);
         progressed = true;
       }
@@ -366,7 +343,7 @@ ServerStats ParameterServer::run() {
       if (keepAliveWork) keepAliveWork->wait(seconds(opts_.replyTimeoutS()));
       Header h;
       h.kind = Kind::KeepAlive;
-      writeHeader(keepAlive, h);
+      writeHeader(keepAlive.data(), h);
       keepAliveWork = comm_.isend(keepAlive.data(), keepAlive.size(), DType::F32,
                                   opts_.workerRank(0), kFinalTag);
       lastFinalKeepAlive_ = now;
@@ -387,7 +364,7 @@ ServerStats ParameterServer::run() {
 void ParameterServer::sendFinal() {
   for (Peer& p : peers_)
     if (p.replyWork && !p.dead) p.replyWork->wait(seconds(opts_.replyTimeoutS()));
-  auto st = sliceStates(*optimizer_);
+  auto st = paramStates(*optimizer_);
   const auto slots = static_cast<int32_t>(optimizer_->slotNames().size());
   const std::string json = stats_.toJson().dump();
   Header h;
@@ -398,7 +375,7 @@ void ParameterServer::sendFinal() {
   h.total = plan_.total;
   h.extra = static_cast<int64_t>(json.size());
   std::vector<float> head(kHeaderFloats);
-  writeHeader(head, h);
+  writeHeader(head.data(), h);
   std::vector<float> payload(static_cast<size_t>(1 + slots) * n_);
   std::memcpy(payload.data(), params_.data<float>(), n_ * sizeof(float));
   const auto& sl = plan_.slices[server_];
@@ -416,7 +393,7 @@ void ParameterServer::sendFinal() {
   Header bye;
   bye.kind = Kind::Shutdown;
   std::vector<float> byeBuf(kHeaderFloats);
-  writeHeader(byeBuf, bye);
+  writeHeader(byeBuf.data(), bye);
   for (int w = 0; w < opts_.workers; ++w) {
     if (!peers_[w].dead) continue;
     auto work = comm_.isend(byeBuf.data(), byeBuf.size(), DType::F32, opts_.workerRank(w), kFinalTag);

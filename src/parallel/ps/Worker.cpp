@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/Error.h"
+#include "parallel/ps/OptimizerState.h"
 #include "core/Log.h"
 #include "core/Timer.h"
 
@@ -15,29 +16,7 @@ using dtrain::detail::concat;
 
 namespace {
 comm::Millis seconds(double s) { return comm::Millis(static_cast<int64_t>(s * 1000)); }
-Header readHeader(const float* buf) {
-  Header h;
-  std::memcpy(static_cast<void*>(&h), buf, sizeof h);
-  return h;
-}
-void writeHeader(float* buf, const Header& h) { std::memcpy(buf, &h, sizeof h); }
 
-// Per parameter, the optimizer's "step" tensor and slot tensors (namedState()
-// layout: per parameter "step", then slotNames()).
-struct ParamState {
-  Tensor* step;
-  std::vector<Tensor*> slots;
-};
-std::vector<ParamState> paramStates(optim::Optimizer& opt) {
-  auto named = opt.namedState();
-  const size_t k = opt.slotNames().size();
-  std::vector<ParamState> out(opt.size());
-  for (size_t i = 0; i < opt.size(); ++i) {
-    out[i].step = named.at(i * (1 + k)).second;
-    for (size_t j = 0; j < k; ++j) out[i].slots.push_back(named.at(i * (1 + k) + 1 + j).second);
-  }
-  return out;
-}
 }  // namespace
 
 PsWorker::PsWorker(comm::Communicator& comm, PsOptions options)
