@@ -38,7 +38,8 @@ void adopt(const HogwildShared& shared, const std::string& key, const std::strin
 
 // --- HogwildShared ---------------------------------------------------------
 
-HogwildShared::HogwildShared(int worldSize) : perRank_(static_cast<size_t>(std::max(0, worldSize)), 0) {}
+HogwildShared::HogwildShared(int worldSize)
+    : perRank_(static_cast<size_t>(std::max(0, worldSize)), 0) {}
 
 void HogwildShared::publish(const std::string& name, Tensor value) {
   DTRAIN_CHECK(value.defined(), "hogwild: cannot publish an undefined tensor as ", name);
@@ -74,7 +75,8 @@ std::vector<std::string> HogwildShared::names() const {
 void HogwildShared::recordUpdates(int rank, int64_t updates) {
   DTRAIN_CHECK(rank >= 0, "hogwild: negative rank ", rank);
   std::lock_guard<std::mutex> lock(mu_);
-  if (perRank_.size() <= static_cast<size_t>(rank)) perRank_.resize(static_cast<size_t>(rank) + 1, 0);
+  if (perRank_.size() <= static_cast<size_t>(rank))
+    perRank_.resize(static_cast<size_t>(rank) + 1, 0);
   perRank_[static_cast<size_t>(rank)] = updates;
 }
 
@@ -109,7 +111,8 @@ Hogwild::Hogwild(comm::Communicator& comm, std::shared_ptr<HogwildShared> shared
   DTRAIN_CHECK(shared_ != nullptr, "hogwild: rank ", comm_.rank(), " got no shared parameter set");
   DTRAIN_CHECK_USAGE(std::string(comm_.backend()) == "local",
                      "--strategy hogwild shares one parameter set between threads of one "
-                     "process: use --backend local (got ", comm_.backend(), ")");
+                     "process: use --backend local (got ",
+                     comm_.backend(), ")");
 }
 
 void Hogwild::setup(nn::Module& model, optim::Optimizer& optimizer) {
@@ -118,7 +121,8 @@ void Hogwild::setup(nn::Module& model, optim::Optimizer& optimizer) {
   if (comm_.rank() == 0) {
     // Clones, so that the shared set owns fresh contiguous storage; rank 0
     // then adopts them like everyone else.
-    for (auto& [name, p] : model.namedParameters()) shared_->publish(paramKey(name), p.data().clone());
+    for (auto& [name, p] : model.namedParameters())
+      shared_->publish(paramKey(name), p.data().clone());
     for (auto& [name, t] : model.namedBuffers()) shared_->publish(bufferKey(name), t->clone());
   }
   comm::Options o;

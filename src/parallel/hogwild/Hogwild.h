@@ -26,15 +26,18 @@
 // Hogwild!'s premise is that with sparse updates (each step touches few
 // coordinates, so collisions are rare) or small ones this costs little, and
 // its analysis bounds the harm. The models here are dense: every step of every
-// rank writes every weight, so overlapping steps collide on whole tensors and
-// lose more updates than the paper's sparse problems: whenever two ranks'
-// update loops overlap in time, increments to the weights both reach at the
-// same moment can be lost (stats() reports
-// the fraction of this rank's updates that overlapped another's; the update is
-// a short stream after a long forward and backward, so it stays small). It
-// converges anyway (tests/parallel/HogwildTest.cpp trains mlp on
-// Fashion-MNIST to >= 85% test accuracy with 4 workers). ThreadSanitizer
-// reports these races by design: the tests skip themselves under TSan.
+// rank reads and writes every weight, so they lose more updates than the
+// paper's sparse problems. A loss needs two update loops at the same element
+// at the same moment (each element is loaded just before it is stored), so
+// far fewer increments are lost than updates overlap in time; stats() reports
+// the fraction of this rank's updates that overlapped another's (an upper
+// bound; 15-50% with 4 ranks on 2 cores, where a descheduled rank holds its
+// update open). The larger cost of asynchrony here is staleness: a gradient
+// lands after ~N-1 other updates changed the parameters it was computed from.
+// It converges anyway: tests/parallel/HogwildTest.cpp trains mlp on
+// Fashion-MNIST to >= 85% test accuracy with 4 workers (cosine schedule, 3
+// epochs; the test explains the choice). ThreadSanitizer reports these races
+// by design: the tests skip themselves under TSan.
 //
 // Optimizer state (the SGD momentum buffer, Adam's moments) stays per rank:
 // each rank's buffer accumulates only its own gradients, and is applied to the
@@ -42,12 +45,16 @@
 // lr/(1-momentum) in total, as in sequential SGD, but its momentum tail is
 // spread over that rank's next ~1/(1-momentum) steps, which interleave with
 // the other ranks' steps: asynchrony adds an implicit momentum on top of the
-// explicit one (Mitliagkas et al. 2016, "Asynchrony begets momentum"). A
-// shared buffer would be one more racy read-modify-write stream for nothing.
+// explicit one (Mitliagkas et al. 2016, "Asynchrony begets momentum"). This is
+// also what PyTorch's Hogwild example does (each process builds its own
+// optimizer). A shared buffer would give the momentum of the sequence of all
+// updates, at the price of a second racy read-modify-write stream per step.
 // A checkpoint saved by rank 0 holds the shared parameters and rank 0's state.
 //
-// The first rank's --load wins: rank 0 publishes clones of its parameters and
-// buffers (so a checkpoint it loaded is the shared start), the others adopt them.
+// Rank 0's --load wins: it publishes clones of its parameters and buffers (so
+// a checkpoint it loaded is the shared start), and every rank adopts them. Each
+// rank's learning-rate schedule follows its own step count (the trainer's), and
+// the loss it logs is its own.
 #include <atomic>
 #include <cstdint>
 #include <map>
