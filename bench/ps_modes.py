@@ -122,6 +122,22 @@ def time_to(evals, thr, interpolate):
     return math.inf
 
 
+def applied_samples_per_s(res):
+    """Samples whose gradients were applied, per second, over all workers. The run's own
+    samples_per_s counts worker 0's steps x the global batch, which overstates free-running
+    modes (the straggler does fewer steps) and counts the gradients backup workers drop."""
+    b, s = res["batch_size"], res["seconds"]
+    # Over worker 0's training time: in free-running modes (async, ssp, hogwild) the
+    # straggler's steps after worker 0 finished are included, up to its 1/W share.
+    if res.get("strategy") == "ps":
+        if res.get("consistency") == "sync":
+            return res["server_updates"][0] * (res["workers"] - res.get("backup_workers", 0)) * b / s
+        return res["server_pushes"][0] * res.get("push_every", 1) * b / s
+    if res.get("strategy") == "hogwild" and "hogwild_updates_per_worker" in res:
+        return sum(res["hogwild_updates_per_worker"]) * b / s
+    return res["samples_per_s"]
+
+
 def analyse(a, runs):
     """runs: slug -> list of (evals, result-or-None). Returns rows for the table and plot."""
     rows = []
@@ -130,7 +146,7 @@ def analyse(a, runs):
             continue
         t = [time_to(ev, a.threshold, a.interpolate) for ev, _ in rs]
         fin = [(res or {}).get("test_accuracy", ev[-1][1] if ev else math.nan) for ev, res in rs]
-        sps = [res["samples_per_s"] for _, res in rs if res and "samples_per_s" in res]
+        sps = [applied_samples_per_s(res) for _, res in rs if res and "samples_per_s" in res]
         order = sorted(range(len(rs)), key=lambda i: (t[i], -fin[i]))
         rows.append({"slug": slug, "label": MODES[slug][0], "t": t, "t_med": statistics.median(t),
                      "fin_med": statistics.median(fin), "sps_med": statistics.median(sps) if sps else None,
@@ -150,7 +166,7 @@ def table(a, rows):
            f"{'interpolated between evaluations' if a.interpolate else 'first evaluation at or above it'}"
            f" (training time, evaluation excluded); medians of {max(len(r['t']) for r in rows)} rounds\n",
            f"| mode | time to {a.threshold:.0%} (s) | min-max (s) | reached | vs allreduce | "
-           "final test acc. | samples/s |", "|---|---|---|---|---|---|---|"]
+           "final test acc. | applied samples/s |", "|---|---|---|---|---|---|---|"]
     for r in rows:
         fin = [x for x in r["t"] if not math.isinf(x)]
         ratio = (f"{r['t_med'] / base:.2f}x" if base and not math.isinf(base) and not math.isinf(r["t_med"])
