@@ -63,7 +63,7 @@ TEST(MpiParameterServer, SyncMatchesAllreduceParametersAndOptimizerState) {
 
 TEST(MpiParameterServer, AsyncGoesOnWhenAWorkerDies) {
   auto r = runShell(mpirun(4) + kArgs +
-                    "--strategy ps --servers 1 --consistency async --kill-worker 2:10 --ps-timeout 1");
+                    "--strategy ps --servers 1 --consistency async --kill-worker 2:10 --ps-timeout 2");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.err.find("worker 2 (rank 3) sent nothing"), std::string::npos) << r.err;
   auto line = nlohmann::json::parse(r.lastLine());
