@@ -61,6 +61,7 @@ ParameterServer::~ParameterServer() {
   for (Peer& p : peers_)
     for (auto* w : {&p.pushWork, &p.ctrlWork, &p.replyWork})
       if (*w) (*w)->cancelIfPending();
+  for (auto& w : stepReplyWorks_) w->cancelIfPending();
 }
 
 std::string ParameterServer::workerName(int w) const {
@@ -196,7 +197,10 @@ void ParameterServer::handleSyncPush(int w, const Header& h, const float* grad) 
   }
   DTRAIN_CHECK(h.step == step_ && !p.awaitingStep, "server ", server_, ": ", workerName(w),
                " pushed step ", h.step, " while step ", step_, " is being collected");
-  p.syncGrad.assign(grad, grad + n_);
+  // Keep the message itself until the step closes (no copy): the next push
+  // from this worker is received into the buffer it replaces.
+  if (p.syncGrad.size() != p.pushBuf.size()) p.syncGrad.resize(p.pushBuf.size());
+  std::swap(p.syncGrad, p.pushBuf);
   p.awaitingStep = true;  // accepted for this step; replied when it closes
   ++accepted_;
   stepLr_ = h.lr;
@@ -210,7 +214,7 @@ void ParameterServer::closeSyncStep() {
   bool first = true;
   for (Peer& p : peers_) {
     if (!p.awaitingStep) continue;
-    const float* src = p.syncGrad.data();
+    const float* src = p.syncGrad.data() + kHeaderFloats;
     if (first) {
       std::memcpy(g, src, n_ * sizeof(float));
       first = false;
@@ -228,10 +232,23 @@ void ParameterServer::closeSyncStep() {
     stats_.droppedPerStep.resize(step_ + 1, 0);
   ++step_;
   accepted_ = 0;
+  // One copy of the new parameters answers every accepted worker.
+  for (auto& work : stepReplyWorks_) work->wait(seconds(opts_.replyTimeoutS()));
+  stepReplyWorks_.clear();
+  Header h;
+  h.kind = Kind::Params;
+  h.step = step_;
+  h.version = version_;
+  h.minClock = minClock();
+  stepReply_.resize(kHeaderFloats + n_);
+  writeHeader(stepReply_.data(), h);
+  std::memcpy(stepReply_.data() + kHeaderFloats, params_.data<float>(), n_ * sizeof(float));
   for (int w = 0; w < opts_.workers; ++w) {
     if (!peers_[w].awaitingStep) continue;
     peers_[w].awaitingStep = false;
-    reply(w, 0);
+    stepReplyWorks_.push_back(comm_.isend(stepReply_.data(), stepReply_.size(), DType::F32,
+                                          opts_.workerRank(w), kReplyTag));
+    stats_.bytesOut += static_cast<int64_t>(stepReply_.size() * sizeof(float));
   }
 }
 
@@ -364,6 +381,7 @@ ServerStats ParameterServer::run() {
 void ParameterServer::sendFinal() {
   for (Peer& p : peers_)
     if (p.replyWork && !p.dead) p.replyWork->wait(seconds(opts_.replyTimeoutS()));
+  for (auto& work : stepReplyWorks_) work->wait(seconds(opts_.replyTimeoutS()));
   auto st = paramStates(*optimizer_);
   const auto slots = static_cast<int32_t>(optimizer_->slotNames().size());
   const std::string json = stats_.toJson().dump();

@@ -53,7 +53,7 @@ class ParameterServer {
     std::vector<float> pushBuf, ctrlBuf, replyBuf;  // header + payload
     comm::WorkPtr pushWork, ctrlWork, replyWork;
     std::deque<Header> parked;    // control messages waiting for their turn
-    std::vector<float> syncGrad;  // sync: this step's accepted gradient
+    std::vector<float> syncGrad;  // sync: this step's accepted push (header + gradient)
     int64_t pushesDone = 0;       // pushes handled
     int64_t clock = 0;            // steps completed (pushed)
     bool done = false, dead = false, awaitingStep = false;
@@ -93,6 +93,8 @@ class ParameterServer {
   int64_t step_ = 0;               // the step being collected
   int accepted_ = 0;
   double stepLr_ = 0;
+  std::vector<float> stepReply_;              // the step's new parameters, sent to each worker
+  std::vector<comm::WorkPtr> stepReplyWorks_;
   bool anyDone_ = false;
   std::chrono::steady_clock::time_point start_, lastFinalKeepAlive_;
   bool started_ = false;

@@ -51,7 +51,6 @@ void PsWorker::setup(nn::Module& model, optim::Optimizer& optimizer) {
   }
   plan_ = planShards(sizes, opts_.servers);
   const int S = opts_.servers;
-  accum_.resize(S);
   pushBuf_.resize(S);
   ctrlBuf_.resize(S);
   replyBuf_.resize(S);
@@ -59,9 +58,9 @@ void PsWorker::setup(nn::Module& model, optim::Optimizer& optimizer) {
   ctrlWork_.resize(S);
   sent_.assign(S, 0);
   version_.assign(S, 0);
+  accumVersion_.assign(S, 0);
   for (int s = 0; s < S; ++s) {
     const int64_t n = plan_.shardSize(s);
-    accum_[s].assign(n, 0.0f);
     pushBuf_[s].assign(kHeaderFloats + n, 0.0f);
     ctrlBuf_[s].assign(kHeaderFloats, 0.0f);
     replyBuf_[s].assign(kHeaderFloats + n, 0.0f);
@@ -103,31 +102,37 @@ void PsWorker::sendInit(optim::Optimizer& optimizer) {
 }
 
 void PsWorker::finishGradients() {
-  if (accumulated_ == 0) accumVersion_ = version_.empty() ? 0 : version_[0];
   std::vector<const float*> grads;
   for (auto& p : params_) grads.push_back(p.grad().data<float>());
-  for (int s = 0; s < opts_.servers; ++s) addToShard(plan_, s, grads, accum_[s].data());
+  for (int s = 0; s < opts_.servers; ++s) {
+    // Gradients go straight into the push buffer (the first step of a push
+    // copies, later ones add), once the previous push from it has left.
+    float* payload = pushBuf_[s].data() + kHeaderFloats;
+    if (accumulated_ == 0) {
+      if (pushWork_[s]) {
+        Timer t;
+        waitServer(*pushWork_[s], s, "take the push");
+        waitS_ += t.seconds();
+      }
+      accumVersion_[s] = version_[s];
+      gatherShard(plan_, s, grads, payload);
+    } else {
+      addToShard(plan_, s, grads, payload);
+    }
+  }
   ++accumulated_;
 }
 
 void PsWorker::push(int s, int32_t flags, double lr) {
-  // The previous push from this buffer must have left before it is refilled.
-  if (pushWork_[s]) {
-    Timer t;
-    waitServer(*pushWork_[s], s, "take the push");
-    waitS_ += t.seconds();
-  }
   Header h;
   h.kind = Kind::Push;
   h.worker = worker_;
   h.step = step_;
   h.seq = sent_[s]++;
-  h.version = s == 0 ? accumVersion_ : version_[s];
+  h.version = accumVersion_[s];  // the oldest parameters among the accumulated steps
   h.lr = lr;
   h.flags = flags;
   writeHeader(pushBuf_[s].data(), h);
-  std::memcpy(pushBuf_[s].data() + kHeaderFloats, accum_[s].data(), accum_[s].size() * sizeof(float));
-  std::fill(accum_[s].begin(), accum_[s].end(), 0.0f);
   pushWork_[s] = comm_.isend(pushBuf_[s].data(), pushBuf_[s].size(), DType::F32, s, kPushTag);
   bytesSent_ += static_cast<double>(pushBuf_[s].size() * sizeof(float));
 }

@@ -73,12 +73,14 @@ class PsWorker final : public Strategy {
   int worker_;
   ShardPlan plan_;
   std::vector<autograd::Variable> params_;
-  std::vector<std::vector<float>> accum_;      // per server: gradients not yet pushed
+  // Per server: header + the gradients accumulated since the last push (filled
+  // in place: the buffer is refilled only once its previous push has left).
   std::vector<std::vector<float>> pushBuf_, ctrlBuf_, replyBuf_;
   std::vector<comm::WorkPtr> pushWork_, ctrlWork_;
   std::vector<int64_t> sent_;                  // pushes sent, per server
   std::vector<int64_t> version_;               // version of the cached shard, per server
-  int64_t accumulated_ = 0, accumVersion_ = 0;
+  std::vector<int64_t> accumVersion_;         // per server: version at the first accumulated step
+  int64_t accumulated_ = 0;
   int64_t cachedMinClock_ = 0;
   int64_t step_ = 0;
   bool fresh_ = false, finished_ = false, dead_ = false;
