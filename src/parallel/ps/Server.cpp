@@ -205,23 +205,40 @@ void ParameterServer::handleSyncPush(int w, const Header& h, const float* grad) 
   ++accepted_;
   stepLr_ = h.lr;
   stats_.recordStaleness(version_ - h.version);
-  if (accepted_ == opts_.workers - opts_.backupWorkers) closeSyncStep();
+  if (accepted_ == opts_.workers - opts_.backupWorkers)
+    closeSyncStep();
+  else
+    foldSync(false);
 }
 
-void ParameterServer::closeSyncStep() {
-  // The mean of the accepted gradients, summed in worker order (deterministic).
+// Sums the accepted gradients into grad_ in worker order, so the result does
+// not depend on arrival order. While the step is open only the leading workers
+// that have arrived are added (the work done while waiting for a straggler);
+// at the close, every remaining accepted one.
+void ParameterServer::foldSync(bool closing) {
   float* g = grad_.data<float>();
-  bool first = true;
-  for (Peer& p : peers_) {
-    if (!p.awaitingStep) continue;
+  for (; folded_ < opts_.workers; ++folded_) {
+    Peer& p = peers_[folded_];
+    if (!p.awaitingStep) {
+      if (!closing) return;
+      continue;
+    }
     const float* src = p.syncGrad.data() + kHeaderFloats;
-    if (first) {
+    if (!sumStarted_) {
       std::memcpy(g, src, n_ * sizeof(float));
-      first = false;
+      sumStarted_ = true;
     } else {
       for (int64_t i = 0; i < n_; ++i) g[i] += src[i];
     }
   }
+}
+
+void ParameterServer::closeSyncStep() {
+  // The mean of the accepted gradients.
+  foldSync(true);
+  folded_ = 0;
+  sumStarted_ = false;
+  float* g = grad_.data<float>();
   if (accepted_ > 1) {
     const float scale = 1.0f / static_cast<float>(accepted_);
     for (int64_t i = 0; i < n_; ++i) g[i] *= scale;

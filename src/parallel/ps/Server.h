@@ -65,6 +65,7 @@ class ParameterServer {
   void postCtrl(int w);
   void handlePush(int w);
   void handleSyncPush(int w, const Header& h, const float* grad);
+  void foldSync(bool closing);
   void closeSyncStep();
   bool serveParked(int w);
   void reply(int w, int32_t flags);
@@ -93,6 +94,8 @@ class ParameterServer {
   int64_t step_ = 0;               // the step being collected
   int accepted_ = 0;
   double stepLr_ = 0;
+  int folded_ = 0;            // workers 0..folded_-1 are summed into grad_ (or absent)
+  bool sumStarted_ = false;
   std::vector<float> stepReply_;              // the step's new parameters, sent to each worker
   std::vector<comm::WorkPtr> stepReplyWorks_;
   bool anyDone_ = false;
