@@ -324,11 +324,14 @@ void PsWorker::waitShutdown() {
 
 std::map<std::string, double> PsWorker::stats() const {
   const double n = static_cast<double>(std::max<int64_t>(1, steps_));
-  return {{"wait_ms", waitS_ / n * 1e3},
-          {"pushes", static_cast<double>(pushes_)},
-          {"fetches", static_cast<double>(fetches_)},
-          {"bytes_sent_per_worker", bytesSent_ / n},
-          {"read_staleness_max", static_cast<double>(readStalenessMax_)}};
+  std::map<std::string, double> out{{"wait_ms", waitS_ / n * 1e3},
+                                    {"pushes", static_cast<double>(pushes_)},
+                                    {"fetches", static_cast<double>(fetches_)},
+                                    {"bytes_sent_per_worker", bytesSent_ / n}};
+  // Only ssp reads by a clock bound; elsewhere the figure would mean nothing.
+  if (opts_.consistency == Consistency::Ssp)
+    out["read_staleness_max"] = static_cast<double>(readStalenessMax_);
+  return out;
 }
 
 nlohmann::json PsWorker::report() const {

@@ -46,8 +46,8 @@ class PsWorker final : public Strategy {
   void syncModel(nn::Module& model, optim::Optimizer* optimizer) override;
   void finish(nn::Module& model, optim::Optimizer& optimizer) override;
   // wait_ms (per step, blocked on servers), pushes, fetches, bytes_sent_per_worker
-  // (per step), read_staleness_max (steps between the slowest worker's clock
-  // in the cached parameters and this step; ssp keeps it <= s).
+  // (per step), and with ssp read_staleness_max (steps between the slowest
+  // worker's clock in the cached parameters and this step; ssp keeps it <= s).
   std::map<std::string, double> stats() const override;
   // Worker 0, after finish(): the servers' statistics (updates, bytes,
   // staleness histogram, wait per worker, dead workers).
