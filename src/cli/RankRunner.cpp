@@ -21,25 +21,6 @@ parallel::DataParallelOptions dataParallelOptions(const runtime::TrainConfig& c,
   return o;
 }
 
-parallel::ps::PsOptions psOptions(const runtime::TrainConfig& c, int rank) {
-  parallel::ps::PsOptions o;
-  o.servers = c.servers;
-  o.workers = c.workers;
-  o.consistency = parallel::ps::consistencyFromName(c.consistency);
-  o.staleness = c.staleness;
-  o.backupWorkers = c.backupWorkers;
-  o.pushEvery = c.pushEvery;
-  o.fetchEvery = c.fetchEvery;
-  o.timeoutS = c.psTimeoutS;
-  o.optimizer = c.optimizer;
-  o.optimizerOptions = runtime::optimizerOptions(c);
-  const bool server = rank < c.servers;
-  const auto& kills = server ? c.killServer : c.killWorker;
-  const int index = server ? rank : rank - c.servers;
-  if (auto it = kills.find(index); it != kills.end()) o.killAt = it->second;
-  return o;
-}
-
 std::optional<runtime::TrainResult> train(const runtime::TrainConfig& c,
                                           std::unique_ptr<parallel::Strategy> strategy,
                                           const SharedRun& shared) {
@@ -63,7 +44,7 @@ std::optional<runtime::TrainResult> runRank(const runtime::TrainConfig& c, comm:
   DTRAIN_CHECK(comm.size() == worldSizeFor(c), "runRank: ", comm.size(), " ranks for ",
                worldSizeFor(c), " (servers + workers)");
   if (c.strategy == "ps") {
-    auto opts = psOptions(c, comm.rank());
+    auto opts = runtime::psOptions(c, comm.rank());
     if (comm.rank() < c.servers) {
       // The model only gives the servers the parameter names and shapes.
       auto model = nn::makeModel(c.model, c.seed);

@@ -102,6 +102,25 @@ optim::OptimizerOptions optimizerOptions(const TrainConfig& c) {
   return o;
 }
 
+parallel::ps::PsOptions psOptions(const TrainConfig& c, int rank) {
+  parallel::ps::PsOptions o;
+  o.servers = c.servers;
+  o.workers = c.workers;
+  o.consistency = parallel::ps::consistencyFromName(c.consistency);
+  o.staleness = c.staleness;
+  o.backupWorkers = c.backupWorkers;
+  o.pushEvery = c.pushEvery;
+  o.fetchEvery = c.fetchEvery;
+  o.timeoutS = c.psTimeoutS;
+  o.optimizer = c.optimizer;
+  o.optimizerOptions = optimizerOptions(c);
+  const bool server = rank < c.servers;
+  const auto& kills = server ? c.killServer : c.killWorker;
+  const int index = server ? rank : rank - c.servers;
+  if (auto it = kills.find(index); it != kills.end()) o.killAt = it->second;
+  return o;
+}
+
 void Trainer::setData(std::shared_ptr<const data::Dataset> train,
                       std::shared_ptr<const data::Dataset> test) {
   train_ = std::move(train);
@@ -304,23 +323,20 @@ TrainResult Trainer::run() {
           window.reset();
         }
       }
-      if (c.evalEvery > 0 && step % c.evalEvery == 0 && step < total && reporter &&
-          c.evalDeferred) {
+      if (c.evalEvery > 0 && step % c.evalEvery == 0 && step < total && reporter) {
         Timer t;
-        strategy_->syncModel(*model_, nullptr);
-        deferred.push_back({step, epoch + 1, clock.seconds() - evalSeconds, snapshotState(*model_)});
-        evalSeconds += t.seconds();
-        window.reset();
-      } else if (c.evalEvery > 0 && step % c.evalEvery == 0 && step < total && reporter) {
-        Timer t;
-        strategy_->syncModel(*model_, nullptr);
-        auto [acc, tl] = evaluate(*model_, *test, c.evalBatch);
-        const double trainSeconds = clock.seconds() - evalSeconds - t.seconds();
-        evalSeconds += t.seconds();
-        progress.message(detail::concat("step ", step, ": test accuracy ", acc, ", test loss ", tl));
         // time_s: training time so far, evaluations excluded (time-to-accuracy plots).
-        metrics.write({{"step", step}, {"epoch", epoch + 1}, {"test_accuracy", acc},
-                       {"test_loss", tl}, {"time_s", trainSeconds}});
+        const double trainSeconds = clock.seconds() - evalSeconds;
+        strategy_->syncModel(*model_, nullptr);
+        if (c.evalDeferred) {
+          deferred.push_back({step, epoch + 1, trainSeconds, snapshotState(*model_)});
+        } else {
+          auto [acc, tl] = evaluate(*model_, *test, c.evalBatch);
+          progress.message(detail::concat("step ", step, ": test accuracy ", acc, ", test loss ", tl));
+          metrics.write({{"step", step}, {"epoch", epoch + 1}, {"test_accuracy", acc},
+                         {"test_loss", tl}, {"time_s", trainSeconds}});
+        }
+        evalSeconds += t.seconds();
         window.reset();
       }
     }

@@ -14,6 +14,7 @@
 #include "optim/Optimizer.h"
 #include "optim/Schedule.h"
 #include "parallel/Strategy.h"
+#include "parallel/ps/PsOptions.h"
 #include "runtime/Timeline.h"
 #include "runtime/TrainConfig.h"
 
@@ -43,6 +44,11 @@ std::pair<double, double> evaluate(nn::Module& model, const data::Dataset& datas
 // The optimizer settings a config asks for (defaults: those of the PyTorch
 // peer, e.g. SGD momentum 0.9). Parameter servers build theirs from it too.
 optim::OptimizerOptions optimizerOptions(const TrainConfig& config);
+
+// The parameter-server settings a config asks for, for comm rank `rank`
+// (servers first): the fault injection (--kill-server, --kill-worker) that
+// names that rank, if any.
+parallel::ps::PsOptions psOptions(const TrainConfig& config, int rank);
 
 class Trainer {
  public:

@@ -23,14 +23,14 @@ struct PsRun {
   std::vector<std::map<std::string, double>> workers;  // PsWorker::stats()
 };
 
+// The CLI's options for config c with `servers` servers and `consistency`
+// (the tests then adjust fields the config has no flag value for).
 inline parallel::ps::PsOptions psOptions(const runtime::TrainConfig& c, int servers,
                                          parallel::ps::Consistency consistency) {
-  parallel::ps::PsOptions o;
-  o.servers = servers;
-  o.workers = c.workers;
+  runtime::TrainConfig d = c;
+  d.servers = servers;
+  parallel::ps::PsOptions o = runtime::psOptions(d, servers);  // a worker's rank
   o.consistency = consistency;
-  o.optimizer = c.optimizer;
-  o.optimizerOptions = runtime::optimizerOptions(c);
   return o;
 }
 

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <string>
 
+#include "comm/Types.h"
 #include "optim/Factory.h"
 
 namespace dtrain::parallel::ps {
@@ -10,6 +11,9 @@ namespace dtrain::parallel::ps {
 enum class Consistency { Sync, Async, Ssp };
 Consistency consistencyFromName(const std::string& name);
 const char* consistencyName(Consistency c);
+
+// Seconds (flags, options) as the communication layer's timeout type.
+inline comm::Millis seconds(double s) { return comm::Millis(static_cast<int64_t>(s * 1000)); }
 
 struct PsOptions {
   int servers = 1;                 // ranks 0..servers-1

@@ -16,12 +16,6 @@ namespace dtrain::parallel::ps {
 using dtrain::detail::concat;
 using Clock = std::chrono::steady_clock;
 
-namespace {
-comm::Millis seconds(double s) { return comm::Millis(static_cast<int64_t>(s * 1000)); }
-
-
-}  // namespace
-
 ParameterServer::ParameterServer(comm::Communicator& comm, const nn::Module& model,
                                  PsOptions options)
     : comm_(comm), opts_(std::move(options)), server_(comm.rank()) {
@@ -144,17 +138,22 @@ void ParameterServer::apply(const float* grad, double lr) {
   ++stats_.updates;
 }
 
-void ParameterServer::reply(int w, int32_t flags) {
-  Peer& p = peers_[w];
-  if (p.replyWork) p.replyWork->wait(seconds(opts_.replyTimeoutS()));  // buffer free again
+void ParameterServer::writeParams(std::vector<float>& buf, int32_t flags) {
   Header h;
   h.kind = Kind::Params;
   h.step = step_;
   h.version = version_;
   h.minClock = minClock();
   h.flags = flags;
-  writeHeader(p.replyBuf.data(), h);
-  std::memcpy(p.replyBuf.data() + kHeaderFloats, params_.data<float>(), n_ * sizeof(float));
+  buf.resize(kHeaderFloats + n_);
+  writeHeader(buf.data(), h);
+  std::memcpy(buf.data() + kHeaderFloats, params_.data<float>(), n_ * sizeof(float));
+}
+
+void ParameterServer::reply(int w, int32_t flags) {
+  Peer& p = peers_[w];
+  if (p.replyWork) p.replyWork->wait(seconds(opts_.replyTimeoutS()));  // buffer free again
+  writeParams(p.replyBuf, flags);
   p.replyWork = comm_.isend(p.replyBuf.data(), p.replyBuf.size(), DType::F32,
                             opts_.workerRank(w), kReplyTag);
   stats_.bytesOut += static_cast<int64_t>(p.replyBuf.size() * sizeof(float));
@@ -252,14 +251,7 @@ void ParameterServer::closeSyncStep() {
   // One copy of the new parameters answers every accepted worker.
   for (auto& work : stepReplyWorks_) work->wait(seconds(opts_.replyTimeoutS()));
   stepReplyWorks_.clear();
-  Header h;
-  h.kind = Kind::Params;
-  h.step = step_;
-  h.version = version_;
-  h.minClock = minClock();
-  stepReply_.resize(kHeaderFloats + n_);
-  writeHeader(stepReply_.data(), h);
-  std::memcpy(stepReply_.data() + kHeaderFloats, params_.data<float>(), n_ * sizeof(float));
+  writeParams(stepReply_, 0);
   for (int w = 0; w < opts_.workers; ++w) {
     if (!peers_[w].awaitingStep) continue;
     peers_[w].awaitingStep = false;

@@ -68,6 +68,8 @@ class ParameterServer {
   void foldSync(bool closing);
   void closeSyncStep();
   bool serveParked(int w);
+  // buf = a Params header (flags) + the shard's current parameters.
+  void writeParams(std::vector<float>& buf, int32_t flags);
   void reply(int w, int32_t flags);
   void apply(const float* grad, double lr);
   void checkSilence();
@@ -100,7 +102,6 @@ class ParameterServer {
   std::vector<comm::WorkPtr> stepReplyWorks_;
   bool anyDone_ = false;
   std::chrono::steady_clock::time_point start_, lastFinalKeepAlive_;
-  bool started_ = false;
 };
 
 }  // namespace dtrain::parallel::ps

@@ -14,11 +14,6 @@ namespace dtrain::parallel::ps {
 
 using dtrain::detail::concat;
 
-namespace {
-comm::Millis seconds(double s) { return comm::Millis(static_cast<int64_t>(s * 1000)); }
-
-}  // namespace
-
 PsWorker::PsWorker(comm::Communicator& comm, PsOptions options)
     : comm_(comm), opts_(std::move(options)), worker_(comm.rank() - opts_.servers) {
   DTRAIN_CHECK(comm.size() == opts_.servers + opts_.workers, "parameter server: ", comm.size(),
