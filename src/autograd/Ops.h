@@ -9,9 +9,16 @@
 
 namespace dtrain::autograd {
 
-// Linear algebra
+// Linear algebra. linear takes x [..., in] (leading dims flattened into rows).
 Variable linear(const Variable& x, const Variable& weight, const Variable& bias);  // x W^T + b
 Variable matmul(const Variable& a, const Variable& b);                              // [M,K]x[K,N]
+// Batched: [Bt,M,K] x [Bt,K,N] -> [Bt,M,N]; transA reads a as [Bt,K,M], transB b as [Bt,N,K].
+Variable bmm(const Variable& a, const Variable& b, bool transA = false, bool transB = false);
+
+// Causal multi-head self-attention, fused (flash-attention style, see
+// tensor/cpu/Attention.h): qkv [B, T, 3C] is a GPT block's c_attn output (q | k | v,
+// heads split as nanoGPT), y [B, T, C] has the heads merged back, scale 1/sqrt(C/nHead).
+Variable causalSelfAttention(const Variable& qkv, int64_t nHead);
 
 // Elementwise (same shapes)
 Variable add(const Variable& a, const Variable& b);
@@ -53,8 +60,9 @@ Variable embedding(const Tensor& indices, const Variable& weight);
 Variable softmax(const Variable& x);
 Variable logSoftmax(const Variable& x);
 
-// Losses (mean over the batch, as torch's default reduction)
-Variable crossEntropy(const Variable& logits, const Tensor& labels);  // labels I32 [B]
+// Losses (mean over the batch, as torch's default reduction). crossEntropy takes
+// logits [..., classes] and I32 labels with one entry per row (e.g. [B, T, V] with [B, T]).
+Variable crossEntropy(const Variable& logits, const Tensor& labels);
 Variable mseLoss(const Variable& pred, const Tensor& target);
 
 }  // namespace dtrain::autograd

@@ -64,10 +64,13 @@ class MatmulNode final : public Node {
 Variable linear(const Variable& x, const Variable& weight, const Variable& bias) {
   Tensor xd = detail::contig(x, "linear", "input");
   Tensor wd = detail::contig(weight, "linear", "weight");
-  DTRAIN_CHECK(xd.dim() == 2 && wd.dim() == 2 && xd.size(1) == wd.size(1), "linear: input ",
+  DTRAIN_CHECK(xd.dim() >= 2 && wd.dim() == 2 && xd.size(-1) == wd.size(1), "linear: input ",
                shapeStr(xd.shape()), " does not match weight ", shapeStr(wd.shape()));
-  const int64_t B = xd.size(0), in = xd.size(1), out = wd.size(0);
-  Tensor y = Tensor::empty({B, out});
+  // Leading dimensions are rows of one GEMM ([B, T, in] is [B*T, in]).
+  const int64_t in = wd.size(1), out = wd.size(0), B = xd.numel() / in;
+  Shape yShape = xd.shape();
+  yShape.back() = out;
+  Tensor y = Tensor::empty(yShape);
   kernels::gemm(false, true, B, out, in, 1.f, xd.data<float>(), in, wd.data<float>(), in, 0.f,
                 y.data<float>(), out);
   if (bias.defined()) {
@@ -77,7 +80,7 @@ Variable linear(const Variable& x, const Variable& weight, const Variable& bias)
     kernels::addRowBias(y.data<float>(), bd.data<float>(), B, out);
   }
   if (!needsGraph({&x, &weight, &bias})) return Variable(std::move(y));
-  return record(std::move(y), std::make_shared<LinearNode>(xd, wd, bias.defined()),
+  return record(std::move(y), std::make_shared<LinearNode>(xd.view({B, in}), wd, bias.defined()),
                 {&x, &weight, &bias});
 }
 

@@ -93,15 +93,16 @@ Variable logSoftmax(const Variable& x) { return softmaxImpl(x, true); }
 
 Variable crossEntropy(const Variable& logits, const Tensor& labels) {
   Tensor xd = detail::contig(logits, "cross_entropy", "logits");
-  DTRAIN_CHECK(xd.dim() == 2, "cross_entropy: expected logits [batch, classes], got ",
+  DTRAIN_CHECK(xd.dim() >= 2, "cross_entropy: expected logits [..., classes], got ",
                shapeStr(xd.shape()));
-  DTRAIN_CHECK(labels.dtype() == DType::I32 && labels.numel() == xd.size(0),
-               "cross_entropy: expected ", xd.size(0), " int32 labels, got ", labels.numel(), " ",
-               dtypeName(labels.dtype()));
+  // Every leading dimension is a row: [B, T, V] logits are B*T predictions.
+  const int64_t classes = xd.size(-1), rows = classes > 0 ? xd.numel() / classes : 0;
+  DTRAIN_CHECK(labels.dtype() == DType::I32 && labels.numel() == rows, "cross_entropy: expected ",
+               rows, " int32 labels, got ", labels.numel(), " ", dtypeName(labels.dtype()));
   Tensor lab = labels.contiguous();
-  Tensor probs = Tensor::empty(xd.shape());
+  Tensor probs = Tensor::empty({rows, classes});
   double loss = kernels::crossEntropyForward(xd.data<float>(), lab.data<int32_t>(),
-                                             probs.data<float>(), xd.size(0), xd.size(1));
+                                             probs.data<float>(), rows, classes);
   Tensor y = Tensor::full({}, static_cast<float>(loss));
   if (!needsGraph({&logits})) return Variable(std::move(y));
   return record(std::move(y), std::make_shared<CrossEntropyNode>(probs, lab), {&logits});

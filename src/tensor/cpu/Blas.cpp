@@ -28,6 +28,17 @@ void gemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, float alpha
               static_cast<blasint>(ldc));
 }
 
+void gemmBatched(bool transA, bool transB, int64_t batch, int64_t M, int64_t N, int64_t K,
+                 float alpha, const float* A, int64_t lda, int64_t strideA, const float* B,
+                 int64_t ldb, int64_t strideB, float beta, float* C, int64_t ldc, int64_t strideC) {
+  DTRAIN_CHECK(batch >= 0, "gemmBatched: negative batch ", batch);
+  // One sgemm per matrix: OpenBLAS threads each product itself, and the batched
+  // products of a model (attention heads) are large enough for its kernels.
+  for (int64_t i = 0; i < batch; ++i)
+    gemm(transA, transB, M, N, K, alpha, A + i * strideA, lda, B + i * strideB, ldb, beta,
+         C + i * strideC, ldc);
+}
+
 void setBlasThreads(int n) { openblas_set_num_threads(n < 1 ? 1 : n); }
 
 }  // namespace dtrain::kernels

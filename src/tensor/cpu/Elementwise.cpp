@@ -1,6 +1,5 @@
 #include "tensor/cpu/Elementwise.h"
 
-#include <cmath>
 
 #include "tensor/cpu/FastMath.h"
 #include "tensor/cpu/Parallel.h"
@@ -75,13 +74,12 @@ void tanhBackward(const float* y, const float* gy, float* gx, int64_t n) {
   binary(y, gy, gx, n, [](float t, float g) { return g * (1.f - t * t); });
 }
 void gelu(const float* x, float* y, int64_t n) {
-  // std::erf is a scalar call; GELU is not on the benchmarked path, accuracy first.
-  unary(x, y, n, [](float u) { return 0.5f * u * (1.f + std::erf(u * 0.70710678118654752f)); });
+  unary(x, y, n, [](float u) { return 0.5f * u * (1.f + detail::fastErf(u * 0.70710678118654752f)); });
 }
 void geluBackward(const float* x, const float* gy, float* gx, int64_t n) {
   binary(x, gy, gx, n, [](float u, float g) {
-    const float cdf = 0.5f * (1.f + std::erf(u * 0.70710678118654752f));
-    const float pdf = 0.39894228040143268f * std::exp(-0.5f * u * u);
+    const float cdf = 0.5f * (1.f + detail::fastErf(u * 0.70710678118654752f));
+    const float pdf = 0.39894228040143268f * detail::fastExp(-0.5f * u * u);
     return g * (cdf + u * pdf);
   });
 }
