@@ -71,14 +71,16 @@ Variable linear(const Variable& x, const Variable& weight, const Variable& bias)
   Shape yShape = xd.shape();
   yShape.back() = out;
   Tensor y = Tensor::empty(yShape);
-  kernels::gemm(false, true, B, out, in, 1.f, xd.data<float>(), in, wd.data<float>(), in, 0.f,
-                y.data<float>(), out);
   if (bias.defined()) {
     Tensor bd = detail::contig(bias, "linear", "bias");
     DTRAIN_CHECK(bd.numel() == out, "linear: bias of ", bd.numel(), " elements for ", out,
                  " outputs");
-    kernels::addRowBias(y.data<float>(), bd.data<float>(), B, out);
+    // y starts as the bias rows and the GEMM adds to it (beta = 1): one pass
+    // over y fewer than adding the bias afterwards.
+    kernels::fillRows(y.data<float>(), bd.data<float>(), B, out);
   }
+  kernels::gemm(false, true, B, out, in, 1.f, xd.data<float>(), in, wd.data<float>(), in,
+                bias.defined() ? 1.f : 0.f, y.data<float>(), out);
   if (!needsGraph({&x, &weight, &bias})) return Variable(std::move(y));
   return record(std::move(y), std::make_shared<LinearNode>(xd.view({B, in}), wd, bias.defined()),
                 {&x, &weight, &bias});

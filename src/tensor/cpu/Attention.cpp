@@ -2,13 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <limits>
 
 #include "core/Error.h"
 #include "core/Scratch.h"
 #include "tensor/cpu/Blas.h"
 #include "tensor/cpu/FastMath.h"
+#include "tensor/cpu/Lanes.h"
 #include "tensor/cpu/Parallel.h"
 
 namespace dtrain::kernels {
@@ -19,49 +19,6 @@ namespace {
 // keep sgemm efficient for head sizes of 32-64.
 constexpr int64_t kBlockQ = 64, kBlockK = 64;
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-
-// Sixteen partial results per reduction: without -ffast-math GCC only
-// vectorizes a reduction whose lanes the source keeps apart.
-constexpr int kLanes = 16;
-
-// GCC does not vectorize a float max reduction without -ffinite-math-only, even
-// with the lanes kept apart: take eight at a time as a vector-extension type.
-float maxOf(const float* x, int64_t n) {
-  using Vec8 = float __attribute__((vector_size(32)));
-  Vec8 acc = {kNegInf, kNegInf, kNegInf, kNegInf, kNegInf, kNegInf, kNegInf, kNegInf};
-  int64_t c = 0;
-  for (; c + 8 <= n; c += 8) {
-    Vec8 v;
-    std::memcpy(&v, x + c, sizeof v);
-    acc = v > acc ? v : acc;
-  }
-  float m = kNegInf;
-  for (; c < n; ++c) m = x[c] > m ? x[c] : m;
-  for (int k = 0; k < 8; ++k) m = acc[k] > m ? acc[k] : m;
-  return m;
-}
-
-float sumOf(const float* x, int64_t n) {
-  float part[kLanes] = {};
-  int64_t c = 0;
-  for (; c + kLanes <= n; c += kLanes)
-    for (int k = 0; k < kLanes; ++k) part[k] += x[c + k];
-  float s = 0.f;
-  for (; c < n; ++c) s += x[c];
-  for (float p : part) s += p;
-  return s;
-}
-
-float dot(const float* a, const float* b, int64_t n) {
-  float part[kLanes] = {};
-  int64_t c = 0;
-  for (; c + kLanes <= n; c += kLanes)
-    for (int k = 0; k < kLanes; ++k) part[k] += a[c + k] * b[c + k];
-  float s = 0.f;
-  for (; c < n; ++c) s += a[c] * b[c];
-  for (float p : part) s += p;
-  return s;
-}
 
 // p[c] = exp(p[c] - shift) for the `visible` first keys, 0 for the masked rest.
 void expMasked(float* p, int64_t visible, int64_t n, float shift) {
@@ -114,10 +71,10 @@ void forwardHead(const Head& hd, float* o, int64_t ldo, float* lse, int64_t T, i
       for (int64_t r = 0; r < mi; ++r) {
         float* sr = s + r * nj;
         const int64_t vis = visibleKeys(i0 + r, j0, nj);
-        const float mNew = std::max(m[r], vis > 0 ? maxOf(sr, vis) : kNegInf);
+        const float mNew = std::max(m[r], vis > 0 ? detail::laneMax(sr, vis) : kNegInf);
         expMasked(sr, vis, nj, mNew);
         const float rescale = j0 == 0 ? 0.f : detail::fastExp(m[r] - mNew);
-        l[r] = l[r] * rescale + sumOf(sr, vis);
+        l[r] = l[r] * rescale + detail::laneSum(vis, [=](int64_t c) { return sr[c]; });
         m[r] = mNew;
         if (j0 > 0 && rescale != 1.f) {
           float* orow = o + (i0 + r) * ldo;
@@ -146,7 +103,7 @@ void backwardHead(const Head& hd, const float* o, const float* go, int64_t ldo, 
   float* delta = ws.delta.grow(T);
   // delta_i = sum_j P_ij dP_ij = go_i . o_i (rows of the softmax Jacobian).
   for (int64_t t = 0; t < T; ++t) {
-    delta[t] = dot(go + t * ldo, o + t * ldo, D);
+    delta[t] = detail::laneDot(go + t * ldo, o + t * ldo, D);
     std::fill(gq + t * hd.ld, gq + t * hd.ld + D, 0.f);
   }
   for (int64_t j0 = 0; j0 < T; j0 += kBlockK) {

@@ -1,5 +1,7 @@
 #include "tensor/cpu/Elementwise.h"
 
+#include <cstring>
+
 
 #include "tensor/cpu/FastMath.h"
 #include "tensor/cpu/Parallel.h"
@@ -92,6 +94,11 @@ void addRowBias(float* y, const float* bias, int64_t rows, int64_t cols) {
       for (int64_t c = 0; c < cols; ++c) yr[c] += b[c];
     }
   });
+}
+
+void fillRows(float* y, const float* row, int64_t rows, int64_t cols) {
+  for (int64_t r = 0; r < rows; ++r)
+    std::memcpy(y + r * cols, row, static_cast<size_t>(cols) * sizeof(float));
 }
 
 void addChannelBias(float* y, const float* bias, int64_t N, int64_t C, int64_t S) {

@@ -27,6 +27,8 @@ void geluBackward(const float* x, const float* gy, float* gx, int64_t n);  // x 
 
 // Bias: y[r, c] += bias[c] for a [rows, cols] matrix.
 void addRowBias(float* y, const float* bias, int64_t rows, int64_t cols);
+// y[r, c] = row[c]: a [rows, cols] matrix of copies of one row.
+void fillRows(float* y, const float* row, int64_t rows, int64_t cols);
 // Bias over channels: y[n, c, s] += bias[c] for [N, C, S].
 void addChannelBias(float* y, const float* bias, int64_t N, int64_t C, int64_t S);
 // Column sums of [rows, cols]: out[c] (+)= sum_r x[r, c]. accumulate=false overwrites.

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "tensor/cpu/Lanes.h"
+
 namespace dtrain::kernels {
 namespace {
 
@@ -105,21 +107,25 @@ void batchNormBackward(const float* x, const float* gamma, const float* saveMean
   }
 }
 
+// Layer norm rows are short (the model width): float lane sums (Lanes.h) and
+// branch-free row loops, two passes for the variance (mean first), with the
+// affine and non-affine forms as separate loops so each one vectorizes.
 void layerNormForward(const float* x, const float* gamma, const float* beta, float* y,
                       float* saveMean, float* saveInvStd, int64_t R, int64_t D, float eps) {
+  const float invD = D > 0 ? 1.f / static_cast<float>(D) : 0.f;
   for (int64_t r = 0; r < R; ++r) {
-    const float* xr = x + r * D;
-    float* yr = y + r * D;
-    double mean, var;
-    meanVar(xr, 1, D, D, mean, var);
-    const float m = static_cast<float>(mean);
-    const float inv = static_cast<float>(1.0 / std::sqrt(var + eps));
+    const float* __restrict xr = x + r * D;
+    float* __restrict yr = y + r * D;
+    const float m = detail::laneSum(D, [=](int64_t d) { return xr[d]; }) * invD;
+    const float var = detail::laneSum(D, [=](int64_t d) { return (xr[d] - m) * (xr[d] - m); }) * invD;
+    const float inv = 1.f / std::sqrt(var + eps);
     saveMean[r] = m;
     saveInvStd[r] = inv;
-    for (int64_t d = 0; d < D; ++d) {
-      const float h = (xr[d] - m) * inv;
-      yr[d] = h * (gamma ? gamma[d] : 1.f) + (beta ? beta[d] : 0.f);
-    }
+    if (gamma && beta)
+      for (int64_t d = 0; d < D; ++d) yr[d] = (xr[d] - m) * inv * gamma[d] + beta[d];
+    else
+      for (int64_t d = 0; d < D; ++d)
+        yr[d] = (xr[d] - m) * inv * (gamma ? gamma[d] : 1.f) + (beta ? beta[d] : 0.f);
   }
 }
 
@@ -132,28 +138,30 @@ void layerNormBackward(const float* x, const float* gamma, const float* saveMean
     for (int64_t d = 0; d < D; ++d) ggamma[d] = 0.f;
   if (gbeta)
     for (int64_t d = 0; d < D; ++d) gbeta[d] = 0.f;
+  const float invD = D > 0 ? 1.f / static_cast<float>(D) : 0.f;
   for (int64_t r = 0; r < R; ++r) {
-    const float* xr = x + r * D;
-    const float* gr = gy + r * D;
+    const float* __restrict xr = x + r * D;
+    const float* __restrict gr = gy + r * D;
     const float m = saveMean[r], inv = saveInvStd[r];
-    double sg = 0.0, sgx = 0.0;
-    for (int64_t d = 0; d < D; ++d) {
-      const float h = (xr[d] - m) * inv;
-      const float g = gr[d] * (gamma ? gamma[d] : 1.f);
-      sg += g;
-      sgx += static_cast<double>(g) * h;
-      if (ggamma) ggamma[d] += gr[d] * h;
-      if (gbeta) gbeta[d] += gr[d];
-    }
+    if (ggamma)
+      for (int64_t d = 0; d < D; ++d) ggamma[d] += gr[d] * (xr[d] - m) * inv;
+    if (gbeta)
+      for (int64_t d = 0; d < D; ++d) gbeta[d] += gr[d];
     if (!gx) continue;
-    float* out = gx + r * D;
-    const float meanG = static_cast<float>(sg / static_cast<double>(D));
-    const float meanGX = static_cast<float>(sgx / static_cast<double>(D));
-    for (int64_t d = 0; d < D; ++d) {
-      const float h = (xr[d] - m) * inv;
-      const float g = gr[d] * (gamma ? gamma[d] : 1.f);
-      out[d] = inv * (g - meanG - h * meanGX);
+    float meanG, meanGX;
+    if (gamma) {
+      meanG = detail::laneSum(D, [=](int64_t d) { return gr[d] * gamma[d]; }) * invD;
+      meanGX = detail::laneSum(D, [=](int64_t d) { return gr[d] * gamma[d] * (xr[d] - m); }) * inv * invD;
+    } else {
+      meanG = detail::laneSum(D, [=](int64_t d) { return gr[d]; }) * invD;
+      meanGX = detail::laneSum(D, [=](int64_t d) { return gr[d] * (xr[d] - m); }) * inv * invD;
     }
+    float* __restrict out = gx + r * D;
+    if (gamma)
+      for (int64_t d = 0; d < D; ++d)
+        out[d] = inv * (gr[d] * gamma[d] - meanG - (xr[d] - m) * inv * meanGX);
+    else
+      for (int64_t d = 0; d < D; ++d) out[d] = inv * (gr[d] - meanG - (xr[d] - m) * inv * meanGX);
   }
 }
 
