@@ -175,6 +175,13 @@ TEST(GptOps, GeluKernelMatchesExactForm) {
   for (int64_t i = 0; i < n; ++i) x[i] = -10.f + 0.0137f * static_cast<float>(i);
   kernels::gelu(x, y, n);
   kernels::geluBackward(x, ones.data<float>(), gx, n);
+  // The training form gives the same values and derivatives (up to rounding).
+  Tensor y2 = Tensor::empty({n}), d2 = Tensor::empty({n});
+  kernels::geluWithDerivative(x, y2.data<float>(), d2.data<float>(), n);
+  for (int64_t i = 0; i < n; ++i) {
+    EXPECT_NEAR(y2.data<float>()[i], y[i], 1e-7 * (1 + std::abs(y[i]))) << x[i];
+    EXPECT_NEAR(d2.data<float>()[i], gx[i], 1e-7 * (1 + std::abs(gx[i]))) << x[i];
+  }
   for (int64_t i = 0; i < n; ++i) {
     const double u = x[i], cdf = 0.5 * (1 + std::erf(u / std::sqrt(2.0)));
     const double dref = cdf + u * std::exp(-0.5 * u * u) / std::sqrt(2 * M_PI);

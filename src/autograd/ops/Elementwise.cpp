@@ -131,7 +131,17 @@ Variable tanh(const Variable& x) {
   return activation(x, "tanh", kernels::tanh, kernels::tanhBackward, false);
 }
 Variable gelu(const Variable& x) {
-  return activation(x, "gelu", kernels::gelu, kernels::geluBackward, true);
+  Tensor xd = contig(x, "gelu", "input");
+  Tensor y = Tensor::empty(xd.shape());
+  if (!needsGraph({&x})) {
+    kernels::gelu(xd.data<float>(), y.data<float>(), y.numel());
+    return Variable(std::move(y));
+  }
+  // The derivative is computed with the output and saved instead of the input
+  // (same memory): the backward is then one multiply, not an erf and an exp.
+  Tensor dydx = Tensor::empty(xd.shape());
+  kernels::geluWithDerivative(xd.data<float>(), y.data<float>(), dydx.data<float>(), y.numel());
+  return record(std::move(y), std::make_shared<ActivationNode>("gelu", dydx, kernels::mul), {&x});
 }
 
 Variable dropout(const Variable& x, float p, bool training, Rng& rng) {

@@ -75,14 +75,25 @@ void tanh(const float* x, float* y, int64_t n) {
 void tanhBackward(const float* y, const float* gy, float* gx, int64_t n) {
   binary(y, gy, gx, n, [](float t, float g) { return g * (1.f - t * t); });
 }
+namespace {
+constexpr float kInvSqrt2 = 0.70710678118654752f, kInvSqrt2Pi = 0.39894228040143268f;
+inline float geluCdf(float u) { return 0.5f * (1.f + detail::fastErf(u * kInvSqrt2)); }
+inline float geluPdf(float u) { return kInvSqrt2Pi * detail::fastExp(-0.5f * u * u); }
+}  // namespace
+
 void gelu(const float* x, float* y, int64_t n) {
-  unary(x, y, n, [](float u) { return 0.5f * u * (1.f + detail::fastErf(u * 0.70710678118654752f)); });
+  unary(x, y, n, [](float u) { return u * geluCdf(u); });
 }
 void geluBackward(const float* x, const float* gy, float* gx, int64_t n) {
-  binary(x, gy, gx, n, [](float u, float g) {
-    const float cdf = 0.5f * (1.f + detail::fastErf(u * 0.70710678118654752f));
-    const float pdf = 0.39894228040143268f * detail::fastExp(-0.5f * u * u);
-    return g * (cdf + u * pdf);
+  binary(x, gy, gx, n, [](float u, float g) { return g * (geluCdf(u) + u * geluPdf(u)); });
+}
+void geluWithDerivative(const float* x, float* y, float* dydx, int64_t n) {
+  forRange(n, kElementwiseGrain, [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) {
+      const float u = x[i], cdf = geluCdf(u);
+      y[i] = u * cdf;
+      dydx[i] = cdf + u * geluPdf(u);
+    }
   });
 }
 

@@ -24,6 +24,9 @@ void tanh(const float* x, float* y, int64_t n);
 void tanhBackward(const float* y, const float* gy, float* gx, int64_t n);
 void gelu(const float* x, float* y, int64_t n);  // exact (erf) form, as torch default
 void geluBackward(const float* x, const float* gy, float* gx, int64_t n);  // x = gelu input
+// Training form: y = gelu(x) and its derivative dydx in one pass, so the backward
+// is gx = gy * dydx (a multiply) instead of a second erf and exp per element.
+void geluWithDerivative(const float* x, float* y, float* dydx, int64_t n);
 
 // Bias: y[r, c] += bias[c] for a [rows, cols] matrix.
 void addRowBias(float* y, const float* bias, int64_t rows, int64_t cols);
