@@ -9,6 +9,7 @@
 #include "autograd/GradCheck.h"
 #include "autograd/Ops.h"
 #include "core/Rng.h"
+#include "core/ThreadPool.h"
 #include "tensor/cpu/Attention.h"
 #include "tensor/cpu/Elementwise.h"
 #include "tensor/cpu/FastMath.h"
@@ -135,6 +136,22 @@ TEST(GptOps, AttentionMatchesNaiveReference) {
     y.backward(gy);
     expectNear(x.grad().data<float>(), gref, 2e-5, ("gqkv " + what).c_str());
   }
+}
+
+TEST(GptOps, AttentionIsTheSameOnSeveralThreads) {
+  // (batch, head) pairs are split over threads, each with its own score tiles.
+  Tensor qkv = randn({3, 70, 48}, 4), gy = randn({3, 70, 16}, 5);
+  auto run = [&](int threads) {
+    setNumThreads(threads);
+    Variable x(qkv, true);
+    Variable y = causalSelfAttention(x, 4);
+    y.backward(gy);
+    setNumThreads(1);
+    return std::make_pair(y.data().toVector(), x.grad().toVector());
+  };
+  auto one = run(1), three = run(3);
+  EXPECT_EQ(one.first, three.first);
+  EXPECT_EQ(one.second, three.second);
 }
 
 TEST(GptOps, AttentionGradCheck) {
