@@ -33,7 +33,7 @@ struct TrainFlags {
   bool noShuffle = false;
   bool noOverlap = false;
   bool workersGiven = false;
-  std::vector<std::string> stragglers, killWorkers, killServers;  // "INDEX:VALUE"
+  std::vector<std::string> stragglers, killWorkers, killServers, pauseWorkers;  // "INDEX:VALUE"
 };
 
 // "INDEX:VALUE" of --straggler, --kill-worker, --kill-server.
@@ -83,7 +83,11 @@ nlohmann::json resultLine(const runtime::TrainConfig& c, const runtime::TrainRes
   if (strategy == "ps") {
     out["servers"] = c.servers;
     out["consistency"] = c.consistency;
-    if (c.consistency == "ssp") out["staleness"] = c.staleness;
+    if (c.consistency == "ssp") {
+      out["staleness"] = c.staleness;
+      out["ssp_reads"] = c.sspReads;
+      if (c.sspReads == "eager") out["fetch_every"] = c.fetchEvery;
+    }
     if (c.consistency == "sync") out["backup_workers"] = c.backupWorkers;
     if (c.consistency == "async") {
       out["push_every"] = c.pushEvery;
@@ -183,6 +187,8 @@ void run(const TrainFlags& f) {
   for (const auto& t : f.stragglers) c.stragglerMs.insert(parseIndexValue<double>("--straggler", t));
   for (const auto& t : f.killWorkers) c.killWorker.insert(parseIndexValue<int64_t>("--kill-worker", t));
   for (const auto& t : f.killServers) c.killServer.insert(parseIndexValue<int64_t>("--kill-server", t));
+  for (const auto& t : f.pauseWorkers)
+    c.pauseWorker.insert(parseIndexValue<int64_t>("--pause-worker", t));
   using P = runtime::TrainConfig::Progress;
   c.progress = f.progress == "bar" ? P::Bar : f.progress == "lines" ? P::Lines
                : f.progress == "off" ? P::Off : P::Auto;
@@ -284,10 +290,15 @@ void addTrainCommand(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--push-every", c.pushEvery, "ps async: steps of gradients accumulated per push")
       ->capture_default_str();
-  sub->add_option("--fetch-every", c.fetchEvery, "ps async: steps between parameter fetches")
+  sub->add_option("--fetch-every", c.fetchEvery,
+                  "ps async, ssp eager: steps between parameter fetches")
+      ->capture_default_str();
+  sub->add_option("--ssp-reads", c.sspReads,
+                  "ps ssp: eager (fetch every --fetch-every steps, block only past the bound) "
+                  "or lazy (fetch only when the cache is too stale)")
       ->capture_default_str();
   sub->add_option("--ps-timeout", c.psTimeoutS,
-                  "ps: seconds of silence after which a worker is declared dead")
+                  "ps: seconds without a message or heartbeat after which a peer is declared dead")
       ->capture_default_str();
   // Stragglers and fault injection (comparisons on one machine).
   sub->add_option("--straggler", flags->stragglers,
@@ -298,6 +309,10 @@ void addTrainCommand(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--kill-worker", flags->killWorkers,
                   "ps: WORKER:STEP: that worker stops answering at STEP (fault injection)")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  sub->add_option("--pause-worker", flags->pauseWorkers,
+                  "ps: WORKER:STEP: that worker goes silent at STEP until every server declared "
+                  "it dead, then carries on (fault injection: re-admission)")
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   sub->add_option("--kill-server", flags->killServers,
                   "ps: SERVER:N: that server stops answering after N updates (fault injection)")

@@ -48,6 +48,8 @@ void TrainConfig::validate(bool workersKnown) const {
                      workers - 1, "] with --workers ", workers, " (got ", backupWorkers, ")");
   DTRAIN_CHECK_USAGE(pushEvery >= 1, "--push-every must be >= 1 (got ", pushEvery, ")");
   DTRAIN_CHECK_USAGE(fetchEvery >= 1, "--fetch-every must be >= 1 (got ", fetchEvery, ")");
+  DTRAIN_CHECK_USAGE(sspReads == "eager" || sspReads == "lazy", "unknown --ssp-reads '", sspReads,
+                     "' (known: eager, lazy)");
   DTRAIN_CHECK_USAGE(std::isfinite(psTimeoutS) && psTimeoutS > 0,
                      "--ps-timeout must be a positive number of seconds (got ", psTimeoutS, ")");
   DTRAIN_CHECK_USAGE(std::isfinite(randomDelayMs) && randomDelayMs >= 0,
@@ -65,6 +67,12 @@ void TrainConfig::validate(bool workersKnown) const {
                        "; worker 0 reports and is never killed)");
     DTRAIN_CHECK_USAGE(step >= 0, "--kill-worker ", w, ":", step, ": the step must be >= 0");
   }
+  for (const auto& [w, step] : pauseWorker) {
+    DTRAIN_CHECK_USAGE(strategy == "ps", "--pause-worker applies to --strategy ps");
+    DTRAIN_CHECK_USAGE(w >= 0 && (!workersKnown || w < workers), "--pause-worker ", w, ":", step,
+                       ": worker ", w, " does not exist (workers are 0..", workers - 1, ")");
+    DTRAIN_CHECK_USAGE(step >= 0, "--pause-worker ", w, ":", step, ": the step must be >= 0");
+  }
   for (const auto& [s, updates] : killServer) {
     DTRAIN_CHECK_USAGE(strategy == "ps", "--kill-server applies to --strategy ps");
     DTRAIN_CHECK_USAGE(s >= 0 && s < servers, "--kill-server ", s, ":", updates, ": server ", s,
@@ -77,8 +85,13 @@ void TrainConfig::validate(bool workersKnown) const {
                        "--backup-workers applies to --consistency sync");
     DTRAIN_CHECK_USAGE(staleness == 0 || consistency == "ssp",
                        "--staleness applies to --consistency ssp");
-    DTRAIN_CHECK_USAGE((pushEvery == 1 && fetchEvery == 1) || consistency == "async",
-                       "--push-every and --fetch-every apply to --consistency async");
+    DTRAIN_CHECK_USAGE(pushEvery == 1 || consistency == "async",
+                       "--push-every applies to --consistency async");
+    DTRAIN_CHECK_USAGE(fetchEvery == 1 || consistency == "async" ||
+                           (consistency == "ssp" && sspReads == "eager"),
+                       "--fetch-every applies to --consistency async and ssp with --ssp-reads eager");
+    DTRAIN_CHECK_USAGE(sspReads == "eager" || consistency == "ssp",
+                       "--ssp-reads applies to --consistency ssp");
     DTRAIN_CHECK_USAGE(optimizer != "lars", "--optimizer lars needs whole-layer norms, which "
                        "sharded servers do not have; use sgd, adam, adamw or adagrad with --strategy ps");
     DTRAIN_CHECK_USAGE(accumulate == 1, "--accumulate applies to --strategy allreduce "

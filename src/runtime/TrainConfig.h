@@ -53,14 +53,16 @@ struct TrainConfig {
   int64_t staleness = 0;             // ssp: steps a worker may run ahead of the slowest
   int backupWorkers = 0;             // sync: gradients dropped per step (the last to arrive)
   int64_t pushEvery = 1;             // async: steps of gradients accumulated per push
-  int64_t fetchEvery = 1;            // async: steps between parameter fetches
-  double psTimeoutS = 60;            // silence after which a worker is declared dead
+  int64_t fetchEvery = 1;            // async, eager ssp: steps between parameter fetches
+  std::string sspReads = "eager";    // ssp: eager (fetch every --fetch-every steps) or lazy
+  double psTimeoutS = 60;            // silence (no message, no heartbeat) before a peer is dead
 
   // Stragglers and faults, for every strategy; keys are worker indices (0..workers-1).
   std::map<int, double> stragglerMs;  // fixed extra delay per step
   double randomDelayMs = 0;           // mean of an exponential extra delay per step, every worker
   std::map<int, int64_t> killWorker;  // worker -> step at which it stops answering
   std::map<int, int64_t> killServer;  // server -> updates after which it stops answering
+  std::map<int, int64_t> pauseWorker; // worker -> step at which it goes silent until declared dead
 
   // Throws UsageError naming the flag on an invalid value. Under mpi the
   // workers are known only once MPI is up: workersKnown false skips the checks

@@ -112,12 +112,15 @@ parallel::ps::PsOptions psOptions(const TrainConfig& c, int rank) {
   o.pushEvery = c.pushEvery;
   o.fetchEvery = c.fetchEvery;
   o.timeoutS = c.psTimeoutS;
+  o.sspEagerReads = c.sspReads == "eager";
   o.optimizer = c.optimizer;
   o.optimizerOptions = optimizerOptions(c);
   const bool server = rank < c.servers;
   const auto& kills = server ? c.killServer : c.killWorker;
   const int index = server ? rank : rank - c.servers;
   if (auto it = kills.find(index); it != kills.end()) o.killAt = it->second;
+  if (auto it = c.pauseWorker.find(index); !server && it != c.pauseWorker.end())
+    o.pauseAt = it->second;
   return o;
 }
 

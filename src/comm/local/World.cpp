@@ -26,8 +26,14 @@ class LocalWork : public Work {
     if (auto w = world_.lock()) w->checkAbort(what());
   }
   void cancel() override {
+    // Withdrawn once already: a second cancel must not wait for a completion
+    // that can no longer come.
+    if (withdrawn_) return;
     auto w = world_.lock();
-    if (!w || w->withdraw(box_, key_, this)) return;
+    if (!w || w->withdraw(box_, key_, this)) {
+      withdrawn_ = true;
+      return;
+    }
     // A peer matched it and is copying right now: let the copy finish so that it
     // never writes into a buffer the caller is about to release.
     while (!finished()) comm::detail::cpuRelax();
@@ -42,6 +48,7 @@ class LocalWork : public Work {
   bool isSend_;
   int box_;
   uint64_t key_;
+  bool withdrawn_ = false;  // cancel() is called by the work's owner only
 };
 
 World::World(int size)

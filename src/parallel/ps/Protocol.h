@@ -5,13 +5,12 @@
 //
 //  worker -> server   kInitTag   Init: worker 0's parameters (+ optimizer state)
 //                     kPushTag   Push: a gradient shard (flag kWantParams: reply with parameters)
-//                     kCtrlTag   Pull (parameters only), Done (end of this worker's run),
-//                                KeepAlive (blocked on another server: not silent)
+//                     kCtrlTag   Pull (parameters only), Done (end of this worker's run)
 //  server -> worker   kReplyTag  Params: the shard's current parameters
-//                     kFinalTag  header-only messages: KeepAlive (to worker 0 while
-//                                others still train), Final (to worker 0; then a
-//                                payload of parameters + optimizer state, then the
-//                                statistics JSON), Shutdown (to a worker declared dead)
+//                     kFinalTag  Final (to worker 0): a header, then a payload of
+//                                parameters + optimizer state, then the statistics JSON
+//
+// Liveness travels apart, as heartbeats on a communicator of its own (Heartbeat.h).
 //
 // Header::seq counts the pushes a worker sent to this server before the
 // message: a server handles a Pull or Done only after those pushes, so a worker
@@ -27,8 +26,9 @@ inline constexpr int kPushTag = 7002;
 inline constexpr int kCtrlTag = 7003;
 inline constexpr int kReplyTag = 7004;
 inline constexpr int kFinalTag = 7005;
+inline constexpr int kNeverTag = 7099;  // never sent: a receive that fails only when the job aborts
 
-enum class Kind : int32_t { Init = 1, Push, Pull, Done, Params, Final, Shutdown, KeepAlive };
+enum class Kind : int32_t { Init = 1, Push, Pull, Done, Params, Final };
 
 // Header::flags
 inline constexpr int32_t kWantParams = 1;  // push: reply with the parameters

@@ -23,18 +23,21 @@ struct PsOptions {
   int backupWorkers = 0;           // sync: late gradients dropped per step
   int64_t pushEvery = 1;           // async: steps accumulated per push
   int64_t fetchEvery = 1;          // async: steps between fetches
-  double timeoutS = 60;            // silence before a worker is declared dead
+  double timeoutS = 60;            // silence (no message, no heartbeat) before a peer is dead
   // Servers: the optimizer they run (by name, as --optimizer).
   std::string optimizer = "sgd";
   optim::OptimizerOptions optimizerOptions;
+  // ssp: refresh the parameters every fetchEvery steps, blocking only when the
+  // slowest worker is more than `staleness` steps behind (eager, ESSP as in
+  // Petuum's Bosen); lazy: fetch only when the cached parameters are too stale.
+  bool sspEagerReads = true;
   // Fault injection: this rank stops answering at this step (worker) or after
   // this many updates (server); -1: never.
   int64_t killAt = -1;
+  // Fault injection (worker): at this step it goes silent, heartbeats too,
+  // until every server has declared it dead; then it carries on. -1: never.
+  int64_t pauseAt = -1;
 
-  // How long a worker waits for a server before naming it dead: a server may
-  // itself wait up to timeoutS for a silent worker first. (While it waits, the
-  // worker keeps the other servers informed that it lives.)
-  double replyTimeoutS() const { return 2 * timeoutS + 2; }
   int workerRank(int worker) const { return servers + worker; }
 };
 

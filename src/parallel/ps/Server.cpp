@@ -45,7 +45,6 @@ ParameterServer::ParameterServer(comm::Communicator& comm, const nn::Module& mod
   for (Peer& p : peers_) {
     p.pushBuf.resize(kHeaderFloats + n_);
     p.ctrlBuf.resize(kHeaderFloats);
-    p.replyBuf.resize(kHeaderFloats + n_);
   }
   stats_.server = server_;
   stats_.workerWaitS.assign(opts_.workers, -1);
@@ -53,9 +52,8 @@ ParameterServer::ParameterServer(comm::Communicator& comm, const nn::Module& mod
 
 ParameterServer::~ParameterServer() {
   for (Peer& p : peers_)
-    for (auto* w : {&p.pushWork, &p.ctrlWork, &p.replyWork})
+    for (auto* w : {&p.pushWork, &p.ctrlWork})
       if (*w) (*w)->cancelIfPending();
-  for (auto& w : stepReplyWorks_) w->cancelIfPending();
 }
 
 std::string ParameterServer::workerName(int w) const {
@@ -64,10 +62,26 @@ std::string ParameterServer::workerName(int w) const {
 
 void ParameterServer::heard(int w) {
   peers_[w].lastHeard = Clock::now();
-  if (peers_[w].dead) {
-    peers_[w].dead = false;
-    if (server_ == 0) log::warn("parameter server: ", workerName(w), " is back");
-  }
+  if (peers_[w].dead) readmit(w);
+}
+
+double ParameterServer::silence(int w) const {
+  const double sinceMessage =
+      std::chrono::duration<double>(Clock::now() - peers_[w].lastHeard).count();
+  return std::min(sinceMessage, hb_->silentFor(w));
+}
+
+void ParameterServer::readmit(int w) {
+  Peer& p = peers_[w];
+  p.dead = false;
+  hb_->setNotice(w, 0);
+  stats_.readmittedWorkers.push_back(w);
+  if (server_ == 0)
+    log::warn("parameter server: ", workerName(w),
+              ", declared dead, speaks again: re-admitted; it refreshes its parameters at its next step",
+              opts_.consistency == Consistency::Sync
+                  ? " (its pushes for steps already closed are dropped until it is back in step)"
+                  : "");
 }
 
 void ParameterServer::receiveInit() {
@@ -151,12 +165,10 @@ void ParameterServer::writeParams(std::vector<float>& buf, int32_t flags) {
 }
 
 void ParameterServer::reply(int w, int32_t flags) {
-  Peer& p = peers_[w];
-  if (p.replyWork) p.replyWork->wait(seconds(opts_.replyTimeoutS()));  // buffer free again
-  writeParams(p.replyBuf, flags);
-  p.replyWork = comm_.isend(p.replyBuf.data(), p.replyBuf.size(), DType::F32,
-                            opts_.workerRank(w), kReplyTag);
-  stats_.bytesOut += static_cast<int64_t>(p.replyBuf.size() * sizeof(float));
+  auto buf = outbox_.buffer(kHeaderFloats + n_);
+  writeParams(*buf, flags);
+  outbox_.send(comm_, buf, w, opts_.workerRank(w), kReplyTag);
+  stats_.bytesOut += static_cast<int64_t>(buf->size() * sizeof(float));
 }
 
 void ParameterServer::handlePush(int w) {
@@ -249,15 +261,13 @@ void ParameterServer::closeSyncStep() {
   ++step_;
   accepted_ = 0;
   // One copy of the new parameters answers every accepted worker.
-  for (auto& work : stepReplyWorks_) work->wait(seconds(opts_.replyTimeoutS()));
-  stepReplyWorks_.clear();
-  writeParams(stepReply_, 0);
+  auto buf = outbox_.buffer(kHeaderFloats + n_);
+  writeParams(*buf, 0);
   for (int w = 0; w < opts_.workers; ++w) {
     if (!peers_[w].awaitingStep) continue;
     peers_[w].awaitingStep = false;
-    stepReplyWorks_.push_back(comm_.isend(stepReply_.data(), stepReply_.size(), DType::F32,
-                                          opts_.workerRank(w), kReplyTag));
-    stats_.bytesOut += static_cast<int64_t>(stepReply_.size() * sizeof(float));
+    outbox_.send(comm_, buf, w, opts_.workerRank(w), kReplyTag);
+    stats_.bytesOut += static_cast<int64_t>(buf->size() * sizeof(float));
   }
 }
 
@@ -270,8 +280,6 @@ bool ParameterServer::serveParked(int w) {
     if (h.kind == Kind::Pull) {
       if (opts_.consistency == Consistency::Ssp && minClock() < h.step - opts_.staleness) break;
       reply(w, 0);
-    } else if (h.kind == Kind::KeepAlive) {
-      // Arrival was the point (heard()).
     } else if (h.kind == Kind::Done) {
       p.done = true;
       anyDone_ = true;
@@ -288,54 +296,73 @@ bool ParameterServer::serveParked(int w) {
 
 void ParameterServer::declareDead(int w, double silentS) {
   peers_[w].dead = true;
-  stats_.deadWorkers.push_back(w);
+  hb_->setNotice(w, kNoticeDeclaredDead);
+  if (std::find(stats_.deadWorkers.begin(), stats_.deadWorkers.end(), w) ==
+      stats_.deadWorkers.end())
+    stats_.deadWorkers.push_back(w);
   const int live = liveWorkers();
   const int needed = opts_.workers - opts_.backupWorkers;
   if (opts_.consistency == Consistency::Sync && live < needed) {
     throw Error(concat(
         "parameter server ", server_, ": ", workerName(w), " sent nothing for ", silentS,
-        " s (--ps-timeout ", opts_.timeoutS, "): declared dead; --consistency sync",
+        " s, not even a heartbeat (--ps-timeout ", opts_.timeoutS,
+        "): declared dead; --consistency sync",
         opts_.backupWorkers ? concat(" with --backup-workers ", opts_.backupWorkers) : "",
         " needs ", needed, " live workers and ", live, " remain",
         opts_.backupWorkers ? "" : " (--backup-workers or --consistency async/ssp go on without it)"));
   }
   if (server_ == 0)
     log::warn("parameter server: ", workerName(w), " sent nothing for ", silentS,
-              " s: declared dead; training goes on with ", live, " workers");
+              " s, not even a heartbeat (--ps-timeout ", opts_.timeoutS,
+              "): declared dead; training goes on with ", live, " workers");
 }
 
-void ParameterServer::checkSilence() {
-  const auto now = Clock::now();
+void ParameterServer::checkLiveness() {
   for (int w = 0; w < opts_.workers; ++w) {
     Peer& p = peers_[w];
-    // A worker we owe a reply is waiting for us, not silent.
-    if (p.done || p.dead || p.awaitingStep || !p.parked.empty()) continue;
-    const double silent = std::chrono::duration<double>(now - p.lastHeard).count();
-    if (silent > opts_.timeoutS) declareDead(w, silent);
+    if (p.done) continue;
+    const double silent = silence(w);
+    if (!p.dead && silent > opts_.timeoutS)
+      declareDead(w, silent);
+    else if (p.dead && silent < opts_.timeoutS)
+      readmit(w);
   }
 }
 
+bool ParameterServer::waitForWorker(comm::Work& work, int w) {
+  const auto slice = seconds(Heartbeat::intervalFor(opts_.timeoutS));
+  while (!work.waitFor(slice)) {
+    checkLiveness();
+    // (A worker that is done is no longer declared dead, but may still die.)
+    if (peers_[w].dead || silence(w) > opts_.timeoutS) return false;
+  }
+  return true;
+}
+
 void ParameterServer::goSilent() {
+  hb_->setSending(false);
   log::warn("parameter server ", server_, ": --kill-server: stops answering after ", version_,
             " updates");
   int32_t never = 0;
-  comm_.recv(&never, 1, DType::I32, opts_.workerRank(0), kFinalTag + 100,
+  comm_.recv(&never, 1, DType::I32, opts_.workerRank(0), kNeverTag,
              comm::Millis(24LL * 3600 * 1000));
   throw Error(concat("parameter server ", server_, " was killed (--kill-server)"));
 }
 
 ServerStats ParameterServer::run() {
+  // Collective over the job (the workers split in setup()): beats travel on a
+  // communicator of their own, driven by a thread of their own.
+  std::vector<int> workerRanks;
+  for (int w = 0; w < opts_.workers; ++w) workerRanks.push_back(opts_.workerRank(w));
+  hb_ = std::make_unique<Heartbeat>(comm_.split(0, comm_.rank()), workerRanks, opts_.timeoutS);
   if (opts_.killAt == 0) goSilent();
   receiveInit();
   start_ = Clock::now();
-  lastFinalKeepAlive_ = start_;
   for (int w = 0; w < opts_.workers; ++w) {
     peers_[w].lastHeard = start_;
     postPush(w);
     postCtrl(w);
   }
-  std::vector<float> keepAlive(kHeaderFloats);
-  comm::WorkPtr keepAliveWork;
   int idle = 0;
   while (!allFinished()) {
     bool progressed = false;
@@ -362,18 +389,8 @@ ServerStats ParameterServer::run() {
       idle = 0;
       continue;
     }
-    checkSilence();
-    // Worker 0 waits for the final state while others still train: tell it we live.
-    const auto now = Clock::now();
-    if (peers_[0].done && now - lastFinalKeepAlive_ > seconds(opts_.timeoutS / 2)) {
-      if (keepAliveWork) keepAliveWork->wait(seconds(opts_.replyTimeoutS()));
-      Header h;
-      h.kind = Kind::KeepAlive;
-      writeHeader(keepAlive.data(), h);
-      keepAliveWork = comm_.isend(keepAlive.data(), keepAlive.size(), DType::F32,
-                                  opts_.workerRank(0), kFinalTag);
-      lastFinalKeepAlive_ = now;
-    }
+    checkLiveness();
+    outbox_.reap();
     // Nothing arrived: back off from yielding to short sleeps (a server must not
     // take a core from the workers it serves).
     if (++idle < 32)
@@ -382,15 +399,20 @@ ServerStats ParameterServer::run() {
       std::this_thread::sleep_for(std::chrono::microseconds(std::min(200, 10 * (idle - 31))));
   }
   stats_.seconds = std::chrono::duration<double>(Clock::now() - start_).count();
-  if (keepAliveWork) keepAliveWork->wait(seconds(opts_.replyTimeoutS()));
   sendFinal();
+  // The last beats tell workers still declared dead that the run is over.
+  for (int w = 0; w < opts_.workers; ++w)
+    hb_->setNotice(w, kNoticeRunOver | (peers_[w].dead ? kNoticeDeclaredDead : 0));
+  hb_->stop();
   return stats_;
 }
 
 void ParameterServer::sendFinal() {
-  for (Peer& p : peers_)
-    if (p.replyWork && !p.dead) p.replyWork->wait(seconds(opts_.replyTimeoutS()));
-  for (auto& work : stepReplyWorks_) work->wait(seconds(opts_.replyTimeoutS()));
+  // Replies still on their way to live workers go first (a worker reads them
+  // before it waits for the final state); those to dead workers are dropped.
+  for (int w = 0; w < opts_.workers; ++w)
+    for (auto& work : outbox_.pendingTo(w))
+      if (!peers_[w].dead && !waitForWorker(*work, w)) break;
   auto st = paramStates(*optimizer_);
   const auto slots = static_cast<int32_t>(optimizer_->slotNames().size());
   const std::string json = stats_.toJson().dump();
@@ -410,26 +432,19 @@ void ParameterServer::sendFinal() {
     for (int32_t k = 0; k < slots; ++k)
       std::memcpy(payload.data() + (1 + k) * n_ + sl[i].shardOffset, st[i].slots[k]->data<float>(),
                   sl[i].length * sizeof(float));
-  const auto wait = seconds(opts_.replyTimeoutS());
   const int dst = opts_.workerRank(0);
-  comm_.send(head.data(), head.size(), DType::F32, dst, kFinalTag, wait);
-  comm_.send(payload.data(), payload.size(), DType::F32, dst, kFinalTag, wait);
-  comm_.send(json.data(), json.size(), DType::U8, dst, kFinalTag, wait);
-  if (server_ != 0) return;
-  // Workers declared dead may be alive but stuck: release them.
-  Header bye;
-  bye.kind = Kind::Shutdown;
-  std::vector<float> byeBuf(kHeaderFloats);
-  writeHeader(byeBuf.data(), bye);
-  for (int w = 0; w < opts_.workers; ++w) {
-    if (!peers_[w].dead) continue;
-    auto work = comm_.isend(byeBuf.data(), byeBuf.size(), DType::F32, opts_.workerRank(w), kFinalTag);
-    try {
-      work->wait(comm::Millis(1000));
-    } catch (const std::exception&) {
-      // A worker that is really gone never takes it; nothing more to do.
-    }
-  }
+  auto deliver = [&](const void* data, size_t count, DType dtype) {
+    auto work = comm_.isend(data, count, dtype, dst, kFinalTag);
+    if (waitForWorker(*work, 0)) return;
+    work->cancelIfPending();
+    throw Error(concat("parameter server ", server_, ": ", workerName(0),
+                       ", which reports the run, sent nothing for ", silence(0),
+                       " s, not even a heartbeat (--ps-timeout ", opts_.timeoutS,
+                       "): the final parameters have nowhere to go"));
+  };
+  deliver(head.data(), head.size(), DType::F32);
+  deliver(payload.data(), payload.size(), DType::F32);
+  deliver(json.data(), json.size(), DType::U8);
 }
 
 }  // namespace dtrain::parallel::ps

@@ -14,10 +14,14 @@
 //    the slowest.
 //
 // The server is a single-threaded event loop over nonblocking receives (one
-// push and one control receive posted per worker). A worker that sends nothing
-// for PsOptions::timeoutS while the server owes it nothing is declared dead:
-// async and ssp go on without it, sync goes on while W-b workers remain and
-// otherwise fails with an error naming it.
+// push and one control receive posted per worker); its sends never block
+// (Outbox). Liveness (Heartbeat.h): a worker is dead after PsOptions::timeoutS
+// without any message or heartbeat from it. Async and ssp go on without it,
+// sync goes on while W-b workers remain and otherwise fails with an error
+// naming it. A worker declared dead that speaks again is re-admitted (said on
+// stderr): it is told so with the heartbeats and refreshes its parameters at
+// its next step; under sync with backup workers its late pushes are dropped
+// and answered with the current parameters until it is back in step.
 #include <chrono>
 #include <deque>
 #include <memory>
@@ -26,6 +30,8 @@
 #include "comm/Communicator.h"
 #include "nn/Module.h"
 #include "optim/Optimizer.h"
+#include "parallel/ps/Heartbeat.h"
+#include "parallel/ps/Outbox.h"
 #include "parallel/ps/Protocol.h"
 #include "parallel/ps/PsOptions.h"
 #include "parallel/ps/ServerStats.h"
@@ -50,8 +56,8 @@ class ParameterServer {
 
  private:
   struct Peer {
-    std::vector<float> pushBuf, ctrlBuf, replyBuf;  // header + payload
-    comm::WorkPtr pushWork, ctrlWork, replyWork;
+    std::vector<float> pushBuf, ctrlBuf;  // header + payload
+    comm::WorkPtr pushWork, ctrlWork;
     std::deque<Header> parked;    // control messages waiting for their turn
     std::vector<float> syncGrad;  // sync: this step's accepted push (header + gradient)
     int64_t pushesDone = 0;       // pushes handled
@@ -72,8 +78,14 @@ class ParameterServer {
   void writeParams(std::vector<float>& buf, int32_t flags);
   void reply(int w, int32_t flags);
   void apply(const float* grad, double lr);
-  void checkSilence();
+  // Seconds since worker w last sent a message or a heartbeat.
+  double silence(int w) const;
+  // Declares silent workers dead and re-admits dead ones that speak again.
+  void checkLiveness();
   void declareDead(int w, double silentS);
+  void readmit(int w);
+  // Waits for a send to worker w while w lives; false once w is declared dead.
+  bool waitForWorker(comm::Work& work, int w);
   int64_t minClock() const;
   int liveWorkers() const;
   bool allFinished() const;
@@ -98,10 +110,10 @@ class ParameterServer {
   double stepLr_ = 0;
   int folded_ = 0;            // workers 0..folded_-1 are summed into grad_ (or absent)
   bool sumStarted_ = false;
-  std::vector<float> stepReply_;              // the step's new parameters, sent to each worker
-  std::vector<comm::WorkPtr> stepReplyWorks_;
   bool anyDone_ = false;
-  std::chrono::steady_clock::time_point start_, lastFinalKeepAlive_;
+  Outbox outbox_;                   // replies in flight
+  std::unique_ptr<Heartbeat> hb_;   // peers: the workers, in order
+  std::chrono::steady_clock::time_point start_;
 };
 
 }  // namespace dtrain::parallel::ps

@@ -22,6 +22,7 @@ nlohmann::json ServerStats::toJson() const {
           {"dropped_per_step", droppedPerStep},
           {"ssp_max_ahead", sspMaxAhead},
           {"dead_workers", deadWorkers},
+          {"readmitted_workers", readmittedWorkers},
           {"worker_wait_s", workerWaitS}};
 }
 
@@ -39,6 +40,7 @@ ServerStats ServerStats::fromJson(const nlohmann::json& j) {
   s.droppedPerStep = j.at("dropped_per_step").get<std::vector<int64_t>>();
   s.sspMaxAhead = j.at("ssp_max_ahead");
   s.deadWorkers = j.at("dead_workers").get<std::vector<int>>();
+  s.readmittedWorkers = j.at("readmitted_workers").get<std::vector<int>>();
   s.workerWaitS = j.at("worker_wait_s").get<std::vector<double>>();
   return s;
 }

@@ -22,7 +22,8 @@ struct ServerStats {
   std::vector<int64_t> staleness = std::vector<int64_t>(kStalenessBuckets, 0);
   std::vector<int64_t> appliedPerStep, droppedPerStep;  // sync: gradients per step
   int64_t sspMaxAhead = 0;  // ssp: most steps a push ran ahead of the slowest worker
-  std::vector<int> deadWorkers;
+  std::vector<int> deadWorkers;        // every worker declared dead at some point
+  std::vector<int> readmittedWorkers;  // one entry per re-admission
   std::vector<double> workerWaitS;  // per worker, from its Done message (-1: none)
 
   void recordStaleness(int64_t versions);

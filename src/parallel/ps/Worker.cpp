@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <numeric>
 #include <string>
 
@@ -60,6 +61,11 @@ void PsWorker::setup(nn::Module& model, optim::Optimizer& optimizer) {
     ctrlBuf_[s].assign(kHeaderFloats, 0.0f);
     replyBuf_[s].assign(kHeaderFloats + n, 0.0f);
   }
+  // Collective over the job (the servers split in run()): beats travel on a
+  // communicator of their own, driven by a thread of their own.
+  std::vector<int> serverRanks(S);
+  std::iota(serverRanks.begin(), serverRanks.end(), 0);
+  hb_ = std::make_unique<Heartbeat>(comm_.split(0, comm_.rank()), serverRanks, opts_.timeoutS);
   // Worker 0's parameters (and optimizer state, after --load) seed the
   // servers, as rank 0's do under allreduce; then every worker fetches them.
   if (worker_ == 0) sendInit(optimizer);
@@ -84,7 +90,8 @@ void PsWorker::sendInit(optim::Optimizer& optimizer) {
     h.slots = hasState && slots > 0 ? slots : 0;
     writeHeader(buf.data(), h);
     gatherShard(plan_, s, src, buf.data() + kHeaderFloats);
-    comm_.send(buf.data(), buf.size(), DType::F32, s, kInitTag, seconds(opts_.replyTimeoutS()));
+    waitServer(*comm_.isend(buf.data(), buf.size(), DType::F32, s, kInitTag), s,
+               "take worker 0's parameters");
     if (h.slots == 0) continue;
     std::vector<float> state(static_cast<size_t>(slots) * n);
     for (int32_t k = 0; k < slots; ++k) {
@@ -92,7 +99,8 @@ void PsWorker::sendInit(optim::Optimizer& optimizer) {
       for (auto& ps : st) slot.push_back(ps.slots[k]->data<float>());
       gatherShard(plan_, s, slot, state.data() + k * n);
     }
-    comm_.send(state.data(), state.size(), DType::F32, s, kInitTag, seconds(opts_.replyTimeoutS()));
+    waitServer(*comm_.isend(state.data(), state.size(), DType::F32, s, kInitTag), s,
+               "take worker 0's optimizer state");
   }
 }
 
@@ -133,7 +141,7 @@ void PsWorker::push(int s, int32_t flags, double lr) {
 }
 
 void PsWorker::sendCtrl(int s, Kind kind, int64_t step) {
-  if (ctrlWork_[s]) ctrlWork_[s]->wait(seconds(opts_.replyTimeoutS()));
+  if (ctrlWork_[s]) waitServer(*ctrlWork_[s], s, "take a control message");
   Header h;
   h.kind = kind;
   h.worker = worker_;
@@ -174,16 +182,31 @@ void PsWorker::receiveParams() {
 }
 
 void PsWorker::waitServer(comm::Work& work, int s, const char* what) {
-  const auto slice = seconds(std::max(0.001, opts_.timeoutS / 4));
-  Timer t;
+  // A live server may keep a worker waiting as long as it must (ssp holds a
+  // fetch until the slowest worker catches up): only its silence counts.
+  const auto slice = seconds(Heartbeat::intervalFor(opts_.timeoutS));
   while (!work.waitFor(slice)) {
-    if (t.seconds() > opts_.replyTimeoutS())
+    const double silent = hb_->silentFor(s);
+    if (silent > opts_.timeoutS) {
+      work.cancelIfPending();  // its buffer may go with the exception
       throw Error(concat(serverName(s), " did not ", what, " of worker ", worker_, " at step ",
-                         step_, " within ", opts_.replyTimeoutS(),
-                         " s: the server died or hangs (--ps-timeout ", opts_.timeoutS, ")"));
-    for (int other = 0; other < opts_.servers; ++other)
-      if (other != s) sendCtrl(other, Kind::KeepAlive, step_);
+                         step_, " and sent nothing for ", silent,
+                         " s, not even a heartbeat (--ps-timeout ", opts_.timeoutS,
+                         "): the server died or hangs"));
+    }
   }
+}
+
+bool PsWorker::declaredDead() {
+  bool any = false;
+  for (int s = 0; s < opts_.servers; ++s) any |= (hb_->takeNotices(s) & kNoticeDeclaredDead) != 0;
+  return any;
+}
+
+bool PsWorker::runOver() const {
+  for (int s = 0; s < opts_.servers; ++s)
+    if (hb_->noticesFrom(s) & kNoticeRunOver) return true;
+  return false;
 }
 
 void PsWorker::applyUpdate(optim::Optimizer& optimizer) {
@@ -207,9 +230,22 @@ void PsWorker::applyUpdate(optim::Optimizer& optimizer) {
       break;
     case Consistency::Ssp:
       // Cached parameters hold every update of clocks < cachedMinClock_; step
-      // `next` may use them while that is at least next - s.
-      fetchNow = cachedMinClock_ < next - opts_.staleness;
+      // `next` may use them while that is at least next - s (lazy reads stop
+      // there). Eager reads also refresh every --fetch-every steps: lazy reads
+      // train on parameters up to s steps of every worker stale even when
+      // nobody lags (Dai et al. 2015).
+      fetchNow = cachedMinClock_ < next - opts_.staleness ||
+                 (opts_.sspEagerReads && next % opts_.fetchEvery == 0);
       break;
+  }
+  if (declaredDead()) {
+    // A server took this worker for dead (it was silent past --ps-timeout)
+    // and has re-admitted it or will on its next message: the cached
+    // parameters may be far behind, so refresh them now.
+    log::warn("worker ", worker_, " (rank ", comm_.rank(),
+              "): a parameter server declared this worker dead; it rejoins at step ", next,
+              " with fresh parameters");
+    fetchNow = true;
   }
   // ssp fetches separately, after the push: the server holds that answer back
   // until the slowest worker is close enough; a push is never held back.
@@ -231,9 +267,53 @@ bool PsWorker::stopBefore(int64_t step) {
     log::warn("worker ", worker_, " (rank ", comm_.rank(), "): --kill-worker: stops answering at step ",
               step);
     dead_ = true;
+    hb_->setSending(false);
+    return true;
+  }
+  if (opts_.pauseAt >= 0 && step == opts_.pauseAt) pauseUntilDeclaredDead();
+  if (runOver()) {
+    // Only a worker declared dead can still be training when the run ends.
+    log::warn("worker ", worker_, " (rank ", comm_.rank(),
+              "): the parameter servers ended the run while this worker was declared dead; it stops at step ",
+              step);
+    finished_ = true;
     return true;
   }
   return false;
+}
+
+void PsWorker::pauseUntilDeclaredDead() {
+  log::warn("worker ", worker_, " (rank ", comm_.rank(), "): --pause-worker: silent from step ",
+            step_ + 1, " until every server has declared it dead");
+  hb_->setSending(false);
+  std::vector<bool> told(opts_.servers, false);
+  waitForServers(
+      [&] {
+        bool all = true;
+        for (int s = 0; s < opts_.servers; ++s) {
+          const int64_t n = hb_->noticesFrom(s);
+          told[s] = told[s] || (n & kNoticeDeclaredDead);
+          all = all && (told[s] || (n & kNoticeRunOver));
+        }
+        return all;
+      });
+  hb_->setSending(true);
+}
+
+void PsWorker::waitForServers(const std::function<bool()>& pred) {
+  // A receive nobody sends to: it fails when the job is aborted (another rank
+  // failed), which the heartbeats alone would not notice.
+  int32_t never = 0;
+  auto probe = comm_.irecv(&never, 1, DType::I32, 0, kNeverTag);
+  const auto slice = std::chrono::milliseconds(
+      static_cast<int64_t>(1000 * Heartbeat::intervalFor(opts_.timeoutS)) + 1);
+  try {
+    while (!hb_->waitUntil(pred, slice)) probe->test();
+  } catch (...) {
+    probe->cancelIfPending();
+    throw;
+  }
+  probe->cancelIfPending();
 }
 
 void PsWorker::syncModel(nn::Module& model, optim::Optimizer* optimizer) {
@@ -261,7 +341,8 @@ void PsWorker::syncModel(nn::Module& model, optim::Optimizer* optimizer) {
 }
 
 void PsWorker::finish(nn::Module& model, optim::Optimizer& optimizer) {
-  if (dead_) return waitShutdown();
+  if (dead_) return playDead();
+  if (finished_ && runOver()) return hb_->stop();  // nobody listens any more
   // Gradients accumulated since the last push (async --push-every) still count.
   if (accumulated_ > 0) {
     const double lr = opts_.consistency == Consistency::Sync ? optimizer.lr()
@@ -275,6 +356,7 @@ void PsWorker::finish(nn::Module& model, optim::Optimizer& optimizer) {
     waitServer(*ctrlWork_[s], s, "take the end-of-run message");
   }
   if (worker_ == 0) receiveFinal();
+  hb_->stop();
 }
 
 void PsWorker::receiveFinal() {
@@ -282,39 +364,34 @@ void PsWorker::receiveFinal() {
   finalHeader_.resize(opts_.servers);
   finalPayload_.resize(opts_.servers);
   serverStats_.resize(opts_.servers);
+  auto receive = [&](void* data, size_t count, DType dtype, int s) {
+    waitServer(*comm_.irecv(data, count, dtype, s, kFinalTag), s, "send the final state");
+  };
   for (int s = 0; s < opts_.servers; ++s) {
+    // Other workers may still train for long: the servers' heartbeats say they live.
     std::vector<float> head(kHeaderFloats);
-    Header h;
-    do {  // keep-alives arrive while other workers still train
-      try {
-        comm_.recv(head.data(), head.size(), DType::F32, s, kFinalTag, seconds(opts_.replyTimeoutS()));
-      } catch (const TimeoutError&) {
-        throw Error(concat(serverName(s), " sent neither the final parameters nor a keep-alive to ",
-                           "worker 0 within ", opts_.replyTimeoutS(), " s: the server died or hangs"));
-      }
-      h = readHeader(head.data());
-    } while (h.kind == Kind::KeepAlive);
+    receive(head.data(), head.size(), DType::F32, s);
+    const Header h = readHeader(head.data());
     DTRAIN_CHECK(h.kind == Kind::Final, serverName(s), ": unexpected final message kind ",
                  static_cast<int>(h.kind));
     const int64_t n = plan_.shardSize(s);
     finalHeader_[s] = h;
     finalPayload_[s].resize(static_cast<size_t>(1 + h.slots) * n);
-    comm_.recv(finalPayload_[s].data(), finalPayload_[s].size(), DType::F32, s, kFinalTag,
-               seconds(opts_.replyTimeoutS()));
+    receive(finalPayload_[s].data(), finalPayload_[s].size(), DType::F32, s);
     std::string json(static_cast<size_t>(h.extra), '\0');
-    comm_.recv(json.data(), json.size(), DType::U8, s, kFinalTag, seconds(opts_.replyTimeoutS()));
+    receive(json.data(), json.size(), DType::U8, s);
     serverStats_[s] = ServerStats::fromJson(nlohmann::json::parse(json));
     scatterShard(plan_, s, finalPayload_[s].data(), ptrs);
   }
   fresh_ = true;
 }
 
-void PsWorker::waitShutdown() {
-  // Fault injection: this worker plays dead (silent) until the servers have
-  // declared it so and finished; under mpirun a process that exits early
-  // would end the whole job.
-  std::vector<float> head(kHeaderFloats);
-  comm_.recv(head.data(), head.size(), DType::F32, 0, kFinalTag, comm::Millis(24LL * 3600 * 1000));
+void PsWorker::playDead() {
+  // Fault injection: silent (no heartbeats either) until the servers have
+  // finished; under mpirun a process that exits early would end the whole job.
+  hb_->setSending(false);
+  waitForServers([&] { return runOver(); });
+  hb_->stop();
 }
 
 std::map<std::string, double> PsWorker::stats() const {

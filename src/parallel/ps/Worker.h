@@ -7,17 +7,25 @@
 //  - sync: push every step and wait for the step's update;
 //  - async (Downpour): push the gradients accumulated over --push-every steps,
 //    fetch every --fetch-every steps, never wait for other workers;
-//  - ssp: push every step; fetch only when the cached parameters are too
-//    stale (older than step - s), the servers answering once the slowest
-//    worker has caught up to within s steps.
+//  - ssp: push every step; fetch every --fetch-every steps (eager reads,
+//    default) or only when the cached parameters are too stale (lazy reads),
+//    the servers answering a fetch for step t once the slowest worker has
+//    completed step t - s.
+//
+// Liveness (Heartbeat.h): a server is dead after --ps-timeout seconds without
+// a message or heartbeat from it. A worker a server declared dead (it was
+// silent, e.g. stopped) refreshes its parameters at its next step; one that
+// learns the run ended while it was declared dead stops.
 //
 // The optimizer runs on the servers: this rank's optimizer only receives the
 // servers' state at the end, for the checkpoint.
+#include <functional>
 #include <memory>
 #include <vector>
 
 #include "comm/Communicator.h"
 #include "parallel/Strategy.h"
+#include "parallel/ps/Heartbeat.h"
 #include "parallel/ps/Protocol.h"
 #include "parallel/ps/PsOptions.h"
 #include "parallel/ps/ServerStats.h"
@@ -60,11 +68,21 @@ class PsWorker final : public Strategy {
   void push(int s, int32_t flags, double lr);
   void sendCtrl(int s, Kind kind, int64_t step);
   void receiveParams();
-  // Waits for an operation with server s; while it waits, tells the other
-  // servers this worker lives. Throws naming s after replyTimeoutS.
+  // Waits for an operation with server s; throws naming s once s has been
+  // silent (no message, no heartbeat) for --ps-timeout.
   void waitServer(comm::Work& work, int s, const char* what);
   void receiveFinal();
-  void waitShutdown();
+  // Fault injection: silent until the servers end the run (kill) or have all
+  // declared this worker dead (pause).
+  void playDead();
+  void pauseUntilDeclaredDead();
+  // Blocks until pred() (checked as heartbeats arrive) holds; throws when the
+  // job is aborted meanwhile.
+  void waitForServers(const std::function<bool()>& pred);
+  // Notices the servers sent with their heartbeats since the last look
+  // (Heartbeat.h); true when one declared this worker dead.
+  bool declaredDead();
+  bool runOver() const;
   std::vector<float*> paramPtrs();
   std::string serverName(int s) const;
 
@@ -80,6 +98,7 @@ class PsWorker final : public Strategy {
   std::vector<int64_t> sent_;                  // pushes sent, per server
   std::vector<int64_t> version_;               // version of the cached shard, per server
   std::vector<int64_t> accumVersion_;         // per server: version at the first accumulated step
+  std::unique_ptr<Heartbeat> hb_;             // peers: the servers, in order
   int64_t accumulated_ = 0;
   int64_t cachedMinClock_ = 0;
   int64_t step_ = 0;
