@@ -34,8 +34,9 @@ struct PsOptions {
   // Fault injection: this rank stops answering at this step (worker) or after
   // this many updates (server); -1: never.
   int64_t killAt = -1;
-  // Fault injection (worker): at this step it goes silent, heartbeats too,
-  // until every server has declared it dead; then it carries on. -1: never.
+  // Fault injection (worker): after its push of this step it goes silent,
+  // heartbeats too, until every server has declared it dead; then it reads
+  // its replies and carries on. -1: never.
   int64_t pauseAt = -1;
 
   int workerRank(int worker) const { return servers + worker; }

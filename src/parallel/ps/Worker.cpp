@@ -257,6 +257,8 @@ void PsWorker::applyUpdate(optim::Optimizer& optimizer) {
   }
   if (fetchNow && !(pushNow && combined))
     for (int s = 0; s < opts_.servers; ++s) sendCtrl(s, Kind::Pull, next);
+  // Mid-step, so that the servers owe this worker a reply while it is silent.
+  if (step_ == opts_.pauseAt) pauseUntilDeclaredDead();
   if (fetchNow) receiveParams();
   readStalenessMax_ = std::max(readStalenessMax_, next - cachedMinClock_);
 }
@@ -270,7 +272,6 @@ bool PsWorker::stopBefore(int64_t step) {
     hb_->setSending(false);
     return true;
   }
-  if (opts_.pauseAt >= 0 && step == opts_.pauseAt) pauseUntilDeclaredDead();
   if (runOver()) {
     // Only a worker declared dead can still be training when the run ends.
     log::warn("worker ", worker_, " (rank ", comm_.rank(),
@@ -283,8 +284,8 @@ bool PsWorker::stopBefore(int64_t step) {
 }
 
 void PsWorker::pauseUntilDeclaredDead() {
-  log::warn("worker ", worker_, " (rank ", comm_.rank(), "): --pause-worker: silent from step ",
-            step_ + 1, " until every server has declared it dead");
+  log::warn("worker ", worker_, " (rank ", comm_.rank(), "): --pause-worker: silent after its push of step ",
+            step_, " until every server has declared it dead");
   hb_->setSending(false);
   std::vector<bool> told(opts_.servers, false);
   waitForServers(
@@ -414,7 +415,7 @@ nlohmann::json PsWorker::report() const {
   std::vector<int64_t> updates, pushes, in, out;
   std::vector<double> rate;
   int64_t maxAhead = 0;
-  std::vector<int> dead;
+  std::vector<int> dead, readmitted;
   for (const ServerStats& s : serverStats_) {
     updates.push_back(s.updates);
     pushes.push_back(s.pushes);
@@ -424,6 +425,9 @@ nlohmann::json PsWorker::report() const {
     maxAhead = std::max(maxAhead, s.sspMaxAhead);
     for (int w : s.deadWorkers)
       if (std::find(dead.begin(), dead.end(), w) == dead.end()) dead.push_back(w);
+    for (int w : s.readmittedWorkers)
+      if (std::find(readmitted.begin(), readmitted.end(), w) == readmitted.end())
+        readmitted.push_back(w);
   }
   j["server_updates"] = updates;
   j["server_pushes"] = pushes;
@@ -448,6 +452,7 @@ nlohmann::json PsWorker::report() const {
   j["dropped_gradients"] = s0.dropped;
   if (opts_.consistency == Consistency::Ssp) j["ssp_max_ahead"] = maxAhead;
   j["dead_workers"] = dead;
+  j["readmitted_workers"] = readmitted;
   return j;
 }
 
