@@ -36,17 +36,17 @@ bool contains(const std::vector<int>& v, int x) { return std::find(v.begin(), v.
 
 TEST(PsLiveness, ABusyWorkerIsNeverTakenForDead) {
   CpuHog hog;
-  // Worker 2 spends 2.5 s per step without a word to the servers (a long
-  // forward pass, a stall): only its heartbeats speak for it.
-  runtime::TrainConfig c = psConfig(3, 2);
-  c.stragglerMs[2] = 2500;
+  // Worker 2 spends 2 s (twice --ps-timeout) on its step without a word to
+  // the servers (a long forward pass, a stall): only its heartbeats speak for it.
+  runtime::TrainConfig c = psConfig(3, 1);
+  c.stragglerMs[2] = 2000;
   for (Consistency mode : {Consistency::Async, Consistency::Sync}) {
     auto o = psOptions(c, 2, mode);
     o.timeoutS = 1;
     auto run = runPs(c, o);
     for (const auto& st : run.servers) {
       EXPECT_TRUE(st.deadWorkers.empty()) << parallel::ps::consistencyName(mode);
-      EXPECT_EQ(st.updates, mode == Consistency::Sync ? 2 : 2 * 3);
+      EXPECT_EQ(st.updates, mode == Consistency::Sync ? 1 : 3);
     }
   }
 }
@@ -74,7 +74,8 @@ TEST_P(Readmission, AWorkerDeclaredDeadThatSpeaksAgainRejoins) {
   auto run = runPs(c, o, [](int rank, parallel::ps::PsOptions& mine) {
     if (rank == 2 + 1) mine.pauseAt = 3;
   });
-  EXPECT_EQ(run.result.steps, 300);
+  // (With backup workers a late worker 0 may be told to stop a few steps early.)
+  if (k.mode != Consistency::Sync) EXPECT_EQ(run.result.steps, 300);
   for (const auto& st : run.servers) {
     EXPECT_EQ(st.deadWorkers, std::vector<int>{1}) << "only the silent worker";
     EXPECT_TRUE(contains(st.readmittedWorkers, 1));
@@ -118,7 +119,10 @@ TEST(PsOutbox, SendsNeverWaitForAWorkerThatDoesNotReceive) {
       for (auto& w : box.pendingTo(1)) w->wait();
       box.reap();
       EXPECT_TRUE(box.pendingTo(1).empty());
-      EXPECT_EQ(box.buffer(n).get(), a.get()) << "a delivered buffer is reused";
+      const auto* first = a.get();
+      a.reset();
+      b.reset();
+      EXPECT_EQ(box.buffer(n).get(), first) << "a delivered buffer is reused";
       // Withdrawn at the end when never received: no wait either.
       box.send(comm, box.buffer(n), 1, 1, 12);
       box.cancelAll();

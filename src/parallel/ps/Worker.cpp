@@ -238,15 +238,6 @@ void PsWorker::applyUpdate(optim::Optimizer& optimizer) {
                  (opts_.sspEagerReads && next % opts_.fetchEvery == 0);
       break;
   }
-  if (declaredDead()) {
-    // A server took this worker for dead (it was silent past --ps-timeout)
-    // and has re-admitted it or will on its next message: the cached
-    // parameters may be far behind, so refresh them now.
-    log::warn("worker ", worker_, " (rank ", comm_.rank(),
-              "): a parameter server declared this worker dead; it rejoins at step ", next,
-              " with fresh parameters");
-    fetchNow = true;
-  }
   // ssp fetches separately, after the push: the server holds that answer back
   // until the slowest worker is close enough; a push is never held back.
   const bool combined = fetchNow && opts_.consistency != Consistency::Ssp;
@@ -260,6 +251,16 @@ void PsWorker::applyUpdate(optim::Optimizer& optimizer) {
   // Mid-step, so that the servers owe this worker a reply while it is silent.
   if (step_ == opts_.pauseAt) pauseUntilDeclaredDead();
   if (fetchNow) receiveParams();
+  if (declaredDead()) {
+    // A server took this worker for dead (it was silent past --ps-timeout)
+    // and re-admits it with this step's messages: what it holds may be far
+    // behind, so it reads the current parameters before its next step.
+    log::warn("worker ", worker_, " (rank ", comm_.rank(),
+              "): a parameter server declared this worker dead; it rejoins at step ", next,
+              " with fresh parameters");
+    for (int s = 0; s < opts_.servers; ++s) sendCtrl(s, Kind::Pull, next);
+    receiveParams();
+  }
   readStalenessMax_ = std::max(readStalenessMax_, next - cachedMinClock_);
 }
 
