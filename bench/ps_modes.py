@@ -47,6 +47,7 @@ MODES = {  # slug -> (label, extra flags); {S} is replaced by --servers
     "ps-sync-backup1": ("ps sync, 1 backup", "--strategy ps --servers {S} --consistency sync --backup-workers 1"),
     "ps-ssp2": ("ps ssp s=2", "--strategy ps --servers {S} --consistency ssp --staleness 2"),
     "ps-ssp8": ("ps ssp s=8", "--strategy ps --servers {S} --consistency ssp --staleness 8"),
+    "ps-ssp2-lazy": ("ps ssp s=2, lazy reads", "--strategy ps --servers {S} --consistency ssp --staleness 2 --ssp-reads lazy"),
     "ps-async": ("ps async", "--strategy ps --servers {S} --consistency async"),
     "hogwild": ("hogwild", "--strategy hogwild"),
 }

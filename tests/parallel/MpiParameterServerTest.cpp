@@ -71,6 +71,26 @@ TEST(MpiParameterServer, AsyncGoesOnWhenAWorkerDies) {
   EXPECT_EQ(line.at("steps"), 50);
   EXPECT_EQ(line.at("server_updates"), nlohmann::json::array({50 * 2 + 10}));
 }
+
+// Worker 1 falls silent (heartbeats too) after its push of step 3 until the
+// server declares it dead, then speaks again: re-admitted, it trains to the
+// end. Workers 0 and 2 sleep 10 ms per step: >= 3 s, still running when it
+// comes back (~0.2 s after the declaration).
+TEST(MpiParameterServer, AWorkerDeclaredDeadIsReadmitted) {
+  auto r = runShell(mpirun(4) +
+                    " train --dataset synthetic --synthetic-size 1000 --epochs 1000 --max-steps 300 "
+                    "--lr 0.01 --seed 7 --progress off --batch-size 16 --backend mpi --strategy ps "
+                    "--servers 1 --consistency async --pause-worker 1:3 --ps-timeout 1 "
+                    "--straggler 0:10 --straggler 2:10");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("worker 1 (rank 2), declared dead, speaks again: re-admitted"), std::string::npos)
+      << r.err;
+  auto line = nlohmann::json::parse(r.lastLine());
+  EXPECT_EQ(line.at("dead_workers"), nlohmann::json::array({1}));
+  EXPECT_EQ(line.at("readmitted_workers"), nlohmann::json::array({1}));
+  EXPECT_EQ(line.at("steps"), 300);
+  EXPECT_EQ(line.at("server_updates"), nlohmann::json::array({300 * 3}));
+}
 #else
 TEST(MpiParameterServer, SkippedWithoutMpi) { GTEST_SKIP() << "built without MPI"; }
 #endif
