@@ -48,17 +48,19 @@ void adagradKernel(float* __restrict p, const float* __restrict g, float* __rest
 
 }  // namespace
 
-void Adagrad::update(float* p, const float* g, int64_t n, int64_t step, double lr,
+void Adagrad::update(float* p, const float* g, int64_t n, int64_t step, double lr, bool decay,
                      std::vector<Tensor>& slots) {
+  // Parameter groups (--decay-2d-only): no decay for this parameter.
+  const double wdv = decay ? options_.weightDecay : 0.0;
   float* sum = slots[0].data<float>();
   const double clr = lr / (1.0 + static_cast<double>(step - 1) * options_.lrDecay);
   const float negClr = static_cast<float>(-clr);
-  const float wd = static_cast<float>(options_.weightDecay);
+  const float wd = static_cast<float>(wdv);
   const float eps = static_cast<float>(options_.eps);
   auto run = [&](auto kernel) {
     detail::forRange(n, [=](int64_t lo, int64_t hi) { kernel(p, g, sum, lo, hi, wd, eps, negClr); });
   };
-  if (options_.weightDecay != 0)
+  if (wdv != 0)
     run(adagradKernel<true>);
   else
     run(adagradKernel<false>);

@@ -22,7 +22,7 @@ class Adagrad : public Optimizer {
 
  protected:
   std::vector<Tensor> initSlots(const Tensor& param) const override;
-  void update(float* p, const float* g, int64_t n, int64_t step, double lr,
+  void update(float* p, const float* g, int64_t n, int64_t step, double lr, bool decay,
               std::vector<Tensor>& slots) override;
 
  private:

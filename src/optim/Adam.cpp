@@ -56,8 +56,10 @@ void adamKernel(float* __restrict p, const float* __restrict g, float* __restric
 
 }  // namespace
 
-void Adam::update(float* p, const float* g, int64_t n, int64_t step, double lr,
+void Adam::update(float* p, const float* g, int64_t n, int64_t step, double lr, bool decay,
                   std::vector<Tensor>& slots) {
+  // Parameter groups (--decay-2d-only): no decay for this parameter.
+  const double wdv = decay ? options_.weightDecay : 0.0;
   float* m = slots[0].data<float>();
   float* v = slots[1].data<float>();
   const double b1 = options_.beta1, b2 = options_.beta2;
@@ -70,8 +72,8 @@ void Adam::update(float* p, const float* g, int64_t n, int64_t step, double lr,
   s.fb2 = static_cast<float>(b2);
   s.ob1 = static_cast<float>(1.0 - b1);
   s.ob2 = static_cast<float>(1.0 - b2);
-  s.wd = static_cast<float>(options_.weightDecay);
-  s.shrink = static_cast<float>(1.0 - lr * options_.weightDecay);
+  s.wd = static_cast<float>(wdv);
+  s.shrink = static_cast<float>(1.0 - lr * wdv);
   s.negStepSize = static_cast<float>(-(lr / bc1));
   s.bc2Sqrt = static_cast<float>(std::sqrt(bc2));
   s.eps = static_cast<float>(options_.eps);
@@ -80,7 +82,7 @@ void Adam::update(float* p, const float* g, int64_t n, int64_t step, double lr,
   };
   if (decoupled_)
     run(adamKernel<true, false>);
-  else if (options_.weightDecay != 0)
+  else if (wdv != 0)
     run(adamKernel<false, true>);
   else
     run(adamKernel<false, false>);

@@ -24,7 +24,7 @@ class Adam : public Optimizer {
  protected:
   Adam(NamedParameters params, const AdamOptions& options, bool decoupled);
   std::vector<Tensor> initSlots(const Tensor& param) const override;
-  void update(float* p, const float* g, int64_t n, int64_t step, double lr,
+  void update(float* p, const float* g, int64_t n, int64_t step, double lr, bool decay,
               std::vector<Tensor>& slots) override;
 
  private:

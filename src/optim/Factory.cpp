@@ -30,8 +30,9 @@ const std::vector<std::string>& optimizerNames() {
   return names;
 }
 
-std::unique_ptr<Optimizer> makeOptimizer(const std::string& name, NamedParameters params,
-                                         const OptimizerOptions& o) {
+namespace {
+std::unique_ptr<Optimizer> makeByName(const std::string& name, NamedParameters params,
+                                      const OptimizerOptions& o) {
   if (name == "sgd") {
     rejectOption(o.beta1, "--beta1", name);
     rejectOption(o.beta2, "--beta2", name);
@@ -77,6 +78,14 @@ std::unique_ptr<Optimizer> makeOptimizer(const std::string& name, NamedParameter
   }
   if (name == "lars") return makeLars(std::move(params), o);
   throw UsageError("unknown --optimizer '" + name + "' (expected one of: " + joinNames() + ")");
+}
+}  // namespace
+
+std::unique_ptr<Optimizer> makeOptimizer(const std::string& name, NamedParameters params,
+                                         const OptimizerOptions& o) {
+  auto opt = makeByName(name, std::move(params), o);
+  if (o.decay2dOnly) opt->setDecay2dOnly(*o.decay2dOnly);
+  return opt;
 }
 
 }  // namespace dtrain::optim

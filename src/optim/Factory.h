@@ -18,6 +18,8 @@ struct OptimizerOptions {
   std::optional<bool> nesterov{};
   // all
   std::optional<double> weightDecay{};
+  // Weight decay only for parameters with >= 2 dims (Optimizer::setDecay2dOnly).
+  std::optional<bool> decay2dOnly{};
   // adam, adamw
   std::optional<double> beta1{};
   std::optional<double> beta2{};

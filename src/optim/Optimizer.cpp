@@ -21,6 +21,13 @@ Optimizer::Optimizer(NamedParameters params, double lr) : params_(std::move(para
   }
   steps_.resize(params_.size());
   slots_.resize(params_.size());
+  decay_.assign(params_.size(), 1);
+}
+
+void Optimizer::setDecay2dOnly(bool on) {
+  decay2dOnly_ = on;
+  for (size_t i = 0; i < params_.size(); ++i)
+    decay_[i] = !on || params_[i].second.data().dim() >= 2;
 }
 
 std::optional<size_t> Optimizer::indexOf(const std::string& paramName) const {
@@ -62,7 +69,7 @@ void Optimizer::updateParameter(size_t i) {
   if (!steps_[i].defined()) ensureState({i});
   int64_t& s = *steps_[i].data<int64_t>();
   ++s;
-  update(p.data<float>(), g.data<float>(), p.numel(), s, lr_, slots_[i]);
+  update(p.data<float>(), g.data<float>(), p.numel(), s, lr_, decay_[i] != 0, slots_[i]);
 }
 
 void Optimizer::zeroGrad() {

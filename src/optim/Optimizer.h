@@ -83,6 +83,13 @@ class Optimizer {
   // Bytes of allocated state (ZeRO reports how sharding shrinks it).
   int64_t stateBytes() const;
 
+  // Parameter groups as nanoGPT makes them: weight decay only for parameters
+  // with >= 2 dimensions (matrices, embeddings), none for biases and norm
+  // weights. Off by default (every parameter decays, as torch's single group).
+  void setDecay2dOnly(bool on);
+  bool decay2dOnly() const { return decay2dOnly_; }
+  bool decays(size_t i) const { return decay_.at(i) != 0; }
+
   // Number of step() calls so far (saved in checkpoints).
   int64_t stepCount() const { return stepCount_; }
   void setStepCount(int64_t n) { stepCount_ = n; }
@@ -92,7 +99,8 @@ class Optimizer {
   virtual std::vector<Tensor> initSlots(const Tensor& param) const = 0;
   // Applies one update to p (n floats) from g; `step` is the parameter's step
   // count after incrementing (1 on the first update); slots as initSlots made them.
-  virtual void update(float* p, const float* g, int64_t n, int64_t step, double lr,
+  // `decay` false: skip weight decay for this parameter (setDecay2dOnly).
+  virtual void update(float* p, const float* g, int64_t n, int64_t step, double lr, bool decay,
                       std::vector<Tensor>& slots) = 0;
 
  private:
@@ -101,6 +109,8 @@ class Optimizer {
   // Per parameter: the step count (I64 [1], undefined until allocated) and slots.
   std::vector<Tensor> steps_;
   std::vector<std::vector<Tensor>> slots_;
+  std::vector<char> decay_;  // per parameter: weight decay applies
+  bool decay2dOnly_ = false;
   double lr_;
   int64_t stepCount_ = 0;
 };

@@ -75,10 +75,12 @@ void sgdDispatch(float* p, const float* g, float* buf, int64_t n, bool momentum,
 
 }  // namespace
 
-void Sgd::update(float* p, const float* g, int64_t n, int64_t step, double lr,
+void Sgd::update(float* p, const float* g, int64_t n, int64_t step, double lr, bool decay,
                  std::vector<Tensor>& slots) {
+  // Parameter groups (--decay-2d-only): no decay for this parameter.
+  const double wdv = decay ? options_.weightDecay : 0.0;
   // Scalars are cast to float as torch does for f32 tensors.
-  const float wd = static_cast<float>(options_.weightDecay);
+  const float wd = static_cast<float>(wdv);
   const float negLr = static_cast<float>(-lr);
   const float mom = static_cast<float>(options_.momentum);
   const float keep = static_cast<float>(1.0 - options_.dampening);
@@ -88,7 +90,7 @@ void Sgd::update(float* p, const float* g, int64_t n, int64_t step, double lr,
   // without dampening; it skips the decay op when weight_decay is 0 (so an inf
   // parameter stays inf).
   const bool first = step == 1;
-  if (options_.weightDecay != 0)
+  if (wdv != 0)
     sgdDispatch<true>(p, g, buf, n, momentum, first, options_.nesterov, wd, mom, keep, negLr);
   else
     sgdDispatch<false>(p, g, buf, n, momentum, first, options_.nesterov, wd, mom, keep, negLr);
