@@ -1,7 +1,7 @@
 #include "cli/RankRunner.h"
 
 #include "core/Error.h"
-#include "nn/Models.h"
+#include "nn/ModelRegistry.h"
 #include "parallel/allreduce/DataParallel.h"
 #include "parallel/ps/Server.h"
 #include "parallel/ps/Worker.h"
@@ -26,7 +26,7 @@ std::optional<runtime::TrainResult> train(const runtime::TrainConfig& c,
                                           const SharedRun& shared) {
   const bool reporter = strategy->isReporter();
   runtime::Trainer trainer(c, std::move(strategy));
-  if (shared.train) trainer.setData(shared.train, shared.test);
+  trainer.setData(shared.data);
   if (shared.timeline) trainer.setTimeline(shared.timeline);
   runtime::TrainResult r = trainer.run();
   if (!reporter) return std::nullopt;
@@ -47,7 +47,7 @@ std::optional<runtime::TrainResult> runRank(const runtime::TrainConfig& c, comm:
     auto opts = runtime::psOptions(c, comm.rank());
     if (comm.rank() < c.servers) {
       // The model only gives the servers the parameter names and shapes.
-      auto model = nn::makeModel(c.model, c.seed);
+      auto model = nn::buildModel(c.model, runtime::modelOverrides(c), c.seed);
       parallel::ps::ParameterServer server(comm, *model, opts);
       server.run();
       return std::nullopt;

@@ -15,7 +15,7 @@ namespace dtrain::cli {
 
 // What the ranks of one process share.
 struct SharedRun {
-  std::shared_ptr<const data::Dataset> train, test;  // null: each rank loads its own
+  runtime::TaskData data;                            // null members: each rank loads its own
   runtime::Timeline* timeline = nullptr;             // null: no timeline
   std::shared_ptr<parallel::HogwildShared> hogwild;  // --strategy hogwild
 };

@@ -9,12 +9,14 @@
 #include <type_traits>
 #include <mutex>
 #include <optional>
+#include <tuple>
 
 #include "comm/Registry.h"
 #include "comm/local/Local.h"
 #include "core/ThreadPool.h"
 #include "core/Timer.h"
-#include "nn/Models.h"
+#include "nn/ModelRegistry.h"
+#include "runtime/Task.h"
 #include "optim/Factory.h"
 #include "cli/RankRunner.h"
 #include "parallel/allreduce/DataParallel.h"
@@ -34,7 +36,24 @@ struct TrainFlags {
   bool noOverlap = false;
   bool workersGiven = false;
   std::vector<std::string> stragglers, killWorkers, killServers, pauseWorkers;  // "INDEX:VALUE"
+  std::string adamBetas;                                  // "B1,B2"
+  int64_t nLayer = 0, nHead = 0, nEmbd = 0, blockSize = 0;  // set only when given
 };
+
+// "B1,B2" of --adam-betas.
+std::pair<double, double> parseBetas(const std::string& text) {
+  const auto comma = text.find(',');
+  try {
+    if (comma != std::string::npos) {
+      size_t used1 = 0, used2 = 0;
+      const std::string a = text.substr(0, comma), b = text.substr(comma + 1);
+      const double b1 = std::stod(a, &used1), b2 = std::stod(b, &used2);
+      if (used1 == a.size() && used2 == b.size()) return {b1, b2};
+    }
+  } catch (const std::exception&) {
+  }
+  throw UsageError("--adam-betas " + text + ": expected B1,B2 (e.g. --adam-betas 0.9,0.95)");
+}
 
 // "INDEX:VALUE" of --straggler, --kill-worker, --kill-server.
 template <typename V>
@@ -105,8 +124,7 @@ void runLocal(const runtime::TrainConfig& c) {
   kernels::setBlasThreads(c.threads);
   runtime::Timeline timeline;
   SharedRun shared;
-  shared.train = runtime::loadDataset(c, true);
-  shared.test = runtime::loadDataset(c, false);
+  shared.data = runtime::loadTaskData(c, true);
   if (!c.timeline.empty()) shared.timeline = &timeline;
   if (c.strategy == "hogwild") shared.hogwild = std::make_shared<parallel::HogwildShared>(c.workers);
   timeline.setOrigin(nowMicros());
@@ -179,8 +197,14 @@ void runMpiRank(runtime::TrainConfig c, bool workersGiven) {
   }
 }
 
-void run(const TrainFlags& f) {
+void run(const TrainFlags& f, const CLI::App& sub) {
   runtime::TrainConfig c = f.config;
+  auto given = [&sub](const char* flag) { return sub.count(flag) > 0; };
+  if (given("--n-layer")) c.nLayer = f.nLayer;
+  if (given("--n-head")) c.nHead = f.nHead;
+  if (given("--n-embd")) c.nEmbd = f.nEmbd;
+  if (given("--block-size")) c.blockSize = f.blockSize;
+  if (given("--adam-betas")) std::tie(c.beta1, c.beta2) = parseBetas(f.adamBetas);
   if (f.momentum >= 0 || f.momentum != f.momentum) c.momentum = f.momentum;
   c.shuffle = !f.noShuffle;
   c.overlap = !f.noOverlap;
@@ -192,6 +216,8 @@ void run(const TrainFlags& f) {
   using P = runtime::TrainConfig::Progress;
   c.progress = f.progress == "bar" ? P::Bar : f.progress == "lines" ? P::Lines
                : f.progress == "off" ? P::Off : P::Auto;
+  // Defaults that depend on the model (gpt: text data, the peer's AdamW settings).
+  runtime::applyTaskDefaults(c, given);
   // Under mpi the workers are known only once MPI is up (runMpiRank validates again).
   c.validate(c.backend != "mpi");
   const bool distributed = c.backend == "mpi" || c.workers > 1 || c.strategy == "allreduce";
@@ -216,10 +242,20 @@ void addTrainCommand(CLI::App& app) {
   CLI::App* sub = app.add_subcommand("train", "Train a model (prints one JSON line at the end)");
   // A repeated flag takes its last value, as most command-line tools do.
   sub->option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-  sub->add_option("--model", c.model, "Built-in model")
-      ->check(CLI::IsMember(nn::modelNames()))->capture_default_str();
-  sub->add_option("--dataset", c.dataset, "fashion-mnist or synthetic")
-      ->check(CLI::IsMember({"fashion-mnist", "synthetic"}))->capture_default_str();
+  sub->add_option("--model", c.model, "Built-in model (gpt-*: byte-level language models)")
+      ->check(CLI::IsMember(nn::registeredModelNames()))->capture_default_str();
+  sub->add_option("--dataset", c.dataset,
+                  "fashion-mnist or synthetic (classifiers), text (gpt-*: the default for them)")
+      ->check(CLI::IsMember({"fashion-mnist", "synthetic", "text"}))->capture_default_str();
+  sub->add_option("--text-file", c.textFile,
+                  "--dataset text: train on this file's bytes (default: the King James Bible, kjv)");
+  sub->add_option("--n-layer", flags->nLayer, "gpt: transformer blocks (overrides the preset)");
+  sub->add_option("--n-head", flags->nHead, "gpt: attention heads (overrides the preset)");
+  sub->add_option("--n-embd", flags->nEmbd, "gpt: embedding width (overrides the preset)");
+  sub->add_option("--block-size", flags->blockSize, "gpt: context length (overrides the preset)");
+  sub->add_option("--eval-batches", c.evalBatches,
+                  "gpt: fixed validation batches (of --batch-size windows) per evaluation")
+      ->capture_default_str();
   sub->add_option("--data-dir", c.dataDir, "Directory of the IDX files")->capture_default_str();
   sub->add_option("--synthetic-size", c.syntheticSize, "Training samples of --dataset synthetic")
       ->capture_default_str();
@@ -233,7 +269,15 @@ void addTrainCommand(CLI::App& app) {
   sub->add_option("--lr", c.lr, "Learning rate")->capture_default_str();
   sub->add_option("--momentum", flags->momentum, "SGD momentum (default 0.9)");
   sub->add_flag("--nesterov", c.nesterov, "Nesterov momentum (SGD)");
-  sub->add_option("--weight-decay", c.weightDecay, "L2 penalty (AdamW: decoupled)")
+  sub->add_option("--weight-decay", c.weightDecay, "L2 penalty (AdamW: decoupled; gpt default 0.1)")
+      ->capture_default_str();
+  sub->add_flag("--decay-2d-only,!--no-decay-2d-only", c.decay2dOnly,
+                "Weight decay only for parameters with >= 2 dims, not biases or norm weights "
+                "(nanoGPT's groups; default on for gpt models)");
+  sub->add_option("--adam-betas", flags->adamBetas,
+                  "adam, adamw: B1,B2 (default 0.9,0.999; gpt 0.9,0.95)");
+  sub->add_option("--clip-grad-norm", c.clipGradNorm,
+                  "Clip the global gradient norm to X (0: off; gpt default 1.0)")
       ->capture_default_str();
   sub->add_option("--schedule", c.schedule, "constant, step or cosine")->capture_default_str();
   sub->add_option("--step-size", c.stepSize, "Steps between decays of --schedule step (default: one epoch)");
@@ -317,7 +361,7 @@ void addTrainCommand(CLI::App& app) {
   sub->add_option("--kill-server", flags->killServers,
                   "ps: SERVER:N: that server stops answering after N updates (fault injection)")
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  sub->callback([flags] { run(*flags); });
+  sub->callback([flags, sub] { run(*flags, *sub); });
 }
 
 }  // namespace dtrain::cli

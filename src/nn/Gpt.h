@@ -95,6 +95,9 @@ class Gpt : public Module {
   const GptConfig& config() const { return config_; }
   // (alias, parameter) pairs of tied weights: {"lm_head.weight", "transformer.wte.weight"}.
   static const std::vector<std::pair<std::string, std::string>>& tiedAliases();
+  std::vector<std::pair<std::string, std::string>> parameterAliases() const override {
+    return tiedAliases();
+  }
   // torch's state_dict(): the parameters plus the tied aliases (sharing storage).
   std::vector<std::pair<std::string, Tensor>> stateDict() const;
 

@@ -21,6 +21,10 @@ class Module {
   Variable operator()(const Variable& x) { return forward(x); }
   // One line describing this module's own configuration, e.g. "Linear(784, 256)".
   virtual std::string describe() const = 0;
+  // (alias, parameter) names of tied weights that PyTorch's state_dict lists
+  // twice (GPT's lm_head.weight = transformer.wte.weight): checkpoints write
+  // the alias too, so load_state_dict(strict=True) accepts them. None by default.
+  virtual std::vector<std::pair<std::string, std::string>> parameterAliases() const { return {}; }
 
   // Recursive, in registration order (= the order backward finishes them, reversed).
   std::vector<std::pair<std::string, Variable>> namedParameters() const;

@@ -50,6 +50,24 @@ class Strategy {
   virtual void finishGradients() {}
   // Applies the update for this step.
   virtual void applyUpdate(optim::Optimizer& optimizer) { optimizer.step(); }
+  // Squared L2 norm of the whole model's gradient, after finishGradients(), for
+  // clipping by the global norm (--clip-grad-norm). Collective where a strategy
+  // makes it so: every rank calls it at the same steps. The default sums this
+  // rank's gradients, which is the global gradient for one process and after an
+  // allreduce (every replica holds the same averaged gradient); strategies whose
+  // ranks hold shards of the gradient (ZeRO, tensor parallelism, parameter
+  // servers) override it to sum the shards' squares across ranks.
+  virtual double gradNormSquared(nn::Module& model) {
+    double sum = 0;
+    for (auto& [name, p] : model.namedParameters()) {
+      const Tensor& g = p.grad();
+      if (!g.defined()) continue;
+      const Tensor c = g.contiguous();
+      const float* x = c.data<float>();
+      for (int64_t i = 0, n = c.numel(); i < n; ++i) sum += static_cast<double>(x[i]) * x[i];
+    }
+    return sum;
+  }
   // Combines a per-rank scalar (e.g. the loss) into the global mean. Collective
   // for multi-rank strategies: every rank calls it at the same steps.
   virtual double reduceMetric(double localValue) { return localValue; }

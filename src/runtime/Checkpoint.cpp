@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cinttypes>
 #include <cstdio>
+#include <cstring>
 #include <set>
 #include <tuple>
 #include <unordered_map>
@@ -110,6 +111,11 @@ void saveCheckpoint(const std::string& path, nn::Module& model, optim::Optimizer
   std::vector<std::pair<std::string, Tensor>> tensors;
   for (auto& [name, v] : model.namedParameters()) tensors.emplace_back(name, v.data());
   for (auto& [name, t] : model.namedBuffers()) tensors.emplace_back(name, *t);
+  // Tied weights under both names, as torch's state_dict() lists them.
+  const size_t own = tensors.size();
+  for (const auto& [alias, target] : model.parameterAliases())
+    for (size_t i = 0; i < own; ++i)
+      if (tensors[i].first == target) tensors.emplace_back(alias, tensors[i].second);
   for (const auto& [name, t] : tensors)
     DTRAIN_CHECK(!startsWith(name, kOptimizerPrefix), "saving checkpoint ", path,
                  ": model tensor ", name, " clashes with the reserved '", kOptimizerPrefix,
@@ -164,6 +170,21 @@ CheckpointInfo loadCheckpoint(const std::string& path, nn::Module& model,
   auto params = model.namedParameters();
   for (auto& [name, v] : params) expect("parameter", name, v.data());
   for (auto& [name, t] : model.namedBuffers()) expect("buffer", name, *t);
+  // A tied alias (GPT's lm_head.weight) is optional: files from torch have it,
+  // others may not; when present it must be the very tensor it aliases.
+  for (const auto& [alias, target] : model.parameterAliases()) {
+    auto a = modelKeys.find(alias);
+    auto t = modelKeys.find(target);
+    if (a == modelKeys.end()) continue;
+    used.insert(alias);
+    if (t == modelKeys.end()) continue;  // reported as a missing parameter
+    const Tensor& x = *a->second;
+    const Tensor& y = *t->second;
+    if (x.shape() != y.shape() || x.dtype() != y.dtype() ||
+        std::memcmp(x.contiguous().rawData(), y.contiguous().rawData(), x.nbytes()) != 0)
+      problems.add("tied tensor ", alias, " differs from ", target,
+                   " (they are one parameter of the model)");
+  }
   for (const auto& [name, t] : file.tensors)
     if (!startsWith(name, kOptimizerPrefix) && !used.count(name))
       problems.add("unexpected tensor ", name, " (the model has no parameter or buffer of that name)");

@@ -23,8 +23,18 @@ void TrainConfig::validate(bool workersKnown) const {
   DTRAIN_CHECK_USAGE(prefetch >= 0, "--prefetch must be >= 0 (got ", prefetch, ")");
   DTRAIN_CHECK_USAGE(syntheticSize > 0, "--synthetic-size must be positive (got ", syntheticSize,
                      ")");
-  DTRAIN_CHECK_USAGE(dataset == "fashion-mnist" || dataset == "synthetic", "unknown --dataset '",
-                     dataset, "' (known: fashion-mnist, synthetic)");
+  DTRAIN_CHECK_USAGE(dataset == "fashion-mnist" || dataset == "synthetic" || dataset == "text",
+                     "unknown --dataset '", dataset, "' (known: fashion-mnist, synthetic, text)");
+  DTRAIN_CHECK_USAGE(evalBatches > 0, "--eval-batches must be positive (got ", evalBatches, ")");
+  DTRAIN_CHECK_USAGE(std::isfinite(clipGradNorm) && clipGradNorm >= 0,
+                     "--clip-grad-norm must be a finite number >= 0 (got ", clipGradNorm, ")");
+  DTRAIN_CHECK_USAGE(clipGradNorm == 0 || (strategy != "ps" && strategy != "hogwild"),
+                     "--clip-grad-norm needs the global gradient norm, which --strategy ", strategy,
+                     " does not compute yet (its workers update without combining gradients); "
+                     "use --strategy allreduce or drop --clip-grad-norm");
+  DTRAIN_CHECK_USAGE(!(decay2dOnly && weightDecay > 0 && strategy == "ps"),
+                     "--decay-2d-only: parameter servers hold flat shards of the parameters and "
+                     "cannot tell matrices from biases yet; drop it or use --weight-decay 0");
   DTRAIN_CHECK_USAGE(warmupSteps >= 0, "--warmup-steps must be >= 0 (got ", warmupSteps, ")");
   DTRAIN_CHECK_USAGE(workers >= 1, "--workers must be >= 1 (got ", workers, ")");
   DTRAIN_CHECK_USAGE(strategy.empty() || strategy == "single" || strategy == "allreduce" ||

@@ -9,7 +9,12 @@ namespace dtrain::runtime {
 
 struct TrainConfig {
   std::string model = "mlp";
-  std::string dataset = "fashion-mnist";  // or "synthetic"
+  std::string dataset = "fashion-mnist";  // or "synthetic", or "text" (language models)
+  // Language models (README "Language models"): the corpus (empty: kjv), the
+  // architecture overrides of the gpt preset, the evaluation windows.
+  std::string textFile;
+  std::optional<int64_t> nLayer, nHead, nEmbd, blockSize;
+  int64_t evalBatches = 20;
   std::string dataDir = "/usr/share/datasets/fashion-mnist";
   int64_t syntheticSize = 60000;
   int64_t epochs = 1;
@@ -20,6 +25,9 @@ struct TrainConfig {
   std::optional<double> momentum;  // sgd default 0.9 (as the PyTorch peer)
   bool nesterov = false;
   double weightDecay = 0.0;
+  bool decay2dOnly = false;              // weight decay only for parameters with >= 2 dims
+  std::optional<double> beta1, beta2;    // adam, adamw (--adam-betas)
+  double clipGradNorm = 0;               // max global gradient norm; 0: no clipping
   std::string schedule = "constant";
   int64_t warmupSteps = 0;
   int64_t stepSize = 0;  // step schedule

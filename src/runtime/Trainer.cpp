@@ -5,21 +5,15 @@
 #include <thread>
 #include <vector>
 
-#include "autograd/Ops.h"
 #include "core/Log.h"
 #include "core/ThreadPool.h"
 #include "core/Timer.h"
-#include "data/DistributedSampler.h"
-#include "data/FashionMnist.h"
-#include "data/Loader.h"
-#include "data/SyntheticDataset.h"
-#include "nn/Models.h"
 #include "optim/Factory.h"
 #include "runtime/Checkpoint.h"
+#include "runtime/GradClip.h"
 #include "runtime/Metrics.h"
 #include "runtime/Progress.h"
 #include "tensor/cpu/Blas.h"
-#include "tensor/cpu/Reduce.h"
 
 namespace dtrain::runtime {
 
@@ -30,60 +24,18 @@ nlohmann::json TrainResult::toJson() const {
                    {"epochs", epochs},
                    {"seconds", seconds},
                    {"samples_per_s", samplesPerS},
-                   {"train_loss", trainLoss},
-                   {"test_accuracy", testAccuracy},
-                   {"test_loss", testLoss}};
+                   {"train_loss", trainLoss}};
+  for (const auto& [k, v] : evaluation.items()) j[k] = v;
   for (const auto& [k, v] : strategyStats) j[k] = v;
   for (const auto& [k, v] : strategyReport.items()) j[k] = v;
   return j;
 }
 
-std::shared_ptr<const data::Dataset> loadDataset(const TrainConfig& c, bool train) {
-  if (c.dataset == "synthetic") {
-    data::SyntheticConfig sc;
-    sc.size = train ? c.syntheticSize : std::max<int64_t>(1, c.syntheticSize / 6);
-    sc.seed = 12345;  // the same task for every run; train/test differ by sample index
-    auto base = std::make_shared<data::SyntheticDataset>(sc);
-    if (train) return base;
-    // Test samples: indices past the training range of the same generator.
-    data::SyntheticConfig tc = sc;
-    tc.size = c.syntheticSize + sc.size;
-    auto all = std::make_shared<data::SyntheticDataset>(tc);
-    std::vector<int64_t> idx(sc.size);
-    for (int64_t i = 0; i < sc.size; ++i) idx[i] = c.syntheticSize + i;
-    return std::make_shared<data::SubsetDataset>(all, std::move(idx));
-  }
-  return data::loadFashionMnist(c.dataDir, train);
-}
-
-std::pair<double, double> evaluate(nn::Module& model, const data::Dataset& dataset,
-                                   int64_t batchSize) {
-  autograd::NoGradGuard noGrad;
-  const bool wasTraining = model.isTraining();
-  model.eval();
-  int64_t correct = 0;
-  double lossSum = 0;
-  std::vector<int32_t> pred;
-  for (int64_t begin = 0; begin < dataset.size(); begin += batchSize) {
-    const int64_t end = std::min(dataset.size(), begin + batchSize);
-    data::Batch b = dataset.range(begin, end);
-    Variable logits = model.forward(Variable(b.x));
-    const int64_t n = end - begin, classes = logits.shape()[1];
-    lossSum += autograd::crossEntropy(logits, b.y).item() * static_cast<double>(n);
-    pred.resize(n);
-    kernels::argmaxRows(logits.data().data<float>(), n, classes, pred.data());
-    const int32_t* y = b.y.data<int32_t>();
-    for (int64_t i = 0; i < n; ++i) correct += pred[i] == y[i];
-  }
-  model.train(wasTraining);
-  const double n = static_cast<double>(std::max<int64_t>(1, dataset.size()));
-  return {static_cast<double>(correct) / n, lossSum / n};
-}
-
 Trainer::Trainer(TrainConfig config, std::unique_ptr<parallel::Strategy> strategy)
     : config_(std::move(config)), strategy_(std::move(strategy)) {
   config_.validate();
-  model_ = nn::makeModel(config_.model, config_.seed);
+  modelInfo_ = nn::modelInfo(config_.model, modelOverrides(config_));
+  model_ = nn::buildModel(config_.model, modelOverrides(config_), config_.seed);
   optimizer_ = optim::makeOptimizer(config_.optimizer, model_->namedParameters(),
                                     optimizerOptions(config_));
 }
@@ -92,6 +44,9 @@ optim::OptimizerOptions optimizerOptions(const TrainConfig& c) {
   optim::OptimizerOptions o;
   o.lr = c.lr;
   o.weightDecay = c.weightDecay;
+  if (c.decay2dOnly) o.decay2dOnly = true;
+  o.beta1 = c.beta1;
+  o.beta2 = c.beta2;
   if (c.optimizer == "sgd" || c.optimizer == "lars") {
     o.momentum = c.momentum.value_or(0.9);
     o.nesterov = c.nesterov;
@@ -126,8 +81,8 @@ parallel::ps::PsOptions psOptions(const TrainConfig& c, int rank) {
 
 void Trainer::setData(std::shared_ptr<const data::Dataset> train,
                       std::shared_ptr<const data::Dataset> test) {
-  train_ = std::move(train);
-  test_ = std::move(test);
+  data_.train = std::move(train);
+  data_.test = std::move(test);
 }
 
 namespace {
@@ -183,15 +138,9 @@ TrainResult Trainer::run() {
   parallel::SpanRecorder* spans = timeline_ ? timeline_->recorder(strategy_->rank()) : nullptr;
   strategy_->setSpanRecorder(spans);
 
-  auto train = train_ ? train_ : loadDataset(c, true);
-  auto test = test_ ? test_ : (reporter ? loadDataset(c, false) : nullptr);
-  // Gradient accumulation: each rank's loader yields K micro-batches of B at once
-  // (local batch K*B), so the union over ranks and micro-steps is the global batch
-  // N*K*B of the sampler contract.
+  auto task = makeTask({c, modelInfo_, strategy_->rank(), strategy_->worldSize(), reporter}, data_);
   const int accumulate = static_cast<int>(c.accumulate);
-  data::DistributedSampler sampler({train->size(), c.batchSize * accumulate,
-                                    strategy_->worldSize(), c.seed, c.shuffle});
-  const int64_t perEpoch = sampler.stepsPerEpoch();
+  const int64_t perEpoch = task->stepsPerEpoch();
   int64_t total = perEpoch * c.epochs;
   if (c.maxSteps > 0) total = std::min(total, c.maxSteps);
 
@@ -221,21 +170,25 @@ TrainResult Trainer::run() {
   MetricsWriter metrics(reporter ? c.metrics : "");
   if (reporter)
     progress.message(detail::concat("training ", c.model, " (", model_->parameterCount(),
-                                    " parameters) on ", c.dataset, " (", train->size(),
-                                    " samples): ", total, " steps of batch ",
-                                    sampler.globalBatch(),
+                                    " parameters) on ", task->describeData(), ": ", total,
+                                    " steps of batch ", task->globalBatch(),
                                     strategy_->worldSize() > 1
                                         ? detail::concat(" (", strategy_->worldSize(),
                                                          " workers, ", strategy_->name(), ")")
                                         : std::string(),
-                                    ", ", optimizer_->describe()));
+                                    ", ", optimizer_->describe(),
+                                    optimizer_->decay2dOnly() ? " on 2-D parameters" : "",
+                                    c.clipGradNorm > 0
+                                        ? detail::concat(", clip grad norm ", c.clipGradNorm)
+                                        : std::string()));
 
   TrainResult r;
   int64_t step = state.step;
   double evalSeconds = 0, windowLoss = 0;
   int64_t windowSteps = 0;
   Timer clock, window;
-  const int64_t globalBatch = sampler.globalBatch();
+  const int64_t globalBatch = task->globalBatch();
+  double gradNorm = 0;  // before clipping, of the last step (--clip-grad-norm)
   // Each micro-step's loss is a mean over B samples; seeding backward with 1/K
   // makes the accumulated gradient the mean over the K*B samples.
   Tensor seed;
@@ -248,8 +201,7 @@ TrainResult Trainer::run() {
   std::vector<Deferred> deferred;  // --eval-deferred
   bool stopped = false;
   for (int64_t epoch = step / perEpoch; epoch < c.epochs && step < total && !stopped; ++epoch) {
-    data::Loader loader(train, sampler, strategy_->rank(), epoch,
-                        {step - epoch * perEpoch, c.prefetch});
+    task->beginEpoch(epoch, step);
     r.epochs = epoch + 1;
     for (data::Batch b;;) {
       if (step >= total) break;
@@ -259,7 +211,7 @@ TrainResult Trainer::run() {
       }
       {
         SpanScope s(spans, "data");
-        if (!loader.next(b)) break;
+        if (!task->nextBatch(b)) break;
       }
       optimizer_->setLr(schedule->lrAt(step));
       strategy_->beginStep(step);
@@ -275,7 +227,7 @@ TrainResult Trainer::run() {
         Variable loss;
         {
           SpanScope s(spans, "forward");
-          loss = autograd::crossEntropy(model_->forward(Variable(x)), y);
+          loss = task->loss(*model_, x, y);
         }
         const float l = loss.item();
         if (!std::isfinite(l))
@@ -296,6 +248,7 @@ TrainResult Trainer::run() {
         delay.sleep();
       }
       strategy_->finishGradients();
+      if (c.clipGradNorm > 0) gradNorm = clipGradNorm(*model_, *strategy_, c.clipGradNorm);
       {
         SpanScope s(spans, "optimizer");
         strategy_->applyUpdate(*optimizer_);
@@ -318,6 +271,7 @@ TrainResult Trainer::run() {
             nlohmann::json rec{{"step", step},   {"epoch", epoch + 1},
                                {"loss", meanLoss}, {"lr", optimizer_->lr()},
                                {"samples_per_s", rate}};
+            if (c.clipGradNorm > 0) rec["grad_norm"] = gradNorm;
             for (auto& [k, v] : strategy_->stats()) rec[k] = v;
             metrics.write(rec);
           }
@@ -334,15 +288,18 @@ TrainResult Trainer::run() {
         if (c.evalDeferred) {
           deferred.push_back({step, epoch + 1, trainSeconds, snapshotState(*model_)});
         } else {
-          auto [acc, tl] = evaluate(*model_, *test, c.evalBatch);
-          progress.message(detail::concat("step ", step, ": test accuracy ", acc, ", test loss ", tl));
-          metrics.write({{"step", step}, {"epoch", epoch + 1}, {"test_accuracy", acc},
-                         {"test_loss", tl}, {"time_s", trainSeconds}});
+          nlohmann::json rec = task->evaluate(*model_);
+          progress.message(detail::concat("step ", step, ": ", task->describeEvaluation(rec)));
+          rec["step"] = step;
+          rec["epoch"] = epoch + 1;
+          rec["time_s"] = trainSeconds;
+          metrics.write(rec);
         }
         evalSeconds += t.seconds();
         window.reset();
       }
     }
+    task->endEpoch();
   }
   r.seconds = clock.seconds() - evalSeconds;
   r.steps = step;
@@ -360,21 +317,28 @@ TrainResult Trainer::run() {
       auto final = snapshotState(*model_);
       for (const auto& d : deferred) {
         restoreState(*model_, d.state);
-        auto [acc, tl] = evaluate(*model_, *test, c.evalBatch);
-        metrics.write({{"step", d.step}, {"epoch", d.epoch}, {"test_accuracy", acc},
-                       {"test_loss", tl}, {"time_s", d.seconds}});
+        nlohmann::json rec = task->evaluate(*model_);
+        rec["step"] = d.step;
+        rec["epoch"] = d.epoch;
+        rec["time_s"] = d.seconds;
+        metrics.write(rec);
       }
       restoreState(*model_, final);
     }
-    auto [acc, tl] = evaluate(*model_, *test, c.evalBatch);
-    r.testAccuracy = acc;
-    r.testLoss = tl;
-    metrics.write({{"step", step}, {"test_accuracy", acc}, {"test_loss", tl}, {"time_s", r.seconds}});
+    r.evaluation = task->evaluate(*model_);
+    r.testAccuracy = r.evaluation.value("test_accuracy", 0.0);
+    r.testLoss = r.evaluation.value("test_loss", 0.0);
+    nlohmann::json rec = r.evaluation;
+    rec["step"] = step;
+    rec["time_s"] = r.seconds;
+    metrics.write(rec);
+    const nlohmann::json extra = task->finalFields(r.samplesPerS);  // outlives items()
+    for (const auto& [k, v] : extra.items()) r.evaluation[k] = v;
     if (!r.strategyReport.empty()) metrics.write(r.strategyReport);
     if (!c.save.empty()) {
       state.step = step;
       state.epoch = step / perEpoch;
-      state.metadata["model"] = c.model;
+      for (auto& [k, v] : modelMetadata(c)) state.metadata[k] = v;
       saveCheckpoint(c.save, *model_, optimizer_.get(), state);
       log::info("saved checkpoint ", c.save, " at step ", step);
     }

@@ -15,6 +15,7 @@
 #include "optim/Schedule.h"
 #include "parallel/Strategy.h"
 #include "parallel/ps/PsOptions.h"
+#include "runtime/Task.h"
 #include "runtime/Timeline.h"
 #include "runtime/TrainConfig.h"
 
@@ -26,6 +27,10 @@ struct TrainResult {
   double seconds = 0;     // training loop only (no loading, no final evaluation)
   double samplesPerS = 0;
   double trainLoss = 0;   // mean over the last logging window
+  // The task's final evaluation and fields (test_accuracy and test_loss, or
+  // val_loss, val_bpb, tokens_per_s ...), merged into the final JSON line.
+  nlohmann::json evaluation = nlohmann::json::object();
+  // Classification's figures, kept as fields for the callers that read them.
   double testAccuracy = 0;
   double testLoss = 0;
   // The strategy's figures (parallel::Strategy::stats) at the end of the run.
@@ -34,7 +39,7 @@ struct TrainResult {
   nlohmann::json toJson() const;
 };
 
-// Loads a dataset by name ("fashion-mnist" from dir, or "synthetic").
+// Loads a classification dataset by name ("fashion-mnist" from dir, or "synthetic").
 std::shared_ptr<const data::Dataset> loadDataset(const TrainConfig& config, bool train);
 
 // Accuracy and mean loss of `model` on `dataset`, in eval mode and no-grad.
@@ -56,6 +61,7 @@ class Trainer {
   // Datasets loaded by the caller (the ranks of the local backend share one
   // copy); without this call run() loads them itself.
   void setData(std::shared_ptr<const data::Dataset> train, std::shared_ptr<const data::Dataset> test);
+  void setData(TaskData data) { data_ = std::move(data); }
   // Records spans of this rank into `timeline` (not owned; may be null).
   void setTimeline(Timeline* timeline) { timeline_ = timeline; }
   TrainResult run();
@@ -66,9 +72,10 @@ class Trainer {
  private:
   TrainConfig config_;
   std::unique_ptr<parallel::Strategy> strategy_;
-  std::shared_ptr<nn::Module> model_;
+  nn::ModelInfo modelInfo_;
+  std::shared_ptr<nn::Module> model_;  // from the registry (nn/ModelRegistry.h)
   std::unique_ptr<optim::Optimizer> optimizer_;
-  std::shared_ptr<const data::Dataset> train_, test_;
+  TaskData data_;  // null members: the task loads them
   Timeline* timeline_ = nullptr;
 };
 

@@ -1,0 +1,49 @@
+#pragma once
+// The registry of built-in models the trainer and the CLI build by name: the
+// Fashion-MNIST classifiers (mlp, lenet; nn/Models.h) and the byte-level GPTs
+// (gpt-tiny, gpt-small, gpt-base; nn/Gpt.h). Each entry names the task that
+// trains it ("classification", "language-model"), so a new model is one entry
+// here, not a branch in the trainer.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "nn/Module.h"
+
+namespace dtrain::nn {
+
+inline constexpr const char* kClassificationTask = "classification";
+inline constexpr const char* kLanguageModelTask = "language-model";
+
+// Architecture overrides of a preset (--n-layer --n-head --n-embd --block-size);
+// only models with these knobs (the GPTs) accept them.
+struct ModelOverrides {
+  std::optional<int64_t> nLayer, nHead, nEmbd, blockSize;
+  bool any() const { return nLayer || nHead || nEmbd || blockSize; }
+};
+
+// What the trainer needs to know about a model besides its parameters.
+struct ModelInfo {
+  std::string task;        // kClassificationTask or kLanguageModelTask
+  int64_t blockSize = 0;   // language models: context length (tokens)
+  int64_t vocab = 0;       // language models: vocabulary size
+};
+
+struct ModelEntry {
+  std::function<ModelInfo(const ModelOverrides&)> info;
+  std::function<std::shared_ptr<Module>(const ModelOverrides&, uint64_t seed)> make;
+};
+
+// Every registered model name, in registration order.
+const std::vector<std::string>& registeredModelNames();
+// Throws UsageError naming the known models on an unknown name, and for
+// overrides a model does not have or that are invalid (e.g. heads not dividing
+// the width).
+ModelInfo modelInfo(const std::string& name, const ModelOverrides& overrides = {});
+std::shared_ptr<Module> buildModel(const std::string& name, const ModelOverrides& overrides,
+                                   uint64_t seed);
+
+}  // namespace dtrain::nn

@@ -1,0 +1,116 @@
+// Classification (mlp, lenet): images from a Dataset, batches from the
+// DistributedSampler through a prefetching Loader, cross-entropy over the
+// classes, accuracy and loss on the whole test set.
+#include <optional>
+
+#include "autograd/Ops.h"
+#include "core/Error.h"
+#include "data/DistributedSampler.h"
+#include "data/FashionMnist.h"
+#include "data/Loader.h"
+#include "data/SyntheticDataset.h"
+#include "runtime/Task.h"
+#include "runtime/Trainer.h"
+#include "tensor/cpu/Reduce.h"
+
+namespace dtrain::runtime {
+
+using autograd::Variable;
+
+std::shared_ptr<const data::Dataset> loadDataset(const TrainConfig& c, bool train) {
+  if (c.dataset == "synthetic") {
+    data::SyntheticConfig sc;
+    sc.size = train ? c.syntheticSize : std::max<int64_t>(1, c.syntheticSize / 6);
+    sc.seed = 12345;  // the same task for every run; train/test differ by sample index
+    auto base = std::make_shared<data::SyntheticDataset>(sc);
+    if (train) return base;
+    // Test samples: indices past the training range of the same generator.
+    data::SyntheticConfig tc = sc;
+    tc.size = c.syntheticSize + sc.size;
+    auto all = std::make_shared<data::SyntheticDataset>(tc);
+    std::vector<int64_t> idx(sc.size);
+    for (int64_t i = 0; i < sc.size; ++i) idx[i] = c.syntheticSize + i;
+    return std::make_shared<data::SubsetDataset>(all, std::move(idx));
+  }
+  return data::loadFashionMnist(c.dataDir, train);
+}
+
+std::pair<double, double> evaluate(nn::Module& model, const data::Dataset& dataset,
+                                   int64_t batchSize) {
+  autograd::NoGradGuard noGrad;
+  const bool wasTraining = model.isTraining();
+  model.eval();
+  int64_t correct = 0;
+  double lossSum = 0;
+  std::vector<int32_t> pred;
+  for (int64_t begin = 0; begin < dataset.size(); begin += batchSize) {
+    const int64_t end = std::min(dataset.size(), begin + batchSize);
+    data::Batch b = dataset.range(begin, end);
+    Variable logits = model.forward(Variable(b.x));
+    const int64_t n = end - begin, classes = logits.shape()[1];
+    lossSum += autograd::crossEntropy(logits, b.y).item() * static_cast<double>(n);
+    pred.resize(n);
+    kernels::argmaxRows(logits.data().data<float>(), n, classes, pred.data());
+    const int32_t* y = b.y.data<int32_t>();
+    for (int64_t i = 0; i < n; ++i) correct += pred[i] == y[i];
+  }
+  model.train(wasTraining);
+  const double n = static_cast<double>(std::max<int64_t>(1, dataset.size()));
+  return {static_cast<double>(correct) / n, lossSum / n};
+}
+
+namespace {
+
+class ClassificationTask final : public Task {
+ public:
+  ClassificationTask(const TaskContext& ctx, const TaskData& data)
+      : config_(ctx.config),
+        rank_(ctx.rank),
+        train_(data.train ? data.train : loadDataset(ctx.config, true)),
+        test_(data.test ? data.test : (ctx.reporter ? loadDataset(ctx.config, false) : nullptr)),
+        // Gradient accumulation: each rank's loader yields K micro-batches of B
+        // at once (local batch K*B), so the union over ranks and micro-steps is
+        // the global batch N*K*B of the sampler contract.
+        sampler_({train_->size(), config_.batchSize * config_.accumulate, ctx.worldSize,
+                  config_.seed, config_.shuffle}) {}
+
+  std::string describeData() const override {
+    return detail::concat(config_.dataset, " (", train_->size(), " samples)");
+  }
+  int64_t stepsPerEpoch() const override { return sampler_.stepsPerEpoch(); }
+  int64_t globalBatch() const override { return sampler_.globalBatch(); }
+  void beginEpoch(int64_t epoch, int64_t step) override {
+    loader_.reset();
+    loader_.emplace(train_, sampler_, rank_, epoch,
+                    data::LoaderOptions{step - epoch * stepsPerEpoch(), config_.prefetch});
+  }
+  bool nextBatch(data::Batch& b) override { return loader_->next(b); }
+  void endEpoch() override { loader_.reset(); }
+  Variable loss(nn::Module& model, const Tensor& x, const Tensor& y) override {
+    return autograd::crossEntropy(model.forward(Variable(x)), y);
+  }
+  nlohmann::json evaluate(nn::Module& model) override {
+    DTRAIN_CHECK(test_, "classification: this rank has no test set to evaluate on");
+    auto [acc, loss] = runtime::evaluate(model, *test_, config_.evalBatch);
+    return {{"test_accuracy", acc}, {"test_loss", loss}};
+  }
+  std::string describeEvaluation(const nlohmann::json& f) const override {
+    return detail::concat("test accuracy ", f.at("test_accuracy").get<double>(), ", test loss ",
+                          f.at("test_loss").get<double>());
+  }
+
+ private:
+  const TrainConfig& config_;
+  int rank_;
+  std::shared_ptr<const data::Dataset> train_, test_;
+  data::DistributedSampler sampler_;
+  std::optional<data::Loader> loader_;
+};
+
+}  // namespace
+
+std::unique_ptr<Task> makeClassificationTask(const TaskContext& ctx, const TaskData& data) {
+  return std::make_unique<ClassificationTask>(ctx, data);
+}
+
+}  // namespace dtrain::runtime

@@ -1,0 +1,118 @@
+#include "runtime/Task.h"
+
+#include <map>
+
+#include "core/Error.h"
+#include "data/KjvCorpus.h"
+#include "runtime/Trainer.h"
+
+namespace dtrain::runtime {
+
+namespace {
+
+using Factory = std::unique_ptr<Task> (*)(const TaskContext&, const TaskData&);
+
+const std::map<std::string, Factory>& factories() {
+  static const std::map<std::string, Factory> f{
+      {nn::kClassificationTask, makeClassificationTask},
+      {nn::kLanguageModelTask, makeLanguageModelTask}};
+  return f;
+}
+
+bool isLanguageModel(const nn::ModelInfo& info) { return info.task == nn::kLanguageModelTask; }
+
+// The dataset must be one the model's task reads.
+void checkDataset(const TrainConfig& c, const nn::ModelInfo& info) {
+  if (isLanguageModel(info))
+    DTRAIN_CHECK_USAGE(c.dataset == "text", "--model ", c.model,
+                       " is a language model: it trains on --dataset text (its default), not ",
+                       c.dataset);
+  else
+    DTRAIN_CHECK_USAGE(c.dataset != "text", "--dataset text needs a language model (--model "
+                       "gpt-tiny, gpt-small or gpt-base); --model ", c.model, " classifies images");
+  DTRAIN_CHECK_USAGE(c.textFile.empty() || c.dataset == "text",
+                     "--text-file applies to --dataset text");
+}
+
+}  // namespace
+
+nn::ModelOverrides modelOverrides(const TrainConfig& c) {
+  return {c.nLayer, c.nHead, c.nEmbd, c.blockSize};
+}
+
+namespace {
+const std::pair<const char*, std::optional<int64_t> nn::ModelOverrides::*> kArchitectureKeys[] = {
+    {"n_layer", &nn::ModelOverrides::nLayer},
+    {"n_head", &nn::ModelOverrides::nHead},
+    {"n_embd", &nn::ModelOverrides::nEmbd},
+    {"block_size", &nn::ModelOverrides::blockSize}};
+}  // namespace
+
+std::map<std::string, std::string> modelMetadata(const TrainConfig& c) {
+  std::map<std::string, std::string> m{{"model", c.model}};
+  const nn::ModelOverrides o = modelOverrides(c);
+  for (const auto& [key, member] : kArchitectureKeys)
+    if (o.*member) m[key] = std::to_string(*(o.*member));
+  return m;
+}
+
+nn::ModelOverrides overridesFromMetadata(const std::map<std::string, std::string>& m) {
+  nn::ModelOverrides o;
+  for (const auto& [key, member] : kArchitectureKeys) {
+    auto it = m.find(key);
+    if (it == m.end()) continue;
+    try {
+      o.*member = std::stoll(it->second);
+    } catch (const std::exception&) {
+      throw Error(dtrain::detail::concat("checkpoint metadata ", key, " = '", it->second,
+                                         "' is not an integer"));
+    }
+  }
+  return o;
+}
+
+TaskData loadTaskData(const TrainConfig& c, bool withTest) {
+  TaskData d;
+  if (isLanguageModel(nn::modelInfo(c.model, modelOverrides(c)))) {
+    d.text = data::loadTextCorpus(c.textFile);
+    return d;
+  }
+  d.train = loadDataset(c, true);
+  if (withTest) d.test = loadDataset(c, false);
+  return d;
+}
+
+std::unique_ptr<Task> makeTask(const TaskContext& context, const TaskData& data) {
+  checkDataset(context.config, context.model);
+  auto it = factories().find(context.model.task);
+  DTRAIN_CHECK(it != factories().end(), "no task '", context.model.task, "' for --model ",
+               context.config.model);
+  return it->second(context, data);
+}
+
+void applyTaskDefaults(TrainConfig& c, const std::function<bool(const char*)>& given) {
+  const nn::ModelInfo info = nn::modelInfo(c.model, modelOverrides(c));
+  if (isLanguageModel(info)) {
+    // The peer's settings (../shared/bench/torch_gpt.py, nanoGPT's AdamW groups).
+    if (!given("--dataset")) c.dataset = "text";
+    if (!given("--optimizer")) c.optimizer = "adamw";
+    if (!given("--lr")) c.lr = 1e-3;
+    if (!given("--weight-decay")) c.weightDecay = 0.1;
+    if (!given("--batch-size")) c.batchSize = 16;
+    // The peer trains --steps whatever the corpus size: with --max-steps, an
+    // "epoch" (TextBatcher::stepsPerEpoch, >= 1 step) no longer stops training.
+    if (!given("--epochs") && c.maxSteps > 0) c.epochs = c.maxSteps;
+    // Parameter servers and Hogwild! cannot clip by the global norm nor tell a
+    // server's flat shard of a matrix from a bias yet: they keep the plain rules.
+    const bool sharded = c.strategy == "ps" || c.strategy == "hogwild";
+    if (!given("--clip-grad-norm") && !sharded) c.clipGradNorm = 1.0;
+    if (!given("--decay-2d-only") && c.strategy != "ps") c.decay2dOnly = true;
+    if (!given("--adam-betas") && (c.optimizer == "adam" || c.optimizer == "adamw")) {
+      c.beta1 = 0.9;
+      c.beta2 = 0.95;
+    }
+  }
+  checkDataset(c, info);
+}
+
+}  // namespace dtrain::runtime
