@@ -77,7 +77,14 @@ TEST(ParallelErrors, ParameterServerFlags) {
   expectUsage(runDtrain(ps + "--backup-workers 2"), "--backup-workers must be in [0, 1]");
   expectUsage(runDtrain(ps + "--consistency async --backup-workers 1"),
               "--backup-workers applies to --consistency sync");
-  expectUsage(runDtrain(ps + "--push-every 2"), "--push-every and --fetch-every apply to --consistency async");
+  expectUsage(runDtrain(ps + "--push-every 2"), "--push-every applies to --consistency async");
+  expectUsage(runDtrain(ps + "--fetch-every 2"),
+              "--fetch-every applies to --consistency async and ssp with --ssp-reads eager");
+  expectUsage(runDtrain(ps + "--consistency ssp --ssp-reads lazy --fetch-every 2"),
+              "--fetch-every applies to --consistency async and ssp with --ssp-reads eager");
+  expectUsage(runDtrain(ps + "--consistency ssp --ssp-reads sometimes"),
+              "unknown --ssp-reads 'sometimes' (known: eager, lazy)");
+  expectUsage(runDtrain(ps + "--ssp-reads lazy"), "--ssp-reads applies to --consistency ssp");
   expectUsage(runDtrain(ps + "--consistency async --fetch-every 0"), "--fetch-every must be >= 1");
   expectUsage(runDtrain(ps + "--ps-timeout 0"), "--ps-timeout must be a positive number");
   expectUsage(runDtrain(ps + "--optimizer lars"), "--optimizer lars needs whole-layer norms");
@@ -96,6 +103,10 @@ TEST(ParallelErrors, StragglerAndFaultInjectionFlags) {
   expectUsage(runDtrain(ps + "--kill-worker 1:x"), "--kill-worker 1:x: expected INDEX:N");
   expectUsage(runDtrain(ps + "--kill-server 1:5"), "server 1 does not exist (servers are 0..0)");
   expectUsage(runDtrain(kQuick + "--workers 2 --kill-worker 1:5"), "--kill-worker applies to --strategy ps");
+  expectUsage(runDtrain(ps + "--pause-worker 1"), "--pause-worker 1: expected INDEX:N");
+  expectUsage(runDtrain(ps + "--pause-worker 2:5"), "--pause-worker 2:5: worker 2 does not exist (workers are 0..1)");
+  expectUsage(runDtrain(ps + "--pause-worker 1:-1"), "--pause-worker 1:-1: the step must be >= 0");
+  expectUsage(runDtrain(kQuick + "--workers 2 --pause-worker 1:5"), "--pause-worker applies to --strategy ps");
 }
 
 TEST(ParallelErrors, HogwildNeedsTheLocalBackend) {
