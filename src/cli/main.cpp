@@ -9,6 +9,7 @@
 #include <string>
 
 #include "cli/BenchCommand.h"
+#include "cli/GenerateCommand.h"
 #include "cli/TrainCommand.h"
 #include "comm/Registry.h"
 #include "core/Error.h"
@@ -41,6 +42,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   dtrain::cli::addTrainCommand(app);
   dtrain::cli::addBenchCommand(app);
+  dtrain::cli::addGenerateCommand(app);
   try {
     checkCommand(app, argc, argv);
     app.parse(argc, argv);
