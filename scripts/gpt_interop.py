@@ -13,6 +13,12 @@ Run with /usr/bin/python3 (Debian's interpreter with python3-torch and numpy).
       logits, loss and gradients: max |dtrain - torch| <= T * max(1, max |torch|)
       per tensor (default 1e-4). Prints one line per mismatch and "ok: ..." at the end.
 
+  gpt_interop.py load FILE [--reference PATH]
+      FILE is a checkpoint of `dtrain train --model gpt-* --save FILE`: drops its
+      "optimizer." keys, builds torch_gpt.py's GPT with the sizes the tensors show
+      (n_head does not shape any parameter: 1), calls load_state_dict(strict=True) and
+      checks that lm_head.weight is still tied to transformer.wte.weight.
+
 Exit status: 0 when everything matches, 1 on a mismatch or error, 2 on bad arguments.
 """
 import argparse
@@ -81,13 +87,29 @@ def compare(path, reference, tol):
     return 0
 
 
+def load(path, reference):
+    tensors, _ = read_safetensors(path)
+    state = {k: v for k, v in tensors.items() if not k.startswith("optimizer.")}
+    n_embd = state["transformer.wte.weight"].shape[1]
+    block = state["transformer.wpe.weight"].shape[0]
+    n_layer = len({k.split(".")[2] for k in state if k.startswith("transformer.h.")})
+    model = reference_gpt_class(reference)(n_layer, 1, n_embd, block, False)
+    model.load_state_dict(state, strict=True)
+    assert model.lm_head.weight is model.transformer.wte.weight  # the tie survives loading
+    assert torch.equal(model.lm_head.weight, state["lm_head.weight"])
+    print(f"ok: {len(state)} tensors loaded strictly (n_layer {n_layer}, n_embd {n_embd}, block {block})")
+    return 0
+
+
 def main(argv):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("command", choices=["compare"])
+    ap.add_argument("command", choices=["compare", "load"])
     ap.add_argument("file")
     ap.add_argument("--reference", default=DEFAULT_REFERENCE)
     ap.add_argument("--tol", type=float, default=1e-4)
     args = ap.parse_args(argv)
+    if args.command == "load":
+        return load(args.file, args.reference)
     return compare(args.file, args.reference, args.tol)
 
 
