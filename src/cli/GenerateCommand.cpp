@@ -83,6 +83,8 @@ void addGenerateCommand(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--seed", f->options.seed, "Seed of the sampling")->capture_default_str();
   sub->add_option("--threads", f->threads, "Intra-op threads")->capture_default_str();
+  sub->add_flag("!--no-kv-cache", f->options.kvCache,
+                "Run the whole context for every token (no key/value cache), for comparison");
   sub->callback([f] { run(*f); });
 }
 

@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "autograd/Variable.h"
 #include "core/Error.h"
 #include "core/Rng.h"
+#include "nn/GptKvCache.h"
 
 namespace dtrain::runtime {
 
@@ -53,13 +55,26 @@ std::vector<int32_t> generate(nn::Module& model, int64_t blockSize, std::vector<
   const bool wasTraining = model.isTraining();
   model.eval();
   Rng rng(o.seed);
+  // The KV cache serves while the context fits in the block; past it the
+  // context is cropped (positions shift, so cached keys no longer apply) and
+  // each step runs the whole cropped context, as nanoGPT does.
+  std::optional<nn::GptKvCache> cache;
+  if (auto* gpt = dynamic_cast<nn::Gpt*>(&model); gpt && o.kvCache) cache.emplace(*gpt);
+  std::vector<float> cached;  // the cache's logits of its last position
   for (int64_t n = 0; n < o.maxNewTokens; ++n) {
-    const int64_t t = std::min<int64_t>(blockSize, static_cast<int64_t>(tokens.size()));
-    Tensor x = Tensor::empty({1, t}, DType::I32);
-    std::copy(tokens.end() - t, tokens.end(), x.data<int32_t>());
-    Tensor logits = model.forward(autograd::Variable(x)).data().contiguous();  // [1, t, V]
-    const int64_t vocab = logits.shape().back();
-    const int32_t next = sample(logits.data<float>() + (t - 1) * vocab, vocab, o, rng);
+    const int64_t size = static_cast<int64_t>(tokens.size());
+    int32_t next;
+    if (cache && size <= blockSize) {
+      while (cache->size() < size) cached = cache->push(tokens[cache->size()]);
+      next = sample(cached.data(), static_cast<int64_t>(cached.size()), o, rng);
+    } else {
+      const int64_t t = std::min(blockSize, size);
+      Tensor x = Tensor::empty({1, t}, DType::I32);
+      std::copy(tokens.end() - t, tokens.end(), x.data<int32_t>());
+      Tensor logits = model.forward(autograd::Variable(x)).data().contiguous();  // [1, t, V]
+      const int64_t vocab = logits.shape().back();
+      next = sample(logits.data<float>() + (t - 1) * vocab, vocab, o, rng);
+    }
     tokens.push_back(next);
     if (onToken) onToken(next);
   }

@@ -3,7 +3,9 @@
 // step the model reads the last `blockSize` tokens (the context is cropped
 // once it is longer), the last position's logits are divided by the
 // temperature, cut to the top k, and a token is drawn from their softmax.
-// Deterministic for a seed. No KV cache: every step runs the whole context.
+// Deterministic for a seed. A Gpt decodes with a KV cache while the context
+// fits in its block (one position per token); past it, and for other models,
+// every step runs the whole (cropped) context.
 #include <cstdint>
 #include <functional>
 #include <vector>
@@ -17,6 +19,7 @@ struct GenerateOptions {
   double temperature = 0.8;  // 0: greedy (argmax)
   int64_t topK = 40;         // 0: the whole vocabulary
   uint64_t seed = 1;
+  bool kvCache = true;  // gpt models: decode incrementally (nn/GptKvCache.h)
 };
 
 // Throws UsageError for a negative token count, temperature or top k, and for

@@ -50,6 +50,16 @@ TEST(Generate, SameSeedSameTextAndTokensPerSecondOnStderr) {
   EXPECT_EQ(runDtrain(cmd + "--seed 2 --max-new-tokens 30").code, 0);
 }
 
+TEST(Generate, TheKvCacheChangesNothingButTheSpeed) {
+  // Greedy, so that the comparison does not hinge on a random draw; 30 new bytes
+  // after a 7-byte prompt cross the block of 16 (the cache then steps aside).
+  const std::string cmd = "generate --load " + gptCheckpoint() +
+                          " --prompt 'And God' --max-new-tokens 30 --temperature 0 ";
+  auto cached = runDtrain(cmd), plain = runDtrain(cmd + "--no-kv-cache");
+  ASSERT_EQ(cached.code, 0) << cached.err;
+  EXPECT_EQ(cached.out, plain.out);
+}
+
 TEST(Generate, Errors) {
   expectError(runDtrain("generate --load /nonexistent.safetensors --prompt x"), 2,
               "/nonexistent.safetensors");
