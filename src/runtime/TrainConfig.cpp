@@ -32,6 +32,8 @@ void TrainConfig::validate(bool workersKnown) const {
                      "--clip-grad-norm needs the global gradient norm, which --strategy ", strategy,
                      " does not compute yet (its workers update without combining gradients); "
                      "use --strategy allreduce or drop --clip-grad-norm");
+  DTRAIN_CHECK_USAGE((!beta1 && !beta2) || optimizer == "adam" || optimizer == "adamw",
+                     "--adam-betas applies to --optimizer adam and adamw (not ", optimizer, ")");
   DTRAIN_CHECK_USAGE(!(decay2dOnly && weightDecay > 0 && strategy == "ps"),
                      "--decay-2d-only: parameter servers hold flat shards of the parameters and "
                      "cannot tell matrices from biases yet; drop it or use --weight-decay 0");

@@ -100,6 +100,8 @@ TEST(LanguageModelCli, FlagErrors) {
   expectError(runDtrain(quick + "--n-embd 30 --n-head 4"), 2, "--n-head");
   expectError(runDtrain("train --dataset synthetic --n-layer 3"), 2, "--n-layer");
   expectError(runDtrain(quick + "--adam-betas 0.9"), 2, "--adam-betas");
+  expectError(runDtrain(quick + "--optimizer sgd --adam-betas 0.9,0.99"), 2,
+              "--adam-betas applies to --optimizer adam and adamw");
   expectError(runDtrain(quick + "--clip-grad-norm -1"), 2, "--clip-grad-norm");
   expectError(runDtrain(quick + "--strategy hogwild --workers 2 --clip-grad-norm 1"), 2,
               "--clip-grad-norm");
