@@ -6,6 +6,7 @@
 #include <cmath>
 #include <vector>
 
+#include "TestData.h"
 #include "autograd/GradCheck.h"
 #include "autograd/Ops.h"
 #include "core/Rng.h"
@@ -15,16 +16,11 @@
 #include "tensor/cpu/FastMath.h"
 
 using namespace dtrain;
+using dtrain::test::randn;
 using namespace dtrain::autograd;
 
 namespace {
 
-Tensor randn(const Shape& s, uint64_t seed, float scale = 1.f) {
-  Rng r(seed);
-  Tensor t = Tensor::empty(s);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = r.normal() * scale;
-  return t;
-}
 
 void expectGrad(const GradCheckFn& fn, const std::vector<Tensor>& in) {
   auto r = gradCheck(fn, in);

@@ -3,21 +3,17 @@
 
 #include <cmath>
 
+#include "TestData.h"
 #include "autograd/GradCheck.h"
 #include "autograd/Ops.h"
 #include "core/Rng.h"
 
 using namespace dtrain;
+using dtrain::test::randn;
 using namespace dtrain::autograd;
 
 namespace {
 
-Tensor randn(const Shape& s, uint64_t seed, float scale = 1.f) {
-  Rng r(seed);
-  Tensor t = Tensor::empty(s);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = r.normal() * scale;
-  return t;
-}
 
 // Values bounded away from 0 (kinks of relu) by at least `gap`.
 Tensor awayFromZero(const Shape& s, uint64_t seed, float gap = 0.1f) {

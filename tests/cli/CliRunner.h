@@ -3,6 +3,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <gtest/gtest.h>
+
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -50,6 +53,14 @@ inline CliResult runShell(const std::string& command) {
 
 inline CliResult runDtrain(const std::string& args) {
   return runShell(std::string(DTRAIN_BIN) + " " + args);
+}
+
+// A failed run: exit code `code`, one line on stderr containing `needle`, nothing on stdout.
+inline void expectError(const CliResult& r, int code, const std::string& needle) {
+  EXPECT_EQ(r.code, code) << "stderr: " << r.err;
+  EXPECT_NE(r.err.find(needle), std::string::npos) << "stderr: " << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "stderr: " << r.err;
+  EXPECT_EQ(r.out, "");
 }
 
 }  // namespace dtrain::test

@@ -15,13 +15,6 @@ namespace {
 // A quick, valid run on synthetic data to which one bad flag is added.
 const std::string kQuick = "train --dataset synthetic --synthetic-size 512 --max-steps 3 --progress off ";
 
-void expectError(const CliResult& r, int code, const std::string& needle) {
-  EXPECT_EQ(r.code, code) << "stderr: " << r.err;
-  EXPECT_NE(r.err.find(needle), std::string::npos) << "stderr: " << r.err;
-  // One line only.
-  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "stderr: " << r.err;
-  EXPECT_EQ(r.out, "");
-}
 }  // namespace
 
 TEST(CliErrors, UnknownFlag) { expectError(runDtrain(kQuick + "--bogus 3"), 2, "--bogus"); }

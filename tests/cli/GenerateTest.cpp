@@ -11,12 +11,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-void expectError(const CliResult& r, int code, const std::string& needle) {
-  EXPECT_EQ(r.code, code) << "stderr: " << r.err;
-  EXPECT_NE(r.err.find(needle), std::string::npos) << "stderr: " << r.err;
-  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "stderr: " << r.err;
-  EXPECT_EQ(r.out, "");
-}
 
 // A small gpt checkpoint (block 16) trained for a few steps, made once.
 const std::string& gptCheckpoint() {

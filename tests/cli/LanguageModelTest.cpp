@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "TestData.h"
 #include "cli/CliRunner.h"
 
 using namespace dtrain::test;
@@ -15,19 +16,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Deterministic pseudo-English: a few words in random order, with line breaks.
-std::string sampleText(size_t bytes) {
-  static const char* kWords[] = {"and", "the", "lord", "said", "unto", "him", "light",
-                                 "was", "good", "earth", "heaven", "waters", "day", "night"};
-  uint64_t x = 777;
-  std::string s;
-  while (s.size() < bytes) {
-    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
-    s += kWords[(x >> 33) % 14];
-    s += (x >> 20) % 9 == 0 ? ".\n" : " ";
-  }
-  return s;
-}
 
 std::string writeText(const std::string& bytes) {
   const std::string path = tempDir() + "/text.txt";
@@ -35,12 +23,6 @@ std::string writeText(const std::string& bytes) {
   return path;
 }
 
-void expectError(const CliResult& r, int code, const std::string& needle) {
-  EXPECT_EQ(r.code, code) << "stderr: " << r.err;
-  EXPECT_NE(r.err.find(needle), std::string::npos) << "stderr: " << r.err;
-  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "stderr: " << r.err;
-  EXPECT_EQ(r.out, "");
-}
 
 }  // namespace
 

@@ -7,22 +7,18 @@
 #include <string>
 #include <vector>
 
+#include "TestData.h"
 #include "autograd/GradCheck.h"
 #include "nn/Gpt.h"
 #include "optim/Factory.h"
 
 using namespace dtrain;
+using dtrain::test::randn;
 using namespace dtrain::nn;
 using autograd::Variable;
 
 namespace {
 
-Tensor randn(const Shape& s, uint64_t seed, float scale = 1.f) {
-  Rng r(seed);
-  Tensor t = Tensor::empty(s);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = r.normal() * scale;
-  return t;
-}
 
 // A repeating byte pattern: tokens[b, t] = text[(offset_b + t) % n], targets shifted by one.
 std::pair<Tensor, Tensor> repeatingBatch(int64_t B, int64_t T) {

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <map>
 
+#include "TestData.h"
 #include "comm/local/Local.h"
 #include "nn/Gpt.h"
 #include "parallel/allreduce/DataParallel.h"
@@ -19,21 +20,10 @@
 namespace dtrain::testing {
 namespace {
 
+using test::sampleText;
+
 using Params = std::map<std::string, std::vector<float>>;
 
-// Deterministic pseudo-English: a few words in random order, with line breaks.
-std::string sampleText(size_t bytes) {
-  static const char* kWords[] = {"and", "the", "lord", "said", "unto", "him", "light",
-                                 "was", "good", "earth", "heaven", "waters", "day", "night"};
-  uint64_t x = 12345;
-  std::string s;
-  while (s.size() < bytes) {
-    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
-    s += kWords[(x >> 33) % 14];
-    s += (x >> 20) % 9 == 0 ? ".\n" : " ";
-  }
-  return s;
-}
 
 runtime::TrainConfig gptConfig(const std::string& textFile, int64_t batch, int64_t steps) {
   runtime::TrainConfig c;
@@ -57,7 +47,7 @@ Params snapshot(nn::Module& m) {
 
 class GptTraining : public ::testing::Test {
  protected:
-  void SetUp() override { writeBytes(text_, sampleText(20000)); }
+  void SetUp() override { writeBytes(text_, sampleText(20000, 12345)); }
   TempDir dir_;
   std::string text_ = dir_.file("text.txt");
 };
