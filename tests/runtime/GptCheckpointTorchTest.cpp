@@ -12,22 +12,9 @@
 #include "runtime/Trainer.h"
 
 using namespace dtrain;
+using dtrain::testing::haveTorch;
+using dtrain::testing::sourceDir;
 using dtrain::testing::TempDir;
-
-namespace {
-
-std::string sourceDir() {
-  const char* src = std::getenv("DTRAIN_SOURCE_DIR");
-  return src ? src : DTRAIN_TEST_SOURCE_DIR;
-}
-
-bool haveTorch() {
-  static const bool have =
-      std::system("/usr/bin/python3 -c 'import torch, numpy' > /dev/null 2>&1") == 0;
-  return have;
-}
-
-}  // namespace
 
 TEST(GptCheckpointTorch, TrainedCheckpointLoadsStrictlyIntoTorchGpt) {
   if (!haveTorch()) GTEST_SKIP() << "/usr/bin/python3 has no torch (apt-get install python3-torch)";

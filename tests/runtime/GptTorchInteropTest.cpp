@@ -13,20 +13,11 @@
 #include "runtime/TestUtil.h"
 
 using namespace dtrain;
+using dtrain::testing::haveTorch;
+using dtrain::testing::sourceDir;
 using dtrain::testing::TempDir;
 
 namespace {
-
-std::string sourceDir() {
-  const char* src = std::getenv("DTRAIN_SOURCE_DIR");
-  return src ? src : DTRAIN_TEST_SOURCE_DIR;
-}
-
-bool haveTorch() {
-  static const bool have =
-      std::system("/usr/bin/python3 -c 'import torch, numpy' > /dev/null 2>&1") == 0;
-  return have;
-}
 
 Tensor bytesOf(const std::string& text, int64_t B, int64_t T, int64_t shift) {
   Tensor t = Tensor::empty({B, T}, DType::I32);

@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -37,6 +38,19 @@ inline std::string readBytes(const std::string& path) {
 inline void writeBytes(const std::string& path, const std::string& bytes) {
   std::ofstream f(path, std::ios::binary);
   f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+// The source tree (scripts/, ../shared/): DTRAIN_SOURCE_DIR, else where it was built from.
+inline std::string sourceDir() {
+  const char* src = std::getenv("DTRAIN_SOURCE_DIR");
+  return src ? src : DTRAIN_TEST_SOURCE_DIR;
+}
+
+// Whether Debian's /usr/bin/python3 has torch and numpy (the interop tests skip otherwise).
+inline bool haveTorch() {
+  static const bool have =
+      std::system("/usr/bin/python3 -c 'import torch, numpy' > /dev/null 2>&1") == 0;
+  return have;
 }
 
 }  // namespace dtrain::testing

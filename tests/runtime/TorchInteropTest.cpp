@@ -13,20 +13,12 @@
 
 using namespace dtrain;
 using namespace dtrain::runtime;
+using dtrain::testing::haveTorch;
 using dtrain::testing::TempDir;
 
 namespace {
 
-std::string script() {
-  const char* src = std::getenv("DTRAIN_SOURCE_DIR");
-  return std::string(src ? src : DTRAIN_TEST_SOURCE_DIR) + "/scripts/torch_interop.py";
-}
-
-bool haveTorch() {
-  static const bool have =
-      std::system("/usr/bin/python3 -c 'import torch, numpy' > /dev/null 2>&1") == 0;
-  return have;
-}
+std::string script() { return dtrain::testing::sourceDir() + "/scripts/torch_interop.py"; }
 
 int runPython(const std::string& args, const std::string& log) {
   return std::system(("/usr/bin/python3 " + script() + " " + args + " > " + log + " 2>&1").c_str());

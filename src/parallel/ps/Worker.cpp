@@ -424,11 +424,10 @@ nlohmann::json PsWorker::report() const {
     out.push_back(s.bytesOut);
     rate.push_back(s.seconds > 0 ? s.updates / s.seconds : 0.0);
     maxAhead = std::max(maxAhead, s.sspMaxAhead);
-    for (int w : s.deadWorkers)
-      if (std::find(dead.begin(), dead.end(), w) == dead.end()) dead.push_back(w);
-    for (int w : s.readmittedWorkers)
-      if (std::find(readmitted.begin(), readmitted.end(), w) == readmitted.end())
-        readmitted.push_back(w);
+    // Each worker once, in the order the servers saw them.
+    for (auto [from, to] : {std::pair{&s.deadWorkers, &dead}, {&s.readmittedWorkers, &readmitted}})
+      for (int w : *from)
+        if (std::find(to->begin(), to->end(), w) == to->end()) to->push_back(w);
   }
   j["server_updates"] = updates;
   j["server_pushes"] = pushes;
