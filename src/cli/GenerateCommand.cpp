@@ -6,7 +6,6 @@
 #include <string>
 
 #include "core/Error.h"
-#include "core/ThreadPool.h"
 #include "core/Timer.h"
 #include "nn/ModelRegistry.h"
 #include "runtime/Checkpoint.h"
@@ -23,13 +22,13 @@ struct GenerateFlags {
   std::string load, prompt;
   runtime::GenerateOptions options;
   int threads = 1;
+  std::string gemm = "auto";
 };
 
 void run(const GenerateFlags& f) {
   DTRAIN_CHECK_USAGE(std::filesystem::is_regular_file(f.load), "--load ", f.load,
                      ": no such checkpoint file");
-  setNumThreads(f.threads);
-  kernels::setBlasThreads(f.threads);
+  kernels::configureKernels(f.threads, kernels::parseGemmBackend(f.gemm));
   // The model's name and architecture are in the checkpoint's metadata.
   const auto metadata = runtime::loadSafetensors(f.load).metadata;
   auto name = metadata.find("model");
@@ -83,6 +82,8 @@ void addGenerateCommand(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--seed", f->options.seed, "Seed of the sampling")->capture_default_str();
   sub->add_option("--threads", f->threads, "Intra-op threads")->capture_default_str();
+  sub->add_option("--gemm", f->gemm, "Matrix products on: auto, onednn, openblas")
+      ->capture_default_str();
   sub->add_flag("!--no-kv-cache", f->options.kvCache,
                 "Run the whole context for every token (no key/value cache), for comparison");
   sub->callback([f] { run(*f); });

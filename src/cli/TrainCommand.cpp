@@ -13,7 +13,6 @@
 
 #include "comm/Registry.h"
 #include "comm/local/Local.h"
-#include "core/ThreadPool.h"
 #include "core/Timer.h"
 #include "nn/ModelRegistry.h"
 #include "runtime/Task.h"
@@ -90,6 +89,7 @@ nlohmann::json resultLine(const runtime::TrainConfig& c, const runtime::TrainRes
   out["dataset"] = c.dataset;
   out["batch_size"] = c.batchSize;
   out["threads"] = c.threads;
+  out["gemm"] = c.gemm;
   out["workers"] = workers;
   out["strategy"] = strategy;
   out["backend"] = backend;
@@ -120,8 +120,7 @@ nlohmann::json resultLine(const runtime::TrainConfig& c, const runtime::TrainRes
 // threads of this process, sharing one copy of the datasets and one timeline.
 void runLocal(const runtime::TrainConfig& c) {
   // Process-wide: each rank's kernels use c.threads threads (default 1 per worker).
-  setNumThreads(c.threads);
-  kernels::setBlasThreads(c.threads);
+  kernels::configureKernels(c.threads, kernels::parseGemmBackend(c.gemm));
   runtime::Timeline timeline;
   SharedRun shared;
   shared.data = runtime::loadTaskData(c, true);
@@ -286,6 +285,10 @@ void addTrainCommand(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--seed", c.seed, "Seed of initialization and shuffling")->capture_default_str();
   sub->add_option("--threads", c.threads, "Intra-op threads (BLAS and kernels)")->capture_default_str();
+  sub->add_option("--gemm", c.gemm,
+                  "Matrix products on: auto (oneDNN or OpenBLAS, whichever is faster for the "
+                  "CPU and shape), onednn, openblas")
+      ->capture_default_str();
   sub->add_flag("--no-shuffle", flags->noShuffle, "Take batches in file order");
   sub->add_option("--prefetch", c.prefetch, "Batches loaded ahead on a background thread (0: none)")
       ->capture_default_str();

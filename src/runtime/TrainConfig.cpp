@@ -5,6 +5,7 @@
 
 #include "comm/Types.h"
 #include "core/Error.h"
+#include "tensor/cpu/Blas.h"
 
 namespace dtrain::runtime {
 
@@ -18,6 +19,7 @@ void TrainConfig::validate(bool workersKnown) const {
                      "--weight-decay must be a finite number >= 0 (got ", weightDecay, ")");
   DTRAIN_CHECK_USAGE(threads >= 1 && threads <= 1024, "--threads must be in [1, 1024] (got ",
                      threads, ")");
+  kernels::parseGemmBackend(gemm);  // throws a UsageError naming the choices
   DTRAIN_CHECK_USAGE(evalEvery >= 0, "--eval-every must be >= 0 (got ", evalEvery, ")");
   DTRAIN_CHECK_USAGE(logEvery > 0, "--log-every must be positive (got ", logEvery, ")");
   DTRAIN_CHECK_USAGE(prefetch >= 0, "--prefetch must be >= 0 (got ", prefetch, ")");

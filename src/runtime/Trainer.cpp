@@ -6,7 +6,6 @@
 #include <vector>
 
 #include "core/Log.h"
-#include "core/ThreadPool.h"
 #include "core/Timer.h"
 #include "optim/Factory.h"
 #include "runtime/Checkpoint.h"
@@ -131,8 +130,7 @@ void restoreState(nn::Module& m, const std::vector<Tensor>& state) {
 TrainResult Trainer::run() {
   const TrainConfig& c = config_;
   if (strategy_->ownsProcess()) {
-    setNumThreads(c.threads);
-    kernels::setBlasThreads(c.threads);
+    kernels::configureKernels(c.threads, kernels::parseGemmBackend(c.gemm));
   }
   const bool reporter = strategy_->isReporter();
   parallel::SpanRecorder* spans = timeline_ ? timeline_->recorder(strategy_->rank()) : nullptr;

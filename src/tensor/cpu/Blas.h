@@ -1,7 +1,10 @@
 #pragma once
-// GEMM through OpenBLAS (cblas), row-major:  C = alpha * op(A) * op(B) + beta * C,
+// GEMM, row-major:  C = alpha * op(A) * op(B) + beta * C,
 // op(A) is [M, K], op(B) is [K, N], C is [M, N]; lda/ldb/ldc are row strides.
+// Runs on oneDNN's matmul (Onednn.h) or OpenBLAS (cblas), chosen per product by
+// the process-wide GemmBackend (docs/PERFORMANCE.md has the table of which wins where).
 #include <cstdint>
+#include <string>
 
 namespace dtrain::kernels {
 
@@ -13,7 +16,24 @@ void gemmBatched(bool transA, bool transB, int64_t batch, int64_t M, int64_t N, 
                  float alpha, const float* A, int64_t lda, int64_t strideA, const float* B,
                  int64_t ldb, int64_t strideB, float beta, float* C, int64_t ldc, int64_t strideC);
 
-// Threads OpenBLAS may use (follows dtrain::setNumThreads).
+enum class GemmBackend { Auto, OneDnn, OpenBlas };
+
+// Auto: oneDNN on CPUs with AVX-512 (twice OpenBLAS's speed there); on AVX2-only
+// CPUs oneDNN for products up to kAutoOnednnMaxFlops multiply-adds and OpenBLAS
+// above (oneDNN leads on small shapes, OpenBLAS on large ones).
+void setGemmBackend(GemmBackend b);
+GemmBackend gemmBackend();
+// "auto", "onednn", "openblas"; throws UsageError naming the choices otherwise.
+GemmBackend parseGemmBackend(const std::string& name);
+// The backend a product of this size runs on under the current setting.
+GemmBackend gemmBackendFor(int64_t M, int64_t N, int64_t K);
+inline constexpr int64_t kAutoOnednnMaxFlops = int64_t(1) << 26;
+
+// The compute settings of a run, in one call: threads of dtrain's own kernels
+// (core/ThreadPool.h), of OpenBLAS and of oneDNN, and the GEMM backend.
+void configureKernels(int threads, GemmBackend backend);
+
+// Threads OpenBLAS and oneDNN may use (follows dtrain::setNumThreads).
 void setBlasThreads(int n);
 
 }  // namespace dtrain::kernels

@@ -1,0 +1,123 @@
+#include "tensor/cpu/Onednn.h"
+
+#include <omp.h>
+
+#include <atomic>
+#include <cstring>
+#include <dnnl.hpp>
+#include <unordered_map>
+
+#include "core/Error.h"
+
+namespace dtrain::kernels::onednn {
+namespace {
+
+using dnnl::memory;
+using Dt = memory::data_type;
+
+std::atomic<int> gThreads{1};
+
+// Everything that makes two products need different primitives. alpha and beta
+// are part of the key: a model uses a handful of values (1, 0, 1/sqrt(d)).
+struct Key {
+  bool ta, tb;
+  int64_t M, N, K, lda, ldb, ldc;
+  float alpha, beta;
+  bool operator==(const Key& o) const { return std::memcmp(this, &o, sizeof(Key)) == 0; }
+};
+struct KeyHash {
+  size_t operator()(const Key& k) const {
+    size_t h = 1469598103934665603ull;
+    const auto* p = reinterpret_cast<const unsigned char*>(&k);
+    for (size_t i = 0; i < sizeof(Key); ++i) h = (h ^ p[i]) * 1099511628211ull;
+    return h;
+  }
+};
+
+// A ready primitive and memory objects whose data handles are swapped per call:
+// creating a primitive costs 0.1-4 ms, a memory object about a microsecond, both
+// too much for a 64x64 attention tile that computes in a few microseconds.
+struct Entry {
+  dnnl::matmul prim;
+  memory a, b, c;
+};
+
+struct ThreadState {
+  dnnl::engine engine{dnnl::engine::kind::cpu, 0};
+  dnnl::stream stream{engine};
+  std::unordered_map<Key, Entry, KeyHash> cache;
+  int threads = -1;
+};
+
+ThreadState& state() {
+  // Per thread: ranks that are threads of one process never share a stream,
+  // and the cache needs no lock.
+  thread_local ThreadState s;
+  return s;
+}
+
+memory::desc matrix(int64_t rows, int64_t cols, int64_t ld, bool transposed) {
+  // op(X) is [rows, cols]; stored transposed, its elements are (r, c) at c*ld + r.
+  return memory::desc({rows, cols}, Dt::f32, transposed ? memory::dims{1, ld} : memory::dims{ld, 1});
+}
+
+Entry makeEntry(ThreadState& s, const Key& k) {
+  // Zero-padded keys make memcmp equality safe.
+  const memory::desc ad = matrix(k.M, k.K, k.lda, k.ta);
+  const memory::desc bd = matrix(k.K, k.N, k.ldb, k.tb);
+  const memory::desc cd = matrix(k.M, k.N, k.ldc, false);
+  dnnl::primitive_attr attr;
+  if (k.alpha != 1.f) attr.set_output_scales(0, {k.alpha});
+  if (k.beta != 0.f) {
+    dnnl::post_ops ops;
+    ops.append_sum(k.beta);
+    attr.set_post_ops(ops);
+  }
+  dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(ad, bd, cd), attr, s.engine);
+  return Entry{dnnl::matmul(pd), memory(ad, s.engine, DNNL_MEMORY_NONE),
+               memory(bd, s.engine, DNNL_MEMORY_NONE), memory(cd, s.engine, DNNL_MEMORY_NONE)};
+}
+
+}  // namespace
+
+void gemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
+          int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+  ThreadState& s = state();
+  const int want = gThreads.load(std::memory_order_relaxed);
+  if (s.threads != want) {
+    omp_set_num_threads(want);
+    s.threads = want;
+  }
+  Key k;
+  std::memset(&k, 0, sizeof k);
+  k.ta = transA, k.tb = transB, k.M = M, k.N = N, k.K = K, k.lda = lda, k.ldb = ldb, k.ldc = ldc;
+  k.alpha = alpha, k.beta = beta;
+  auto it = s.cache.find(k);
+  if (it == s.cache.end()) {
+    // Bound the cache: shapes are few in training, but a long generation run
+    // sees one attention shape per position.
+    if (s.cache.size() >= 4096) s.cache.clear();
+    try {
+      it = s.cache.emplace(k, makeEntry(s, k)).first;
+    } catch (const dnnl::error& e) {
+      throw Error(std::string("oneDNN matmul ") + std::to_string(M) + "x" + std::to_string(N) +
+                  "x" + std::to_string(K) + ": " + e.what());
+    }
+  }
+  Entry& e = it->second;
+  e.a.set_data_handle(const_cast<float*>(A));
+  e.b.set_data_handle(const_cast<float*>(B));
+  e.c.set_data_handle(C);
+  e.prim.execute(s.stream, {{DNNL_ARG_SRC, e.a}, {DNNL_ARG_WEIGHTS, e.b}, {DNNL_ARG_DST, e.c}});
+}
+
+void setThreads(int n) { gThreads.store(n < 1 ? 1 : n, std::memory_order_relaxed); }
+
+bool hasAvx512() {
+  static const bool yes = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
+  return yes;
+}
+
+size_t cachedPrimitives() { return state().cache.size(); }
+
+}  // namespace dtrain::kernels::onednn
