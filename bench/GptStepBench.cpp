@@ -1,6 +1,6 @@
 // Times one training step of a GPT preset: forward + backward (and the Adam
 // update separately) on a fixed random byte batch, one thread by default.
-//   gpt_step_bench [--size gpt-small] [--batch 16] [--steps 20] [--threads 1]
+//   gpt_step_bench [--size gpt-small] [--batch 16] [--steps 20] [--threads 1] [--gemm auto]
 // Prints per-phase medians and one JSON line (ms per fwd+bwd step, tokens/s).
 #include <algorithm>
 #include <chrono>
@@ -10,7 +10,6 @@
 #include <string>
 #include <vector>
 
-#include "core/ThreadPool.h"
 #include "nn/Gpt.h"
 #include "optim/Factory.h"
 #include "tensor/cpu/Blas.h"
@@ -34,19 +33,20 @@ double median(std::vector<double> v) {
 int main(int argc, char** argv) {
   std::string size = "gpt-small";
   int64_t batch = 16, steps = 20, threads = 1;
+  std::string gemm = "auto";
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
     if (a == "--size") size = v;
     else if (a == "--batch") batch = std::atoll(v.c_str());
     else if (a == "--steps") steps = std::atoll(v.c_str());
     else if (a == "--threads") threads = std::atoll(v.c_str());
+    else if (a == "--gemm") gemm = v;
     else {
       std::fprintf(stderr, "unknown flag %s\n", a.c_str());
       return 2;
     }
   }
-  setNumThreads(static_cast<int>(threads));
-  kernels::setBlasThreads(static_cast<int>(threads));
+  kernels::configureKernels(static_cast<int>(threads), kernels::parseGemmBackend(gemm));
   const nn::GptConfig cfg = nn::gptConfig(size);
   auto model = nn::makeGpt(cfg, 1337);
   auto opt = optim::makeOptimizer("adamw", model->namedParameters(), {.lr = 1e-3});
@@ -80,9 +80,9 @@ int main(int argc, char** argv) {
   std::fprintf(stderr, "%s batch %lld x %lld, %lld threads: forward %.1f ms, backward %.1f ms, adamw %.2f ms, loss %.4f\n",
                size.c_str(), static_cast<long long>(batch), static_cast<long long>(T),
                static_cast<long long>(threads), median(fwd), median(bwd), median(upd), loss);
-  std::printf("{\"size\": \"%s\", \"batch\": %lld, \"block\": %lld, \"threads\": %lld, \"ms_fwd_bwd\": %.2f, "
-              "\"ms_adamw\": %.2f, \"tokens_per_s_fwd_bwd\": %.0f}\n",
-              size.c_str(), static_cast<long long>(batch), static_cast<long long>(T),
+  std::printf("{\"size\": \"%s\", \"gemm\": \"%s\", \"batch\": %lld, \"block\": %lld, \"threads\": %lld, "
+              "\"ms_fwd_bwd\": %.2f, \"ms_adamw\": %.2f, \"tokens_per_s_fwd_bwd\": %.0f}\n",
+              size.c_str(), gemm.c_str(), static_cast<long long>(batch), static_cast<long long>(T),
               static_cast<long long>(threads), step, median(upd), batch * T / step * 1e3);
   return 0;
 }

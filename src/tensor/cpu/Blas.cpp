@@ -46,7 +46,8 @@ GemmBackend gemmBackendFor(int64_t M, int64_t N, int64_t K) {
   const GemmBackend b = gemmBackend();
   if (b != GemmBackend::Auto) return b;
   if (onednn::hasAvx512()) return GemmBackend::OneDnn;
-  return M * N * K <= kAutoOnednnMaxFlops ? GemmBackend::OneDnn : GemmBackend::OpenBlas;
+  const bool onednn = K <= kAutoOnednnMaxK && M * N * K <= kAutoOnednnMaxFlops;
+  return onednn ? GemmBackend::OneDnn : GemmBackend::OpenBlas;
 }
 
 void gemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, float alpha, const float* A,

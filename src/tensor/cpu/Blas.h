@@ -18,16 +18,19 @@ void gemmBatched(bool transA, bool transB, int64_t batch, int64_t M, int64_t N, 
 
 enum class GemmBackend { Auto, OneDnn, OpenBlas };
 
-// Auto: oneDNN on CPUs with AVX-512 (twice OpenBLAS's speed there); on AVX2-only
-// CPUs oneDNN for products up to kAutoOnednnMaxFlops multiply-adds and OpenBLAS
-// above (oneDNN leads on small shapes, OpenBLAS on large ones).
+// Auto: oneDNN on CPUs with AVX-512 (twice OpenBLAS's speed there). On AVX2-only
+// CPUs the two are within 10% on the models' products except long reductions,
+// where oneDNN falls to 60-75% of OpenBLAS (gpt's dW at K = 2048, large squares):
+// there OpenBLAS runs the products with K > kAutoOnednnMaxK or more than
+// kAutoOnednnMaxFlops multiply-adds (bench/GemmBench.cpp measures both).
 void setGemmBackend(GemmBackend b);
 GemmBackend gemmBackend();
 // "auto", "onednn", "openblas"; throws UsageError naming the choices otherwise.
 GemmBackend parseGemmBackend(const std::string& name);
 // The backend a product of this size runs on under the current setting.
 GemmBackend gemmBackendFor(int64_t M, int64_t N, int64_t K);
-inline constexpr int64_t kAutoOnednnMaxFlops = int64_t(1) << 26;
+inline constexpr int64_t kAutoOnednnMaxK = 1024;
+inline constexpr int64_t kAutoOnednnMaxFlops = int64_t(1) << 30;
 
 // The compute settings of a run, in one call: threads of dtrain's own kernels
 // (core/ThreadPool.h), of OpenBLAS and of oneDNN, and the GEMM backend.
