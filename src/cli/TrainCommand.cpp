@@ -90,6 +90,7 @@ nlohmann::json resultLine(const runtime::TrainConfig& c, const runtime::TrainRes
   out["batch_size"] = c.batchSize;
   out["threads"] = c.threads;
   out["gemm"] = c.gemm;
+  out["precision"] = c.precision;
   out["workers"] = workers;
   out["strategy"] = strategy;
   out["backend"] = backend;
@@ -285,6 +286,10 @@ void addTrainCommand(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--seed", c.seed, "Seed of initialization and shuffling")->capture_default_str();
   sub->add_option("--threads", c.threads, "Intra-op threads (BLAS and kernels)")->capture_default_str();
+  sub->add_option("--precision", c.precision,
+                  "Linear layers' matrix products: fp32, or bf16 (bf16 operands, fp32 "
+                  "accumulation; parameters, gradients and optimizer state stay fp32)")
+      ->capture_default_str();
   sub->add_option("--gemm", c.gemm,
                   "Matrix products on: auto (oneDNN or OpenBLAS, whichever is faster for the "
                   "CPU and shape), onednn, openblas")

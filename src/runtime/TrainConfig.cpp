@@ -4,6 +4,7 @@
 #include <string>
 
 #include "comm/Types.h"
+#include "autograd/Precision.h"
 #include "core/Error.h"
 #include "tensor/cpu/Blas.h"
 
@@ -19,7 +20,8 @@ void TrainConfig::validate(bool workersKnown) const {
                      "--weight-decay must be a finite number >= 0 (got ", weightDecay, ")");
   DTRAIN_CHECK_USAGE(threads >= 1 && threads <= 1024, "--threads must be in [1, 1024] (got ",
                      threads, ")");
-  kernels::parseGemmBackend(gemm);  // throws a UsageError naming the choices
+  kernels::parseGemmBackend(gemm);  // these throw a UsageError naming the choices
+  autograd::parsePrecision(precision);
   DTRAIN_CHECK_USAGE(evalEvery >= 0, "--eval-every must be >= 0 (got ", evalEvery, ")");
   DTRAIN_CHECK_USAGE(logEvery > 0, "--log-every must be positive (got ", logEvery, ")");
   DTRAIN_CHECK_USAGE(prefetch >= 0, "--prefetch must be >= 0 (got ", prefetch, ")");

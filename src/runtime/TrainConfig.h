@@ -34,7 +34,8 @@ struct TrainConfig {
   double gamma = 0.1;    // step schedule
   uint64_t seed = 0;
   int threads = 1;
-  std::string gemm = "auto";  // GEMM backend: auto, onednn, openblas (tensor/cpu/Blas.h)
+  std::string gemm = "auto";
+  std::string precision = "fp32";  // of linear layers' products: fp32, bf16 (autograd/Precision.h)  // GEMM backend: auto, onednn, openblas (tensor/cpu/Blas.h)
   bool shuffle = true;
   int prefetch = 2;
   std::string save, load, metrics;

@@ -5,6 +5,7 @@
 #include <thread>
 #include <vector>
 
+#include "autograd/Precision.h"
 #include "core/Log.h"
 #include "core/Timer.h"
 #include "optim/Factory.h"
@@ -132,6 +133,7 @@ TrainResult Trainer::run() {
   if (strategy_->ownsProcess()) {
     kernels::configureKernels(c.threads, kernels::parseGemmBackend(c.gemm));
   }
+  autograd::setPrecision(autograd::parsePrecision(c.precision));
   const bool reporter = strategy_->isReporter();
   parallel::SpanRecorder* spans = timeline_ ? timeline_->recorder(strategy_->rank()) : nullptr;
   strategy_->setSpanRecorder(spans);

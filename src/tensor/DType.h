@@ -15,11 +15,18 @@ size_t dtypeSize(DType t);
 const char* dtypeName(DType t);  // safetensors spelling: "F32", "BF16", ...
 DType dtypeFromName(const std::string& name);  // throws dtrain::Error on unknown names
 
+// A bfloat16 value by its bits: the upper half of an IEEE float (8 exponent bits,
+// 7 mantissa bits). Conversions are in tensor/cpu/Bf16.h.
+struct BFloat16 {
+  uint16_t bits;
+};
+
 template <typename T> constexpr DType dtypeOf();
 template <> constexpr DType dtypeOf<float>() { return DType::F32; }
 template <> constexpr DType dtypeOf<int32_t>() { return DType::I32; }
 template <> constexpr DType dtypeOf<int64_t>() { return DType::I64; }
 template <> constexpr DType dtypeOf<uint8_t>() { return DType::U8; }
+template <> constexpr DType dtypeOf<BFloat16>() { return DType::BF16; }
 
 struct Device {
   DeviceType type = DeviceType::CPU;

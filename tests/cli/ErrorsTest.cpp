@@ -36,6 +36,12 @@ TEST(CliErrors, NanOrNegativeLearningRate) {
   expectError(runDtrain(kQuick + "--lr -1"), 2, "--lr");
 }
 
+TEST(CliErrors, UnknownPrecisionOrGemmBackend) {
+  expectError(runDtrain(kQuick + "--precision fp8"), 2, "known: fp32, bf16");
+  expectError(runDtrain(kQuick + "--precision fp16"), 2, "GPU");
+  expectError(runDtrain(kQuick + "--gemm mkl"), 2, "known: auto, onednn, openblas");
+}
+
 TEST(CliErrors, NotANumber) { expectError(runDtrain(kQuick + "--epochs many"), 2, "--epochs"); }
 
 TEST(CliErrors, MissingDataDirSaysHowToInstall) {

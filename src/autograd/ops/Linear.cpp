@@ -1,7 +1,9 @@
 // linear and matmul: GEMM forward and backward, gradients written straight into
 // their targets (beta = 1 when accumulating), so no temporaries.
 #include "autograd/Ops.h"
+#include "autograd/Precision.h"
 #include "autograd/ops/OpUtil.h"
+#include "tensor/cpu/Bf16.h"
 #include "tensor/cpu/Blas.h"
 
 namespace dtrain::autograd {
@@ -33,6 +35,49 @@ class LinearNode final : public Node {
 
  private:
   Tensor x_, w_;
+  bool hasBias_;
+};
+
+Tensor toBf16(const float* x, const Shape& shape) {
+  Tensor out = Tensor::empty(shape, DType::BF16);
+  kernels::toBf16(x, out.data<BFloat16>(), out.numel());
+  return out;
+}
+
+// Under bf16 (Precision.h): the products take bf16 copies of x and W, kept for
+// backward (half the bytes of fp32 copies); gy is rounded to bf16 for the
+// products too, as on bf16 hardware. Gradients land in fp32.
+class Bf16LinearNode final : public Node {
+ public:
+  Bf16LinearNode(Tensor xb, Tensor wb, bool hasBias)
+      : xb_(std::move(xb)), wb_(std::move(wb)), hasBias_(hasBias) {}
+  const char* name() const override { return "linear_bf16"; }
+  void backward(const Tensor& gy, GradSink& sink) override {
+    const int64_t B = xb_.size(0), in = xb_.size(1), out = wb_.size(0);
+    const float* g = gy.data<float>();
+    if (sink.needs(0) || sink.needs(1)) {
+      const Tensor gb = toBf16(g, {B, out});
+      const BFloat16* gbp = gb.data<BFloat16>();
+      if (sink.needs(0)) {  // dx = gy W
+        GradTarget t = sink.target(0);
+        kernels::gemmBf16(false, false, B, in, out, 1.f, gbp, out, wb_.data<BFloat16>(), in,
+                          t.accumulate ? 1.f : 0.f, t.ptr, in);
+      }
+      if (sink.needs(1)) {  // dW = gy^T x
+        GradTarget t = sink.target(1);
+        kernels::gemmBf16(true, false, out, in, B, 1.f, gbp, out, xb_.data<BFloat16>(), in,
+                          t.accumulate ? 1.f : 0.f, t.ptr, in);
+      }
+    }
+    if (hasBias_ && sink.needs(2)) {
+      GradTarget t = sink.target(2);
+      kernels::sumRows(g, t.ptr, B, out, t.accumulate);
+    }
+  }
+  void release() override { xb_ = wb_ = Tensor(); }
+
+ private:
+  Tensor xb_, wb_;
   bool hasBias_;
 };
 
@@ -79,8 +124,18 @@ Variable linear(const Variable& x, const Variable& weight, const Variable& bias)
     // over y fewer than adding the bias afterwards.
     kernels::fillRows(y.data<float>(), bd.data<float>(), B, out);
   }
-  kernels::gemm(false, true, B, out, in, 1.f, xd.data<float>(), in, wd.data<float>(), in,
-                bias.defined() ? 1.f : 0.f, y.data<float>(), out);
+  const float beta = bias.defined() ? 1.f : 0.f;
+  if (precision() == Precision::BF16) {
+    Tensor xb = toBf16(xd.data<float>(), {B, in}), wb = toBf16(wd.data<float>(), {out, in});
+    kernels::gemmBf16(false, true, B, out, in, 1.f, xb.data<BFloat16>(), in, wb.data<BFloat16>(),
+                      in, beta, y.data<float>(), out);
+    if (!needsGraph({&x, &weight, &bias})) return Variable(std::move(y));
+    return record(std::move(y), std::make_shared<Bf16LinearNode>(std::move(xb), std::move(wb),
+                                                                 bias.defined()),
+                  {&x, &weight, &bias});
+  }
+  kernels::gemm(false, true, B, out, in, 1.f, xd.data<float>(), in, wd.data<float>(), in, beta,
+                y.data<float>(), out);
   if (!needsGraph({&x, &weight, &bias})) return Variable(std::move(y));
   return record(std::move(y), std::make_shared<LinearNode>(xd.view({B, in}), wd, bias.defined()),
                 {&x, &weight, &bias});

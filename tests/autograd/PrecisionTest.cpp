@@ -1,0 +1,99 @@
+// bf16 autocast of linear layers: the same numbers as fp32 products of the
+// rounded operands, fp32 gradients, half the bytes kept for backward.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "autograd/Ops.h"
+#include "autograd/Precision.h"
+#include "core/Error.h"
+#include "core/Memory.h"
+#include "core/Rng.h"
+#include "tensor/cpu/Bf16.h"
+
+using namespace dtrain;
+using namespace dtrain::autograd;
+
+namespace {
+
+Tensor randomTensor(const Shape& shape, uint64_t seed) {
+  Tensor t = Tensor::empty(shape);
+  Rng rng(seed);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = rng.uniform(-1.f, 1.f);
+  return t;
+}
+
+// x rounded to bf16 and back: what the bf16 products see.
+Tensor roundedToBf16(const Tensor& x) {
+  Tensor b = Tensor::empty(x.shape(), DType::BF16), out = Tensor::empty(x.shape());
+  kernels::toBf16(x.data<float>(), b.data<BFloat16>(), x.numel());
+  kernels::fromBf16(b.data<BFloat16>(), out.data<float>(), x.numel());
+  return out;
+}
+
+void expectClose(const Tensor& a, const Tensor& b, double tol, const char* what) {
+  ASSERT_EQ(a.numel(), b.numel()) << what;
+  for (int64_t i = 0; i < a.numel(); ++i)
+    ASSERT_NEAR(a.data<float>()[i], b.data<float>()[i], tol) << what << " at " << i;
+}
+
+}  // namespace
+
+TEST(Precision, Bf16LinearIsTheFp32ProductOfRoundedOperands) {
+  const Tensor x0 = randomTensor({6, 5, 40}, 1), w0 = randomTensor({24, 40}, 2),
+               b0 = randomTensor({24}, 3), gy = randomTensor({6, 5, 24}, 4);
+  Variable x(x0.clone(), true), w(w0.clone(), true), b(b0.clone(), true);
+  {
+    PrecisionScope bf16(Precision::BF16);
+    linear(x, w, b).backward(gy);
+  }
+  EXPECT_EQ(precision(), Precision::FP32);  // the scope restores the setting
+  // Reference: fp32 products of the rounded operands (gy is rounded for the
+  // backward products as well; the bias gradient sums fp32 gy).
+  Variable xr(roundedToBf16(x0), true), wr(roundedToBf16(w0), true), br(b0.clone(), true);
+  Variable y = linear(xr, wr, br);
+  Tensor yBf16;
+  {
+    PrecisionScope bf16(Precision::BF16);
+    yBf16 = linear(Variable(x0), Variable(w0), Variable(b0)).data();
+  }
+  expectClose(yBf16, y.data(), 1e-5, "y");
+  // Gradients from rounded gy: compare with the fp32 graph fed roundedToBf16(gy).
+  y.backward(roundedToBf16(gy));
+  expectClose(x.grad(), xr.grad(), 1e-5, "dx");
+  expectClose(w.grad(), wr.grad(), 1e-4, "dW");
+  Variable bFull(b0.clone(), true);
+  linear(Variable(x0), Variable(w0), bFull).backward(gy);
+  expectClose(b.grad(), bFull.grad(), 1e-6, "db");  // fp32 gy, not rounded
+  EXPECT_EQ(x.grad().dtype(), DType::F32);
+  EXPECT_EQ(w.grad().dtype(), DType::F32);
+}
+
+TEST(Precision, Bf16LinearKeepsHalfTheBytesForBackward) {
+  const Tensor x0 = randomTensor({256, 512}, 5), w0 = randomTensor({64, 512}, 6);
+  auto kept = [&](Precision p) {
+    PrecisionScope scope(p);
+    Variable x(x0.clone(), true), w(w0.clone(), true);
+    const int64_t before = memory::stats().currentBytes;
+    Variable y = linear(x, w, Variable());
+    // What the graph holds beyond y: the operands saved for backward.
+    return memory::stats().currentBytes - before - y.data().nbytes();
+  };
+  const int64_t fp32 = kept(Precision::FP32), bf16 = kept(Precision::BF16);
+  // fp32 shares x and W with the leaves (no copy); bf16 holds its own half-size
+  // copies. Count against the fp32 operand bytes instead.
+  EXPECT_EQ(fp32, 0);
+  EXPECT_EQ(bf16, (x0.nbytes() + w0.nbytes()) / 2);
+}
+
+TEST(Precision, NamesAndErrors) {
+  EXPECT_EQ(parsePrecision("fp32"), Precision::FP32);
+  EXPECT_EQ(parsePrecision("bf16"), Precision::BF16);
+  EXPECT_THROW(parsePrecision("fp16"), UsageError);
+  try {
+    parsePrecision("int8");
+    FAIL();
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("known: fp32, bf16"), std::string::npos);
+  }
+}
