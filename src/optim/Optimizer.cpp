@@ -24,10 +24,14 @@ Optimizer::Optimizer(NamedParameters params, double lr) : params_(std::move(para
   decay_.assign(params_.size(), 1);
 }
 
-void Optimizer::setDecay2dOnly(bool on) {
+void Optimizer::setDecay2dOnly(bool on, const std::vector<int64_t>& sourceDims) {
+  DTRAIN_CHECK(sourceDims.empty() || sourceDims.size() == params_.size(), "optimizer: ",
+               sourceDims.size(), " source dimensions for ", params_.size(), " parameters");
   decay2dOnly_ = on;
-  for (size_t i = 0; i < params_.size(); ++i)
-    decay_[i] = !on || params_[i].second.data().dim() >= 2;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const int64_t dims = sourceDims.empty() ? params_[i].second.data().dim() : sourceDims[i];
+    decay_[i] = !on || dims >= 2;
+  }
 }
 
 std::optional<size_t> Optimizer::indexOf(const std::string& paramName) const {

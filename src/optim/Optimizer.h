@@ -86,7 +86,10 @@ class Optimizer {
   // Parameter groups as nanoGPT makes them: weight decay only for parameters
   // with >= 2 dimensions (matrices, embeddings), none for biases and norm
   // weights. Off by default (every parameter decays, as torch's single group).
-  void setDecay2dOnly(bool on);
+  // `sourceDims`, when given (one per parameter), are the dimensions of the
+  // tensors the parameters are flat slices of (a parameter server's shard):
+  // the rule then follows the source tensor, not the 1-D slice.
+  void setDecay2dOnly(bool on, const std::vector<int64_t>& sourceDims = {});
   bool decay2dOnly() const { return decay2dOnly_; }
   bool decays(size_t i) const { return decay_.at(i) != 0; }
 

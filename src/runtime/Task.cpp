@@ -102,10 +102,9 @@ void applyTaskDefaults(TrainConfig& c, const std::function<bool(const char*)>& g
     // The peer trains --steps whatever the corpus size: with --max-steps, an
     // "epoch" (TextBatcher::stepsPerEpoch, >= 1 step) no longer stops training.
     if (!given("--epochs") && c.maxSteps > 0) c.epochs = c.maxSteps;
-    // Parameter servers cannot clip by the global norm nor tell a server's flat
-    // shard of a matrix from a bias yet: they keep the plain rules.
+    // Parameter servers cannot clip by the global norm yet (TrainConfig.cpp).
     if (!given("--clip-grad-norm") && c.strategy != "ps") c.clipGradNorm = 1.0;
-    if (!given("--decay-2d-only") && c.strategy != "ps") c.decay2dOnly = true;
+    if (!given("--decay-2d-only")) c.decay2dOnly = true;
     if (!given("--adam-betas") && (c.optimizer == "adam" || c.optimizer == "adamw")) {
       c.beta1 = 0.9;
       c.beta2 = 0.95;

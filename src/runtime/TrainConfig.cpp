@@ -41,9 +41,6 @@ void TrainConfig::validate(bool workersKnown) const {
                      "use --strategy allreduce or hogwild, or drop --clip-grad-norm");
   DTRAIN_CHECK_USAGE((!beta1 && !beta2) || optimizer == "adam" || optimizer == "adamw",
                      "--adam-betas applies to --optimizer adam and adamw (not ", optimizer, ")");
-  DTRAIN_CHECK_USAGE(!(decay2dOnly && weightDecay > 0 && strategy == "ps"),
-                     "--decay-2d-only: parameter servers hold flat shards of the parameters and "
-                     "cannot tell matrices from biases yet; drop it or use --weight-decay 0");
   DTRAIN_CHECK_USAGE(warmupSteps >= 0, "--warmup-steps must be >= 0 (got ", warmupSteps, ")");
   DTRAIN_CHECK_USAGE(workers >= 1, "--workers must be >= 1 (got ", workers, ")");
   DTRAIN_CHECK_USAGE(strategy.empty() || strategy == "single" || strategy == "allreduce" ||

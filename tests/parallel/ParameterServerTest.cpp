@@ -50,6 +50,27 @@ INSTANTIATE_TEST_SUITE_P(Local, SyncPs,
                                   "_S" + std::to_string(info.param.servers);
                          });
 
+TEST(SyncPs, DecayOnlyMatricesFollowsTheWholeTensorOfEachSlice) {
+  // AdamW with nanoGPT's groups: 3 servers cut mlp's matrices and biases into
+  // flat slices; each slice must decay as the tensor it comes from.
+  runtime::TrainConfig c = psConfig("mlp", 2, 16);
+  c.optimizer = "adamw";
+  c.momentum.reset();
+  c.lr = 1e-3;
+  c.weightDecay = 0.5;  // large, so a wrongly decayed bias shows
+  c.decay2dOnly = true;
+  auto ps = runPs(c, psOptions(c, 3, Consistency::Sync));
+  runtime::TrainConfig d = smallConfig("mlp", 16);
+  d.optimizer = c.optimizer, d.momentum = std::nullopt, d.lr = c.lr, d.weightDecay = c.weightDecay, d.decay2dOnly = true;
+  expectClose(ps.params, runDataParallel(d, 2)[0], 1e-5, "adamw, decay 2-D only, S=3");
+  d.decay2dOnly = false;  // the test can fail: decaying everything differs
+  const auto all = runDataParallel(d, 2)[0];
+  double diff = 0;
+  for (const auto& [name, v] : all)
+    for (size_t i = 0; i < v.size(); ++i) diff = std::max(diff, double(std::abs(v[i] - ps.params.at(name)[i])));
+  EXPECT_GT(diff, 1e-4);
+}
+
 TEST(SyncPs, CheckpointGathersTheShardedOptimizerState) {
   runtime::TrainConfig c = psConfig("mlp", 2, 16);
   c.maxSteps = 10;

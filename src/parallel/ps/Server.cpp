@@ -32,8 +32,10 @@ ParameterServer::ParameterServer(comm::Communicator& comm, const nn::Module& mod
   // The optimizer sees each slice as a parameter of its own (a view into the
   // shard): elementwise update rules give exactly the whole-tensor result.
   optim::NamedParameters slices;
+  std::vector<int64_t> sourceDims;  // nanoGPT's decay groups follow the whole tensor
   for (const ShardSlice& sl : plan_.slices[server_]) {
     const auto& [name, v] = named[sl.param];
+    sourceDims.push_back(v.data().dim());
     const bool whole = sl.length == v.data().numel();
     autograd::Variable var(params_.slice(0, sl.shardOffset, sl.shardOffset + sl.length), true);
     var.setGradBuffer(grad_.slice(0, sl.shardOffset, sl.shardOffset + sl.length));
@@ -41,6 +43,8 @@ ParameterServer::ParameterServer(comm::Communicator& comm, const nn::Module& mod
                         var);
   }
   optimizer_ = optim::makeOptimizer(opts_.optimizer, std::move(slices), opts_.optimizerOptions);
+  if (opts_.optimizerOptions.decay2dOnly)
+    optimizer_->setDecay2dOnly(*opts_.optimizerOptions.decay2dOnly, sourceDims);
   peers_.resize(opts_.workers);
   for (Peer& p : peers_) {
     p.pushBuf.resize(kHeaderFloats + n_);
