@@ -7,7 +7,7 @@
 #include "comm/AllreduceBench.h"
 #include "comm/Registry.h"
 #include "core/Error.h"
-#include "nn/Models.h"
+#include "nn/ModelRegistry.h"
 #include "parallel/ps/ServerBench.h"
 
 namespace dtrain::cli {
@@ -75,7 +75,7 @@ void addBenchCommand(CLI::App& app) {
   ps->add_option("--servers", pf->servers, "server ranks (threads)")->capture_default_str();
   ps->add_option("--workers", pf->workers, "worker ranks (threads)")->capture_default_str();
   ps->add_option("--model", pf->model, "model whose parameters are served")
-      ->check(CLI::IsMember(nn::modelNames()))->capture_default_str();
+      ->check(CLI::IsMember(nn::registeredModelNames()))->capture_default_str();
   ps->add_option("--seconds", pf->seconds, "how long the workers push")->capture_default_str();
   ps->callback([pf] { std::cout << parallel::ps::runServerBench(*pf).dump() << std::endl; });
 }

@@ -106,3 +106,14 @@ TEST(LanguageModelCli, FlagErrors) {
   expectError(runDtrain(quick + "--strategy ps --workers 2 --clip-grad-norm 1"), 2,
               "--clip-grad-norm");
 }
+
+TEST(LanguageModelCli, BenchPsServesAGpt) {
+  // `dtrain bench ps` with any registered model (no timing asserted).
+  auto r = runDtrain("bench ps --model gpt-tiny --servers 2 --workers 1 --seconds 0.3");
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.lastLine());
+  EXPECT_EQ(j["model"], "gpt-tiny");
+  EXPECT_GT(j["parameters"].get<int64_t>(), 100000);
+  EXPECT_GT(j["pushes"].get<int64_t>(), 0);
+  EXPECT_EQ(j["updates_per_server"].size(), 2u);
+}

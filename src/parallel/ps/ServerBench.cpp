@@ -6,7 +6,7 @@
 #include "comm/local/Local.h"
 #include "core/Error.h"
 #include "core/Timer.h"
-#include "nn/Models.h"
+#include "nn/ModelRegistry.h"
 #include "optim/Factory.h"
 #include "parallel/ps/Server.h"
 #include "parallel/ps/Worker.h"
@@ -28,7 +28,7 @@ nlohmann::json runServerBench(const ServerBenchConfig& c) {
   std::mutex mu;
   int64_t parameters = 0;
   comm::local::runLocal(c.servers + c.workers, [&](comm::Communicator& comm) {
-    auto model = nn::makeModel(c.model, 0);
+    auto model = nn::buildModel(c.model, {}, 0);
     if (comm.rank() < c.servers) {
       ParameterServer server(comm, *model, o);
       server.run();
