@@ -1,7 +1,10 @@
 // Times one training step of a GPT preset: forward + backward (and the Adam
 // update separately) on a fixed random byte batch, one thread by default.
 //   gpt_step_bench [--size gpt-small] [--batch 16] [--steps 20] [--threads 1] [--gemm auto]
-// Prints per-phase medians and one JSON line (ms per fwd+bwd step, tokens/s).
+//                  [--precision fp32]
+// Prints per-phase medians and one JSON line (ms per fwd+bwd step, tokens/s, and
+// the allocator's peak during the timed steps: parameters, gradients, optimizer
+// state and the activations a step keeps for backward).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -10,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "autograd/Precision.h"
+#include "core/Memory.h"
 #include "nn/Gpt.h"
 #include "optim/Factory.h"
 #include "tensor/cpu/Blas.h"
@@ -33,7 +38,7 @@ double median(std::vector<double> v) {
 int main(int argc, char** argv) {
   std::string size = "gpt-small";
   int64_t batch = 16, steps = 20, threads = 1;
-  std::string gemm = "auto";
+  std::string gemm = "auto", precision = "fp32";
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
     if (a == "--size") size = v;
@@ -41,12 +46,14 @@ int main(int argc, char** argv) {
     else if (a == "--steps") steps = std::atoll(v.c_str());
     else if (a == "--threads") threads = std::atoll(v.c_str());
     else if (a == "--gemm") gemm = v;
+    else if (a == "--precision") precision = v;
     else {
       std::fprintf(stderr, "unknown flag %s\n", a.c_str());
       return 2;
     }
   }
   kernels::configureKernels(static_cast<int>(threads), kernels::parseGemmBackend(gemm));
+  autograd::setPrecision(autograd::parsePrecision(precision));
   const nn::GptConfig cfg = nn::gptConfig(size);
   auto model = nn::makeGpt(cfg, 1337);
   auto opt = optim::makeOptimizer("adamw", model->namedParameters(), {.lr = 1e-3});
@@ -58,6 +65,7 @@ int main(int argc, char** argv) {
     y.data<int32_t>()[i] = static_cast<int32_t>(rng.below(256));
   }
   std::vector<double> fwd, bwd, upd;
+  int64_t peakBytes = 0;
   float loss = 0;
   for (int64_t s = 0; s < steps + 3; ++s) {  // 3 warm-up steps, untimed
     opt->zeroGrad();
@@ -69,7 +77,11 @@ int main(int argc, char** argv) {
     opt->step();
     auto t3 = Clock::now();
     loss = l.item();
-    if (s < 3) continue;
+    if (s < 3) {
+      memory::resetPeak();
+      continue;
+    }
+    peakBytes = memory::stats().peakBytes;
     fwd.push_back(ms(t0, t1));
     bwd.push_back(ms(t1, t2));
     upd.push_back(ms(t2, t3));
@@ -80,9 +92,11 @@ int main(int argc, char** argv) {
   std::fprintf(stderr, "%s batch %lld x %lld, %lld threads: forward %.1f ms, backward %.1f ms, adamw %.2f ms, loss %.4f\n",
                size.c_str(), static_cast<long long>(batch), static_cast<long long>(T),
                static_cast<long long>(threads), median(fwd), median(bwd), median(upd), loss);
-  std::printf("{\"size\": \"%s\", \"gemm\": \"%s\", \"batch\": %lld, \"block\": %lld, \"threads\": %lld, "
-              "\"ms_fwd_bwd\": %.2f, \"ms_adamw\": %.2f, \"tokens_per_s_fwd_bwd\": %.0f}\n",
-              size.c_str(), gemm.c_str(), static_cast<long long>(batch), static_cast<long long>(T),
-              static_cast<long long>(threads), step, median(upd), batch * T / step * 1e3);
+  std::printf("{\"size\": \"%s\", \"gemm\": \"%s\", \"precision\": \"%s\", \"batch\": %lld, "
+              "\"block\": %lld, \"threads\": %lld, \"ms_fwd_bwd\": %.2f, \"ms_adamw\": %.2f, "
+              "\"tokens_per_s_fwd_bwd\": %.0f, \"peak_mib\": %.1f}\n",
+              size.c_str(), gemm.c_str(), precision.c_str(), static_cast<long long>(batch),
+              static_cast<long long>(T), static_cast<long long>(threads), step, median(upd),
+              batch * T / step * 1e3, peakBytes / 1048576.0);
   return 0;
 }

@@ -12,8 +12,8 @@ using Impl = detail::VariableImpl;
 using ImplPtr = std::shared_ptr<Impl>;
 
 void accumulate(Impl& in, Tensor t, const char* opName) {
-  DTRAIN_CHECK(t.shape() == in.data.shape(), "backward of ", opName, ": gradient shape ",
-               shapeStr(t.shape()), " does not match input shape ", shapeStr(in.data.shape()));
+  DTRAIN_CHECK(t.shape() == in.shape, "backward of ", opName, ": gradient shape ",
+               shapeStr(t.shape()), " does not match input shape ", shapeStr(in.shape));
   Tensor& g = in.grad;
   if (in.gradStale) {  // logically zero: overwrite, keeping the buffer
     g.copyFrom(t);
@@ -44,7 +44,7 @@ class EngineSink final : public GradSink {
       return {g.data<float>(), false};
     }
     if (g.defined()) return {g.data<float>(), true};
-    g = Tensor::empty(in->data.shape());
+    g = Tensor::empty(in->shape);
     return {g.data<float>(), false};
   }
 

@@ -17,7 +17,9 @@ NoGradGuard::~NoGradGuard() { tGradEnabled = prev_; }
 
 Variable::Variable(Tensor data, bool requiresGrad)
     : impl_(std::make_shared<detail::VariableImpl>()) {
+  impl_->shape = data.shape();
   impl_->data = std::move(data);
+  acquire();
   setRequiresGrad(requiresGrad);
 }
 
@@ -31,7 +33,7 @@ void Variable::zeroGrad() {
   if (impl_->grad.defined())
     impl_->gradStale = true;
   else
-    impl_->grad = Tensor::zeros(impl_->data.shape());
+    impl_->grad = Tensor::zeros(impl_->shape);
 }
 
 Tensor& Variable::grad() const {
@@ -65,6 +67,7 @@ bool needsGraph(std::initializer_list<const Variable*> inputs) {
 Variable record(Tensor out, std::shared_ptr<Node> node,
                 std::initializer_list<const Variable*> inputs) {
   auto impl = std::make_shared<detail::VariableImpl>();
+  impl->shape = out.shape();
   impl->data = std::move(out);
   impl->requiresGrad = true;
   for (const Variable* v : inputs)

@@ -5,6 +5,7 @@
 // order, frees every intermediate as soon as it is no longer needed, and fires
 // a leaf's grad-ready hooks the moment its gradient is final (data parallelism
 // starts communicating a fusion bucket from there while backward goes on).
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <string>
@@ -19,7 +20,14 @@ class Variable;
 
 namespace detail {
 struct VariableImpl {
+  // An op's output is kept by the graph (Node::inputs) only for its gradient;
+  // its data is kept while user code holds a Variable of it (`handles`). When
+  // the last handle goes, a non-leaf's data is released: a node saves what its
+  // backward needs itself (e.g. linear under bf16 keeps bf16 copies only), so
+  // activations nothing needs are freed during forward, not after backward.
   Tensor data;
+  Shape shape;                   // data's shape, kept when data is released
+  std::atomic<int> handles{0};   // Variable objects referring to this
   Tensor grad;  // leaf: accumulated gradient; non-leaf: transient during backward
   // zeroGrad() only marks the buffer stale (logically zero): the next backward
   // overwrites it instead of adding, which saves a memset pass per step.
@@ -35,13 +43,31 @@ class Variable {
  public:
   Variable() = default;
   explicit Variable(Tensor data, bool requiresGrad = false);
+  Variable(const Variable& o) : impl_(o.impl_) { acquire(); }
+  Variable(Variable&& o) noexcept : impl_(std::move(o.impl_)) {}
+  Variable& operator=(const Variable& o) {
+    if (impl_ != o.impl_) {
+      drop();
+      impl_ = o.impl_;
+      acquire();
+    }
+    return *this;
+  }
+  Variable& operator=(Variable&& o) noexcept {
+    if (this != &o) {
+      drop();
+      impl_ = std::move(o.impl_);
+    }
+    return *this;
+  }
+  ~Variable() { drop(); }
 
   bool defined() const { return impl_ != nullptr; }
   Tensor& data() { return impl_->data; }
   const Tensor& data() const { return impl_->data; }
   // The accumulated gradient (zeros after zeroGrad(); undefined before any backward).
   Tensor& grad() const;
-  const Shape& shape() const { return impl_->data.shape(); }
+  const Shape& shape() const { return impl_->shape; }
   int64_t numel() const { return impl_->data.numel(); }
   float item() const { return impl_->data.item(); }
 
@@ -74,7 +100,18 @@ class Variable {
   const std::shared_ptr<detail::VariableImpl>& shared() const { return impl_; }
 
  private:
-  explicit Variable(std::shared_ptr<detail::VariableImpl> impl) : impl_(std::move(impl)) {}
+  explicit Variable(std::shared_ptr<detail::VariableImpl> impl) : impl_(std::move(impl)) {
+    acquire();
+  }
+  void acquire() {
+    if (impl_) impl_->handles.fetch_add(1, std::memory_order_relaxed);
+  }
+  // The last handle of an op's output releases its data (see VariableImpl).
+  void drop() {
+    if (impl_ && impl_->handles.fetch_sub(1, std::memory_order_acq_rel) == 1 && impl_->gradFn)
+      impl_->data = Tensor();
+    impl_.reset();
+  }
   friend Variable record(Tensor, std::shared_ptr<Node>, std::initializer_list<const Variable*>);
   std::shared_ptr<detail::VariableImpl> impl_;
 };

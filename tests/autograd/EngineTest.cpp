@@ -74,3 +74,24 @@ TEST(Engine, IntermediatesAreFreedByBackward) {
   // Only w's gradient remains.
   EXPECT_EQ(memory::stats().currentBytes, before + static_cast<int64_t>(w.grad().nbytes()));
 }
+
+TEST(Engine, AnOutputOnlyTheGraphHoldsIsFreedDuringForward) {
+  // add saves nothing for backward: once user code drops the intermediate
+  // a + a, only its shape stays in the graph, not its 4 MB of data.
+  const int64_t n = 1 << 20;
+  Variable a(Tensor::full({n}, 1.f), true);
+  const int64_t before = memory::stats().currentBytes;
+  Variable out = add(add(a, a), a);
+  EXPECT_EQ(memory::stats().currentBytes - before, n * 4) << "only out's data is held";
+  // A handle kept by user code keeps the data (copies share it).
+  Variable kept = add(a, a);
+  Variable copy = kept;
+  kept = Variable();
+  ASSERT_TRUE(copy.data().defined());
+  EXPECT_FLOAT_EQ(copy.data().data<float>()[7], 2.f);
+  EXPECT_EQ(copy.shape(), Shape{n});
+  // Backward needs only shapes of the freed intermediate.
+  out.backward(Tensor::full({n}, 1.f));
+  EXPECT_FLOAT_EQ(a.grad().data<float>()[0], 3.f);
+  EXPECT_FLOAT_EQ(a.grad().data<float>()[n - 1], 3.f);
+}
