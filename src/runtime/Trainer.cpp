@@ -79,6 +79,17 @@ parallel::ps::PsOptions psOptions(const TrainConfig& c, int rank) {
   return o;
 }
 
+parallel::compress::CompressOptions compressOptions(const TrainConfig& c) {
+  parallel::compress::CompressOptions o;
+  o.name = c.compress;
+  o.bits = c.compressBits;
+  o.ratio = c.compressRatio;
+  o.rank = c.compressRank;
+  o.startStep = c.compressStartStep;
+  o.seed = c.seed;
+  return o;
+}
+
 void Trainer::setData(std::shared_ptr<const data::Dataset> train,
                       std::shared_ptr<const data::Dataset> test) {
   data_.train = std::move(train);

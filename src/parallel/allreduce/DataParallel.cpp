@@ -21,6 +21,7 @@ DataParallel::DataParallel(comm::Communicator& comm, DataParallelOptions options
     : comm_(comm), opts_(options) {
   DTRAIN_CHECK_USAGE(std::isfinite(opts_.fusionMb) && opts_.fusionMb > 0,
                      "--fusion-mb must be a positive number (got ", opts_.fusionMb, ")");
+  compress::validate(opts_.compress);
 }
 
 DataParallel::~DataParallel() {
@@ -60,7 +61,13 @@ void DataParallel::setup(nn::Module& model, optim::Optimizer& optimizer) {
 
   const size_t bytes = static_cast<size_t>(std::max(1.0, opts_.fusionMb * 1024 * 1024));
   buckets_ = makeFusionBuckets(model.parameters(), bytes);
-  for (auto& b : buckets_) gradBytes_ += static_cast<int64_t>(b.bytes());
+  for (size_t i = 0; i < buckets_.size(); ++i) {
+    gradBytes_ += static_cast<int64_t>(buckets_[i].bytes());
+    compress::BucketLayout layout;
+    layout.index = static_cast<int>(i);
+    for (auto& p : buckets_[i].params) layout.shapes.push_back(p.shape());
+    compressors_.push_back(compress::makeCompressor(opts_.compress, layout));
+  }
   ready_.assign(buckets_.size(), 0);
   startUs_.assign(buckets_.size(), 0);
   endUs_.assign(buckets_.size(), 0);
@@ -72,8 +79,9 @@ void DataParallel::setup(nn::Module& model, optim::Optimizer& optimizer) {
   thread_ = std::thread([this] { commLoop(); });
 }
 
-void DataParallel::beginStep(int64_t) {
+void DataParallel::beginStep(int64_t step) {
   stepStartUs_ = nowMicros();
+  step_ = step;
   std::fill(ready_.begin(), ready_.end(), 0);
   nextLaunch_ = 0;
 }
@@ -141,18 +149,22 @@ void DataParallel::commLoop() {
 }
 
 void DataParallel::runBucket(size_t i) {
-  FusionBucket& b = buckets_[i];
-  comm::Options o;
-  o.op = comm::ReduceOp::Sum;
-  o.algo = opts_.algo;
-  o.tag = static_cast<int>(i);
-  float* data = b.buffer.data<float>();
-  const auto n = static_cast<size_t>(b.numel());
-  comm_.allreduce(data, data, n, DType::F32, o);
-  if (comm_.size() > 1) {
-    const float scale = 1.0f / static_cast<float>(comm_.size());
-    for (size_t j = 0; j < n; ++j) data[j] *= scale;
-  }
+  compress::ReduceContext ctx;
+  ctx.tag = static_cast<int>(i);
+  ctx.algo = opts_.algo;
+  ctx.step = step_;
+  compress::Compressor& c = *compressors_[i];
+  c.reduce(buckets_[i].buffer.data<float>(), comm_, ctx);
+  payloadBytes_ += static_cast<double>(c.traffic().payload);
+  sentBytes_ += c.traffic().sent;
+}
+
+std::vector<std::pair<std::string, Tensor*>> DataParallel::compressorState() {
+  std::vector<std::pair<std::string, Tensor*>> out;
+  for (size_t i = 0; i < compressors_.size(); ++i)
+    for (auto& [name, t] : compressors_[i]->state())
+      out.emplace_back("compress.bucket" + std::to_string(i) + "." + name, t);
+  return out;
 }
 
 void DataParallel::finishGradients() {
@@ -193,14 +205,20 @@ double DataParallel::reduceMetric(double localValue) {
 std::map<std::string, double> DataParallel::stats() const {
   const double n = static_cast<double>(std::max<int64_t>(1, steps_));
   const int w = comm_.size();
-  // What a bandwidth-optimal allreduce (ring, reduce-scatter + allgather) sends
-  // per rank: 2 (N-1)/N of the payload (nccl-tests' busbw convention).
-  const double sent = w > 1 ? 2.0 * (w - 1) / w * static_cast<double>(gradBytes_) : 0.0;
+  // What a bandwidth-optimal algorithm sends per rank (compress::Traffic): for
+  // an allreduce (ring, reduce-scatter + allgather) 2 (N-1)/N of the payload
+  // (nccl-tests' busbw convention), for an allgather N-1 times it. Before the
+  // first step: the uncompressed allreduce.
+  const double sent = steps_ ? sentBytes_ / n
+                      : w > 1 ? 2.0 * (w - 1) / w * static_cast<double>(gradBytes_) : 0.0;
+  const double payload = steps_ ? payloadBytes_ / n : static_cast<double>(gradBytes_);
   return {{"compute_ms", computeUs_ / n / 1e3},
           {"comm_ms", commUs_ / n / 1e3},
           {"hidden_ms", hiddenUs_ / n / 1e3},
           {"exposed_comm_ms", exposedUs_ / n / 1e3},
           {"bytes_sent_per_worker", sent},
+          {"compressed_bytes_per_step", payload},
+          {"compression_ratio", payload > 0 ? static_cast<double>(gradBytes_) / payload : 1.0},
           {"allreduce_bytes", static_cast<double>(gradBytes_)},
           {"buckets", static_cast<double>(buckets_.size())},
           {"fusion_mb", opts_.fusionMb}};

@@ -1,0 +1,48 @@
+#include "parallel/compress/Common.h"
+
+#include <algorithm>
+
+namespace dtrain::parallel::compress {
+
+uint64_t mixSeed(uint64_t seed, int64_t a, int64_t b, int64_t c) {
+  // splitmix64 over the parts: consecutive steps or buckets give unrelated streams.
+  uint64_t h = seed ^ 0x6a09e667f3bcc909ULL;
+  for (int64_t v : {a, b, c}) {
+    h ^= static_cast<uint64_t>(v) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+    h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    h = (h ^ (h >> 27)) * 0x94d049bb133111ebULL;
+    h ^= h >> 31;
+  }
+  return h;
+}
+
+void packCodes(const uint32_t* codes, size_t n, int bits, uint8_t* out) {
+  std::fill(out, out + packedBytes(n, bits), uint8_t{0});
+  size_t bit = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const uint32_t c = codes[i];
+    for (int b = 0; b < bits; ++b, ++bit)
+      if ((c >> b) & 1u) out[bit >> 3] |= static_cast<uint8_t>(1u << (bit & 7));
+  }
+}
+
+void unpackCodes(const uint8_t* packed, size_t n, int bits, uint32_t* codes) {
+  size_t bit = 0;
+  for (size_t i = 0; i < n; ++i) {
+    uint32_t c = 0;
+    for (int b = 0; b < bits; ++b, ++bit) c |= static_cast<uint32_t>((packed[bit >> 3] >> (bit & 7)) & 1u) << b;
+    codes[i] = c;
+  }
+}
+
+void ErrorFeedback::addTo(float* grad) const {
+  const float* r = residual_.data<float>();
+  for (int64_t i = 0, n = residual_.numel(); i < n; ++i) grad[i] += r[i];
+}
+
+void ErrorFeedback::update(const float* x, const float* sent) {
+  float* r = residual_.data<float>();
+  for (int64_t i = 0, n = residual_.numel(); i < n; ++i) r[i] = x[i] - sent[i];
+}
+
+}  // namespace dtrain::parallel::compress
