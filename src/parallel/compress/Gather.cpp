@@ -26,7 +26,15 @@ void GatherCompressor::reduce(float* grad, comm::Communicator& comm, const Reduc
   o.tag = ctx.tag;
   comm.allgather(mine, gathered_.data(), bytes, DType::U8, o);
   std::fill(grad, grad + numel_, 0.0f);
-  for (int r = 0; r < n; ++r) decodeAdd(gathered_.data() + bytes * static_cast<size_t>(r), grad);
+  for (int r = 0; r < n; ++r) {
+    // This rank's message was decoded already (into sent_, from zeros: the
+    // same values decodeAdd would add).
+    if (feedback_ && r == comm.rank()) {
+      for (int64_t j = 0; j < numel_; ++j) grad[j] += sent_[j];
+    } else {
+      decodeAdd(gathered_.data() + bytes * static_cast<size_t>(r), grad);
+    }
+  }
   if (n > 1) {
     const float scale = 1.0f / static_cast<float>(n);
     for (int64_t j = 0; j < numel_; ++j) grad[j] *= scale;
