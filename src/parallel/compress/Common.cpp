@@ -4,6 +4,18 @@
 
 namespace dtrain::parallel::compress {
 
+std::vector<int64_t> chunkBounds(const BucketLayout& layout) {
+  std::vector<int64_t> bounds{0};
+  for (const auto& shape : layout.shapes) {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    const int64_t start = bounds.back();
+    for (int64_t off = kChunk; off < n; off += kChunk) bounds.push_back(start + off);
+    if (n > 0) bounds.push_back(start + n);
+  }
+  return bounds;
+}
+
 uint64_t mixSeed(uint64_t seed, int64_t a, int64_t b, int64_t c) {
   // splitmix64 over the parts: consecutive steps or buckets give unrelated streams.
   uint64_t h = seed ^ 0x6a09e667f3bcc909ULL;

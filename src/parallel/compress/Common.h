@@ -6,15 +6,20 @@
 #include <cstdint>
 #include <cstring>
 
+#include <vector>
+
+#include "parallel/compress/Compressor.h"
 #include "tensor/Tensor.h"
 
 namespace dtrain::parallel::compress {
 
 // Values per chunk of the per-chunk quantizers (onebit, signsgd, qsgd): each
 // chunk gets its own reconstruction values / norm, so one large gradient does
-// not flatten the small ones (QSGD's bucket size d = 512).
+// not flatten the small ones (QSGD's bucket size d = 512). Chunks never span two
+// parameters: a bias and a weight matrix have gradients of different scales.
 inline constexpr int64_t kChunk = 512;
-inline int64_t chunkCount(int64_t n) { return (n + kChunk - 1) / kChunk; }
+// Chunk c of a bucket is [bounds[c], bounds[c+1]): each parameter cut in kChunk pieces.
+std::vector<int64_t> chunkBounds(const BucketLayout& layout);
 
 // Values kept by the sparsifiers (topk, randomk): ceil(ratio * n), at least 1.
 inline int64_t keptCount(double ratio, int64_t n) {

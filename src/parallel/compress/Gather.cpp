@@ -5,7 +5,7 @@
 namespace dtrain::parallel::compress {
 
 GatherCompressor::GatherCompressor(const BucketLayout& layout, bool errorFeedback)
-    : layout_(layout), numel_(layout.numel()) {
+    : layout_(layout), numel_(layout.numel()), bounds_(chunkBounds(layout)) {
   if (errorFeedback) feedback_ = std::make_unique<ErrorFeedback>(numel_);
 }
 

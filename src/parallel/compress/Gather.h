@@ -28,6 +28,8 @@ class GatherCompressor : public Compressor {
 
   const BucketLayout layout_;
   const int64_t numel_;
+  const std::vector<int64_t> bounds_;  // chunkBounds(layout_), for the per-chunk quantizers
+  int64_t chunks() const { return static_cast<int64_t>(bounds_.size()) - 1; }
 
  private:
   std::unique_ptr<ErrorFeedback> feedback_;

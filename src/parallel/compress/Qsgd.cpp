@@ -27,17 +27,16 @@ class Qsgd final : public GatherCompressor {
 
  private:
   size_t messageBytes() const override {
-    return static_cast<size_t>(chunkCount(numel_)) * sizeof(float) +
+    return static_cast<size_t>(chunks()) * sizeof(float) +
            packedBytes(static_cast<size_t>(numel_), bits_ + 1);
   }
 
   void encode(const float* x, uint8_t* msg, const ReduceContext& ctx, int rank) override {
     Rng rng(mixSeed(seed_, ctx.step, layout_.index, rank));
-    const int64_t chunks = chunkCount(numel_);
-    std::vector<float> norms(static_cast<size_t>(chunks));
+    std::vector<float> norms(static_cast<size_t>(chunks()));
     codes_.resize(static_cast<size_t>(numel_));
-    for (int64_t c = 0; c < chunks; ++c) {
-      const int64_t lo = c * kChunk, hi = std::min(numel_, lo + kChunk);
+    for (int64_t c = 0; c < chunks(); ++c) {
+      const int64_t lo = bounds_[c], hi = bounds_[c + 1];
       double sq = 0;
       for (int64_t i = lo; i < hi; ++i) sq += static_cast<double>(x[i]) * x[i];
       const float norm = static_cast<float>(std::sqrt(sq));
@@ -58,14 +57,13 @@ class Qsgd final : public GatherCompressor {
   }
 
   void decodeAdd(const uint8_t* msg, float* out) const override {
-    const int64_t chunks = chunkCount(numel_);
-    std::vector<float> norms(static_cast<size_t>(chunks));
+    std::vector<float> norms(static_cast<size_t>(chunks()));
     getFloats(msg, norms.data(), norms.size());
     std::vector<uint32_t> codes(static_cast<size_t>(numel_));
     unpackCodes(msg + norms.size() * sizeof(float), codes.size(), bits_ + 1, codes.data());
-    for (int64_t c = 0; c < chunks; ++c) {
+    for (int64_t c = 0; c < chunks(); ++c) {
       const float unit = norms[c] / static_cast<float>(levels_);
-      for (int64_t i = c * kChunk, end = std::min(numel_, i + kChunk); i < end; ++i) {
+      for (int64_t i = bounds_[c]; i < bounds_[c + 1]; ++i) {
         const float v = unit * static_cast<float>(codes[i] >> 1);
         out[i] += codes[i] & 1u ? -v : v;
       }

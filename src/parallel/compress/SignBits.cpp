@@ -20,17 +20,15 @@ SignBitsCompressor::SignBitsCompressor(const BucketLayout& layout, int levels)
     : GatherCompressor(layout, /*errorFeedback=*/true), levels_(levels) {}
 
 size_t SignBitsCompressor::messageBytes() const {
-  return static_cast<size_t>(chunkCount(numel_) * levels_) * sizeof(float) +
+  return static_cast<size_t>(chunks() * levels_) * sizeof(float) +
          packedBytes(static_cast<size_t>(numel_), 1);
 }
 
 void SignBitsCompressor::encode(const float* x, uint8_t* msg, const ReduceContext&, int) {
-  const int64_t chunks = chunkCount(numel_);
-  std::vector<float> values(static_cast<size_t>(chunks * levels_));
-  for (int64_t c = 0; c < chunks; ++c) {
-    const int64_t lo = c * kChunk, len = std::min(kChunk, numel_ - lo);
+  std::vector<float> values(static_cast<size_t>(chunks() * levels_));
+  for (int64_t c = 0; c < chunks(); ++c) {
     float hi, low;
-    reconstruction(x + lo, len, hi, low);
+    reconstruction(x + bounds_[c], bounds_[c + 1] - bounds_[c], hi, low);
     values[c * levels_] = hi;
     if (levels_ == 2) values[c * levels_ + 1] = low;
   }
@@ -52,17 +50,17 @@ void SignBitsCompressor::encode(const float* x, uint8_t* msg, const ReduceContex
 }
 
 void SignBitsCompressor::decodeAdd(const uint8_t* msg, float* out) const {
-  const int64_t chunks = chunkCount(numel_);
-  std::vector<float> values(static_cast<size_t>(chunks * levels_));
+  std::vector<float> values(static_cast<size_t>(chunks() * levels_));
   getFloats(msg, values.data(), values.size());
   const uint8_t* bits = msg + values.size() * sizeof(float);
-  for (int64_t c = 0; c < chunks; ++c) {
+  for (int64_t c = 0; c < chunks(); ++c) {
     const float hi = values[c * levels_];
     const float low = levels_ == 2 ? values[c * levels_ + 1] : -hi;
-    const int64_t lo = c * kChunk, end = std::min(numel_, lo + kChunk);
+    const int64_t end = bounds_[c + 1];
     const uint32_t hiBits = std::bit_cast<uint32_t>(hi), lowBits = std::bit_cast<uint32_t>(low);
-    int64_t i = lo;
-    for (; i + 8 <= end; i += 8) {  // whole bytes (a chunk starts on a byte), as vector blends
+    int64_t i = bounds_[c];
+    for (; i < end && (i & 7); ++i) out[i] += (bits[i >> 3] >> (i & 7)) & 1u ? hi : low;
+    for (; i + 8 <= end; i += 8) {  // whole bytes, as vector blends
       const uint32_t* m = kByteMasks[bits[i >> 3]].data();
       for (int j = 0; j < 8; ++j) out[i + j] += std::bit_cast<float>((m[j] & hiBits) | (~m[j] & lowBits));
     }
