@@ -15,6 +15,13 @@ namespace {
 // their index, the rest are far above any bucket count.
 constexpr int kMetricTag = 1 << 20;
 constexpr int kSetupTag = (1 << 20) + 1;
+constexpr int kStateTag = (1 << 20) + 2;
+
+std::string shapeText(const Shape& s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + "]";
+}
 }  // namespace
 
 DataParallel::DataParallel(comm::Communicator& comm, DataParallelOptions options)
@@ -189,6 +196,50 @@ void DataParallel::finishGradients() {
   for (size_t i = 0; i < buckets_.size(); ++i) {
     commUs_ += endUs_[i] - startUs_[i];
     hiddenUs_ += std::max(0.0, std::min(endUs_[i], backwardEnd) - startUs_[i]);
+  }
+}
+
+std::map<std::string, Tensor> DataParallel::checkpointState() {
+  // Called between steps (the communication thread is idle). Every rank's state
+  // has the same names and shapes (same buckets, same compressor): one flat
+  // allgather of them all.
+  auto mine = compressorState();
+  if (mine.empty()) return {};
+  std::vector<float> flat;
+  for (auto& [name, t] : mine) {
+    const Tensor c = t->contiguous();
+    flat.insert(flat.end(), c.data<float>(), c.data<float>() + c.numel());
+  }
+  std::vector<float> all(flat.size() * static_cast<size_t>(comm_.size()));
+  comm::Options o;
+  o.tag = kStateTag;
+  comm_.allgather(flat.data(), all.data(), flat.size(), DType::F32, o);
+  std::map<std::string, Tensor> out;
+  if (!isReporter()) return out;
+  for (int r = 0; r < comm_.size(); ++r) {
+    const float* src = all.data() + flat.size() * static_cast<size_t>(r);
+    for (auto& [name, t] : mine) {
+      Tensor copy = Tensor::empty(t->shape());
+      std::copy(src, src + copy.numel(), copy.data<float>());
+      src += copy.numel();
+      out.emplace("rank" + std::to_string(r) + "." + name, std::move(copy));
+    }
+  }
+  return out;
+}
+
+void DataParallel::loadCheckpointState(const std::map<std::string, Tensor>& saved) {
+  // A checkpoint without this state (saved uncompressed, or by another
+  // strategy) starts the residuals at zero, as a fresh run does.
+  const std::string prefix = "rank" + std::to_string(comm_.rank()) + ".";
+  for (auto& [name, t] : compressorState()) {
+    auto it = saved.find(prefix + name);
+    if (it == saved.end()) continue;
+    DTRAIN_CHECK(it->second.shape() == t->shape() && it->second.dtype() == t->dtype(),
+                 "checkpoint: compression state ", it->first, " has shape ",
+                 shapeText(it->second.shape()), ", this run's is ", shapeText(t->shape()),
+                 " (resume with the --compress, --fusion-mb and --workers it was saved with)");
+    t->copyFrom(it->second);
   }
 }
 

@@ -59,6 +59,9 @@ class DataParallel final : public Strategy {
   void beginMicroStep(int index, int count) override;
   void finishGradients() override;
   double reduceMetric(double localValue) override;
+  // The compressors' state (compressorState()) of every rank.
+  std::map<std::string, Tensor> checkpointState() override;
+  void loadCheckpointState(const std::map<std::string, Tensor>& saved) override;
   // Per-step means over the run so far: compute_ms (forward + backward),
   // comm_ms (allreduce time on the communication thread), hidden_ms (the part
   // of comm_ms that ran while backward was still going), exposed_ms (time the
