@@ -28,22 +28,27 @@ uint64_t mixSeed(uint64_t seed, int64_t a, int64_t b, int64_t c) {
   return h;
 }
 
+// Through a 64-bit window: at most 7 pending bits plus one code of <= 16 bits.
 void packCodes(const uint32_t* codes, size_t n, int bits, uint8_t* out) {
-  std::fill(out, out + packedBytes(n, bits), uint8_t{0});
-  size_t bit = 0;
+  uint64_t window = 0;
+  int pending = 0;
   for (size_t i = 0; i < n; ++i) {
-    const uint32_t c = codes[i];
-    for (int b = 0; b < bits; ++b, ++bit)
-      if ((c >> b) & 1u) out[bit >> 3] |= static_cast<uint8_t>(1u << (bit & 7));
+    window |= static_cast<uint64_t>(codes[i]) << pending;
+    pending += bits;
+    for (; pending >= 8; pending -= 8, window >>= 8) *out++ = static_cast<uint8_t>(window);
   }
+  if (pending > 0) *out = static_cast<uint8_t>(window);
 }
 
 void unpackCodes(const uint8_t* packed, size_t n, int bits, uint32_t* codes) {
-  size_t bit = 0;
+  const uint64_t mask = (uint64_t{1} << bits) - 1;
+  uint64_t window = 0;
+  int have = 0;
   for (size_t i = 0; i < n; ++i) {
-    uint32_t c = 0;
-    for (int b = 0; b < bits; ++b, ++bit) c |= static_cast<uint32_t>((packed[bit >> 3] >> (bit & 7)) & 1u) << b;
-    codes[i] = c;
+    for (; have < bits; have += 8) window |= static_cast<uint64_t>(*packed++) << have;
+    codes[i] = static_cast<uint32_t>(window & mask);
+    window >>= bits;
+    have -= bits;
   }
 }
 

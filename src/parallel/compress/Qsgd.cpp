@@ -41,15 +41,12 @@ class Qsgd final : public GatherCompressor {
       for (int64_t i = lo; i < hi; ++i) sq += static_cast<double>(x[i]) * x[i];
       const float norm = static_cast<float>(std::sqrt(sq));
       norms[c] = norm;
+      const float scale = norm > 0 ? static_cast<float>(levels_) / norm : 0.0f;
       for (int64_t i = lo; i < hi; ++i) {
-        uint32_t level = 0;
-        if (norm > 0) {
-          const double a = std::fabs(x[i]) / static_cast<double>(norm) * levels_;
-          level = static_cast<uint32_t>(a);
-          if (rng.uniform() < a - level) ++level;
-          level = std::min(level, levels_);
-        }
-        codes_[i] = level << 1 | (x[i] < 0 ? 1u : 0u);
+        const float a = std::fabs(x[i]) * scale;  // in [0, levels]
+        uint32_t level = static_cast<uint32_t>(a);
+        level += rng.uniform() < a - static_cast<float>(level);  // up with probability frac(a)
+        codes_[i] = std::min(level, levels_) << 1 | (x[i] < 0 ? 1u : 0u);
       }
     }
     putFloats(msg, norms.data(), norms.size());

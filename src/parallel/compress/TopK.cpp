@@ -6,8 +6,8 @@
 // pairs cannot be summed where they are; each rank scatters-adds all N messages.
 // Message: k x (4-byte index + 4-byte value).
 #include <algorithm>
+#include <functional>
 #include <cmath>
-#include <numeric>
 #include <vector>
 
 #include "parallel/compress/Factories.h"
@@ -25,17 +25,29 @@ class TopK final : public GatherCompressor {
   size_t messageBytes() const override { return static_cast<size_t>(k_) * 8; }
 
   void encode(const float* x, uint8_t* msg, const ReduceContext&, int) override {
-    order_.resize(static_cast<size_t>(numel_));
-    std::iota(order_.begin(), order_.end(), 0u);
-    auto larger = [x](uint32_t a, uint32_t b) {
-      const float fa = std::fabs(x[a]), fb = std::fabs(x[b]);
-      return fa > fb || (fa == fb && a < b);
-    };
-    std::nth_element(order_.begin(), order_.begin() + k_, order_.end(), larger);
-    std::sort(order_.begin(), order_.begin() + k_);  // index order: a cache-friendly scatter
-    std::vector<float> values(static_cast<size_t>(k_));
-    for (int64_t j = 0; j < k_; ++j) values[j] = x[order_[j]];
-    std::memcpy(msg, order_.data(), static_cast<size_t>(k_) * 4);
+    // The k-th largest magnitude by selection on a copy of the magnitudes, then
+    // one scan in index order: everything above it, and ties at it from the
+    // lowest index up (deterministic).
+    magnitude_.resize(static_cast<size_t>(numel_));
+    for (int64_t i = 0; i < numel_; ++i) magnitude_[i] = std::fabs(x[i]);
+    std::nth_element(magnitude_.begin(), magnitude_.begin() + (k_ - 1), magnitude_.end(),
+                     std::greater<float>());
+    const float threshold = magnitude_[k_ - 1];
+    int64_t above = 0;
+    for (int64_t i = 0; i < numel_; ++i) above += std::fabs(x[i]) > threshold;
+    int64_t ties = k_ - above;
+    std::vector<uint32_t> idx;
+    std::vector<float> values;
+    idx.reserve(static_cast<size_t>(k_));
+    values.reserve(static_cast<size_t>(k_));
+    for (int64_t i = 0; i < numel_; ++i) {
+      const float m = std::fabs(x[i]);
+      if (m > threshold || (m == threshold && ties-- > 0)) {
+        idx.push_back(static_cast<uint32_t>(i));
+        values.push_back(x[i]);
+      }
+    }
+    std::memcpy(msg, idx.data(), static_cast<size_t>(k_) * 4);
     putFloats(msg + k_ * 4, values.data(), values.size());
   }
 
@@ -48,7 +60,7 @@ class TopK final : public GatherCompressor {
   }
 
   const int64_t k_;
-  std::vector<uint32_t> order_;
+  std::vector<float> magnitude_;
 };
 
 }  // namespace
