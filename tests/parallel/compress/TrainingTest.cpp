@@ -1,12 +1,14 @@
 // Compression inside the allreduce strategy, through the Trainer: replicas stay
 // identical with every compressor (with overlap, without, with --accumulate),
-// and the mlp trained with onebit and with powersgd rank 2 reaches 85% test
-// accuracy on Fashion-MNIST within 3 epochs on 2 workers.
+// and the mlp trained with onebit and with powersgd rank 2 reaches 80% test
+// accuracy on Fashion-MNIST in 1 epoch on 2 workers (85% within 3 epochs with
+// DTRAIN_LONG_TESTS=1).
 #include <gtest/gtest.h>
 
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -115,17 +117,19 @@ double bestAccuracy(const std::string& metricsFile) {
   return best;
 }
 
-// 3 epochs of the mlp on 2 workers: ~10-20 s each on one core per worker.
-void expectReaches85(const std::string& compress) {
+// The mlp on 2 workers for `epochs` epochs (cosine schedule: the end of a
+// constant-lr run is noisy, compressed or not); the best evaluation must reach
+// `target`, the final one `target` - 1 point.
+void expectReaches(const std::string& compress, int64_t epochs, double target) {
   runtime::TrainConfig c;
   if (!std::filesystem::exists(c.dataDir)) GTEST_SKIP() << "Fashion-MNIST not at " << c.dataDir;
   c.model = "mlp";
   c.workers = 2;
   c.strategy = "allreduce";
-  c.epochs = 3;
+  c.epochs = epochs;
   c.lr = 0.05;
   c.momentum = 0.9;
-  c.schedule = "cosine";  // the end of a constant-lr run is noisy, compressed or not
+  c.schedule = "cosine";
   c.seed = 1;
   c.compress = compress;
   c.compressRank = 2;
@@ -137,12 +141,28 @@ void expectReaches85(const std::string& compress) {
   auto run = train(c, 2);
   const double best = bestAccuracy(c.metrics);
   std::filesystem::remove(c.metrics);
-  EXPECT_GE(best, 0.85) << compress << ": final " << run.result.testAccuracy;
-  EXPECT_GE(run.result.testAccuracy, 0.84) << compress;
+  EXPECT_GE(best, target) << compress << ": final " << run.result.testAccuracy;
+  EXPECT_GE(run.result.testAccuracy, target - 0.01) << compress;
 }
 
-TEST(CompressConvergence, OneBitMlpReaches85PercentIn3Epochs) { expectReaches85("onebit"); }
-TEST(CompressConvergence, PowerSgdRank2MlpReaches85PercentIn3Epochs) { expectReaches85("powersgd"); }
+// In the suite: one epoch (~10-30 s each), where uncompressed reaches ~84%.
+TEST(CompressConvergence, OneBitMlpReaches80PercentIn1Epoch) { expectReaches("onebit", 1, 0.80); }
+TEST(CompressConvergence, PowerSgdRank2MlpReaches80PercentIn1Epoch) {
+  expectReaches("powersgd", 1, 0.80);
+}
+
+// The target, 85% within 3 epochs: 30-100 s each on the shared 2-core
+// machine, so only on request (docs/PERFORMANCE.md, "Gradient compression"):
+//   DTRAIN_LONG_TESTS=1 build/tests/parallel/compress/compress_tests --gtest_filter='CompressConvergence.*'
+bool longTests() { return std::getenv("DTRAIN_LONG_TESTS") != nullptr; }
+TEST(CompressConvergence, OneBitMlpReaches85PercentIn3Epochs) {
+  if (!longTests()) GTEST_SKIP() << "3 epochs: set DTRAIN_LONG_TESTS=1";
+  expectReaches("onebit", 3, 0.85);
+}
+TEST(CompressConvergence, PowerSgdRank2MlpReaches85PercentIn3Epochs) {
+  if (!longTests()) GTEST_SKIP() << "3 epochs: set DTRAIN_LONG_TESTS=1";
+  expectReaches("powersgd", 3, 0.85);
+}
 
 }  // namespace
 }  // namespace dtrain::test
