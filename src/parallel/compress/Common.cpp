@@ -52,6 +52,20 @@ void unpackCodes(const uint8_t* packed, size_t n, int bits, uint32_t* codes) {
   }
 }
 
+void allreduceMean(float* data, size_t n, comm::Communicator& comm, const ReduceContext& ctx,
+                   Traffic& traffic) {
+  comm::Options o;
+  o.op = comm::ReduceOp::Sum;
+  o.algo = ctx.algo;
+  o.tag = ctx.tag;
+  comm.allreduce(data, data, n, DType::F32, o);
+  if (comm.size() > 1) {
+    const float scale = 1.0f / static_cast<float>(comm.size());
+    for (size_t j = 0; j < n; ++j) data[j] *= scale;
+  }
+  traffic.addAllreduce(static_cast<int64_t>(n * sizeof(float)), comm.size());
+}
+
 void ErrorFeedback::addTo(float* grad) const {
   const float* r = residual_.data<float>();
   for (int64_t i = 0, n = residual_.numel(); i < n; ++i) grad[i] += r[i];

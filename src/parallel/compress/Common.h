@@ -40,6 +40,11 @@ void unpackCodes(const uint8_t* packed, size_t n, int bits, uint32_t* codes);
 inline void putFloats(uint8_t* msg, const float* v, size_t n) { std::memcpy(msg, v, n * sizeof(float)); }
 inline void getFloats(const uint8_t* msg, float* v, size_t n) { std::memcpy(v, msg, n * sizeof(float)); }
 
+// The uncompressed mean: allreduce(sum) of n floats in place, then x 1/N (DataParallel's
+// path before compression existed, bit for bit); adds the bytes to `traffic`.
+void allreduceMean(float* data, size_t n, comm::Communicator& comm, const ReduceContext& ctx,
+                   Traffic& traffic);
+
 // Error feedback (Seide et al. 2014; Karimireddy et al. 2019): what compression
 // dropped this step is added to the next step's gradient, so nothing is lost,
 // only delayed:  x = g + r;  send C(x);  r' = x - C(x).

@@ -92,9 +92,7 @@ class PowerSgd final : public Compressor {
     const float scale = 1.0f / static_cast<float>(n);
     traffic_ = {};
     if (ctx.step < startStep_ || matrices_.empty()) {
-      comm.allreduce(grad, grad, static_cast<size_t>(numel_), DType::F32, o);
-      if (n > 1) for (int64_t j = 0; j < numel_; ++j) grad[j] *= scale;
-      traffic_.addAllreduce(numel_ * 4, n);
+      allreduceMean(grad, static_cast<size_t>(numel_), comm, ctx, traffic_);
       return;
     }
     feedback_.addTo(grad);  // grad is now x = g + e
@@ -126,7 +124,7 @@ class PowerSgd final : public Compressor {
     q = qbuf_.data();
     for (auto& m : matrices_) {
       float* keep = m.q.data<float>();
-      for (int64_t i = 0; i < m.cols * m.rank; ++i) keep[i] = n > 1 ? q[i] * scale : q[i];
+      for (int64_t i = 0; i < m.cols * m.rank; ++i) keep[i] = q[i] * scale;
       float* x = grad + m.offset;
       for (int64_t r = 0; r < m.rows; ++r)
         for (int64_t c = 0; c < m.cols; ++c) {
@@ -141,7 +139,7 @@ class PowerSgd final : public Compressor {
       q += m.cols * m.rank;
     }
     for (const auto& s : plain_) {
-      for (int64_t i = 0; i < s.numel; ++i) grad[s.offset + i] = n > 1 ? p[i] * scale : p[i];
+      for (int64_t i = 0; i < s.numel; ++i) grad[s.offset + i] = p[i] * scale;
       std::fill(e + s.offset, e + s.offset + s.numel, 0.0f);
       p += s.numel;
     }

@@ -43,9 +43,9 @@ class RandomK final : public Compressor {
     o.tag = ctx.tag;
     o.algo = ctx.algo;
     comm.allreduce(values_.data(), values_.data(), values_.size(), DType::F32, o);
-    const float scale = comm.size() > 1 ? 1.0f / static_cast<float>(comm.size()) : 1.0f;
+    const float scale = 1.0f / static_cast<float>(comm.size());
     std::fill(grad, grad + numel_, 0.0f);
-    for (int64_t j = 0; j < k_; ++j) grad[order_[j]] = comm.size() > 1 ? values_[j] * scale : values_[j];
+    for (int64_t j = 0; j < k_; ++j) grad[order_[j]] = values_[j] * scale;
     traffic_ = {};
     traffic_.addAllreduce(k_ * static_cast<int64_t>(sizeof(float)), comm.size());
   }

@@ -72,7 +72,7 @@ std::string describeCompressors() {
 void validate(const CompressOptions& o) {
   if (!find(o.name)) {
     std::string known;
-    for (const auto& n : compressorNames()) known += (known.empty() ? "" : ", ") + n;
+    for (const auto& n : compressorNames()) known += (known.empty() ? "" : ", ") + std::string(n);
     throw UsageError(detail::concat("unknown --compress '", o.name, "' (known: ", known, ")"));
   }
   DTRAIN_CHECK_USAGE(o.bits >= 1 && o.bits <= 15,
