@@ -143,7 +143,9 @@ void DataParallel::commLoop() {
     }
     const double t1 = nowMicros();
     if (spans_) {
-      spans_->span("allreduce bucket " + std::to_string(i) + " (" +
+      const std::string what =
+          opts_.compress.name == "none" ? std::string("allreduce") : opts_.compress.name;
+      spans_->span(what + " bucket " + std::to_string(i) + " (" +
                        std::to_string(buckets_[i].bytes() / 1024) + " KiB)",
                    "comm", Lane::Comm, t0, t1);
     }

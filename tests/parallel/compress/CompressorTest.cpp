@@ -14,6 +14,7 @@
 #include "core/Rng.h"
 #include "parallel/compress/Common.h"
 #include "parallel/compress/Compressor.h"
+#include "tensor/Half.h"
 
 namespace dtrain::parallel::compress {
 namespace {
@@ -298,6 +299,49 @@ TEST(Compressor, PowerSgdStartsWithPlainAllreduce) {
   EXPECT_EQ(r[0].outputs[1], randomGrad(64 * 64, 91));
   EXPECT_EQ(r[0].payload[1], 64 * 64 * 4);
   EXPECT_EQ(r[0].payload[2], (64 + 64) * 4);  // rank 1: P and Q
+}
+
+}  // namespace
+}  // namespace dtrain::parallel::compress
+
+namespace dtrain::parallel::compress {
+namespace {
+
+// The comm layer's 16-bit float sums (what fp16/bf16 rely on), for every
+// allreduce algorithm of the local backend: each hop widens to fp32, adds,
+// rounds back, so 3 ranks' sum is within two roundings of the exact one.
+TEST(Compressor, HalfPrecisionAllreduceSumsInFp32PerHop) {
+  const int n = 3, count = 1000;
+  for (DType dtype : {DType::F16, DType::BF16}) {
+    const bool f16 = dtype == DType::F16;
+    auto narrow = [&](float x) { return f16 ? floatToHalf(x) : floatToBf16(x); };
+    auto widen = [&](uint16_t b) { return f16 ? halfToFloat(b) : bf16ToFloat(b); };
+    const double ulp = f16 ? 1.0 / 1024 : 1.0 / 128;
+    for (auto algo : {comm::Algorithm::Ring, comm::Algorithm::Rhd, comm::Algorithm::Tree,
+                      comm::Algorithm::Shm}) {
+      std::vector<std::vector<float>> out(n);
+      comm::local::runLocal(n, [&](comm::Communicator& comm) {
+        const Vec g = randomGrad(count, 500 + comm.rank());
+        std::vector<uint16_t> h(count);
+        for (int i = 0; i < count; ++i) h[i] = narrow(g[i]);
+        comm::Options o;
+        o.algo = algo;
+        comm.allreduce(h.data(), h.data(), count, dtype, o);
+        for (int i = 0; i < count; ++i) out[comm.rank()].push_back(widen(h[i]));
+      });
+      for (int i = 0; i < count; ++i) {
+        double exact = 0, scale = 0;
+        for (int r = 0; r < n; ++r) {
+          const float v = widen(narrow(randomGrad(count, 500 + r)[i]));
+          exact += v;
+          scale += std::fabs(v);
+        }
+        ASSERT_NEAR(out[0][i], exact, 2 * ulp * scale + 1e-6)
+            << dtypeName(dtype) << " " << comm::algorithmName(algo) << " at " << i;
+        ASSERT_EQ(out[0][i], out[n - 1][i]) << "ranks differ";
+      }
+    }
+  }
 }
 
 }  // namespace
