@@ -109,7 +109,6 @@ class DataParallel final : public Strategy {
   int64_t steps_ = 0;
   double computeUs_ = 0, commUs_ = 0, hiddenUs_ = 0, exposedUs_ = 0;
   double payloadBytes_ = 0, sentBytes_ = 0;  // communication thread, read after a step
-
 };
 
 }  // namespace dtrain::parallel
