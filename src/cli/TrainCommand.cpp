@@ -1,5 +1,6 @@
 #include "cli/TrainCommand.h"
 
+#include <algorithm>
 #include <iostream>
 #include <memory>
 
@@ -223,6 +224,18 @@ void run(const TrainFlags& f, const CLI::App& sub) {
   using P = runtime::TrainConfig::Progress;
   c.progress = f.progress == "bar" ? P::Bar : f.progress == "lines" ? P::Lines
                : f.progress == "off" ? P::Off : P::Auto;
+  // A compressor's flag without that compressor would be silently ignored.
+  const std::pair<const char*, std::vector<std::string>> compressFlags[] = {
+      {"--compress-bits", {"qsgd"}},
+      {"--compress-ratio", {"topk", "randomk"}},
+      {"--compress-rank", {"powersgd"}},
+      {"--compress-start-step", {"powersgd"}}};
+  for (const auto& [flag, users] : compressFlags) {
+    const bool applies = std::find(users.begin(), users.end(), c.compress) != users.end();
+    DTRAIN_CHECK_USAGE(!given(flag) || applies, flag, " applies to --compress ", users[0],
+                       users.size() > 1 ? " or " + users[1] : std::string(), " (got --compress ",
+                       c.compress, ")");
+  }
   // Defaults that depend on the model (gpt: text data, the peer's AdamW settings).
   runtime::applyTaskDefaults(c, given);
   // Under mpi the workers are known only once MPI is up (runMpiRank validates again).

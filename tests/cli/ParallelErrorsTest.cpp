@@ -131,4 +131,8 @@ TEST(ParallelErrors, Compression) {
               "--compress-rank must be >= 1 (got 0)");
   expectUsage(runDtrain(kQuick + "--workers 2 --compress powersgd --compress-start-step -1"),
               "--compress-start-step must be >= 0 (got -1)");
+  expectUsage(runDtrain(kQuick + "--workers 2 --compress onebit --compress-rank 2"),
+              "--compress-rank applies to --compress powersgd (got --compress onebit)");
+  expectUsage(runDtrain(kQuick + "--workers 2 --compress-ratio 0.1"),
+              "--compress-ratio applies to --compress topk or randomk (got --compress none)");
 }
