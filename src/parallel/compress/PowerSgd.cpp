@@ -22,6 +22,7 @@
 #include "core/Rng.h"
 #include "parallel/compress/Common.h"
 #include "parallel/compress/Factories.h"
+#include "tensor/cpu/Blas.h"
 
 namespace dtrain::parallel::compress {
 namespace {
@@ -100,7 +101,8 @@ class PowerSgd final : public Compressor {
     buf_.assign(static_cast<size_t>(factorSize_ + plainSize_), 0.0f);
     float* p = buf_.data();
     for (const auto& m : matrices_) {
-      matmul(grad + m.offset, m.q.data<float>(), p, m.rows, m.cols, m.rank);  // P = M Q
+      kernels::gemm(false, false, m.rows, m.rank, m.cols, 1.0f, grad + m.offset, m.cols,
+                    m.q.data<float>(), m.rank, 0.0f, p, m.rank);  // P = M Q
       p += m.rows * m.rank;
     }
     for (const auto& s : plain_) p = std::copy(grad + s.offset, grad + s.offset + s.numel, p);
@@ -112,7 +114,8 @@ class PowerSgd final : public Compressor {
     float* q = qbuf_.data();
     for (const auto& m : matrices_) {
       orthogonalize(p, m.rows, m.rank);
-      matmulTransposed(grad + m.offset, p, q, m.rows, m.cols, m.rank);
+      kernels::gemm(true, false, m.cols, m.rank, m.rows, 1.0f, grad + m.offset, m.cols, p, m.rank,
+                    0.0f, q, m.rank);  // Q = M^T P
       p += m.rows * m.rank;
       q += m.cols * m.rank;
     }
@@ -126,15 +129,13 @@ class PowerSgd final : public Compressor {
       float* keep = m.q.data<float>();
       for (int64_t i = 0; i < m.cols * m.rank; ++i) keep[i] = q[i] * scale;
       float* x = grad + m.offset;
-      for (int64_t r = 0; r < m.rows; ++r)
-        for (int64_t c = 0; c < m.cols; ++c) {
-          double v = 0;
-          for (int64_t k = 0; k < m.rank; ++k)
-            v += static_cast<double>(p[r * m.rank + k]) * keep[c * m.rank + k];
-          const float approx = static_cast<float>(v);
-          e[m.offset + r * m.cols + c] = x[r * m.cols + c] - approx;
-          x[r * m.cols + c] = approx;
-        }
+      approx_.resize(static_cast<size_t>(m.rows * m.cols));
+      kernels::gemm(false, true, m.rows, m.cols, m.rank, 1.0f, p, m.rank, keep, m.rank, 0.0f,
+                    approx_.data(), m.cols);  // P Q^T
+      for (int64_t i = 0; i < m.rows * m.cols; ++i) {
+        e[m.offset + i] = x[i] - approx_[i];
+        x[i] = approx_[i];
+      }
       p += m.rows * m.rank;
       q += m.cols * m.rank;
     }
@@ -153,33 +154,12 @@ class PowerSgd final : public Compressor {
   }
 
  private:
-  // out (rows x rank) = a (rows x cols) b (cols x rank), all row-major.
-  static void matmul(const float* a, const float* b, float* out, int64_t rows, int64_t cols,
-                     int64_t rank) {
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t k = 0; k < rank; ++k) {
-        double v = 0;
-        for (int64_t c = 0; c < cols; ++c) v += static_cast<double>(a[r * cols + c]) * b[c * rank + k];
-        out[r * rank + k] = static_cast<float>(v);
-      }
-  }
-  // out (cols x rank) = a^T (a: rows x cols) p (rows x rank).
-  static void matmulTransposed(const float* a, const float* p, float* out, int64_t rows,
-                               int64_t cols, int64_t rank) {
-    std::vector<double> acc(static_cast<size_t>(cols * rank), 0.0);
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t c = 0; c < cols; ++c)
-        for (int64_t k = 0; k < rank; ++k)
-          acc[c * rank + k] += static_cast<double>(a[r * cols + c]) * p[r * rank + k];
-    for (size_t i = 0; i < acc.size(); ++i) out[i] = static_cast<float>(acc[i]);
-  }
-
   const int64_t numel_, startStep_;
   ErrorFeedback feedback_;
   std::vector<Matrix> matrices_;
   std::vector<Span> plain_;
   int64_t factorSize_ = 0, qSize_ = 0, plainSize_ = 0;
-  std::vector<float> buf_, qbuf_;
+  std::vector<float> buf_, qbuf_, approx_;
 };
 
 }  // namespace
