@@ -6,6 +6,7 @@
 // pairs cannot be summed where they are; each rank scatters-adds all N messages.
 // Message: k x (4-byte index + 4-byte value).
 #include <algorithm>
+#include <bit>
 #include <functional>
 #include <cmath>
 #include <vector>
@@ -25,14 +26,10 @@ class TopK final : public GatherCompressor {
   size_t messageBytes() const override { return static_cast<size_t>(k_) * 8; }
 
   void encode(const float* x, uint8_t* msg, const ReduceContext&, int) override {
-    // The k-th largest magnitude by selection on a copy of the magnitudes, then
-    // one scan in index order: everything above it, and ties at it from the
-    // lowest index up (deterministic).
-    magnitude_.resize(static_cast<size_t>(numel_));
-    for (int64_t i = 0; i < numel_; ++i) magnitude_[i] = std::fabs(x[i]);
-    std::nth_element(magnitude_.begin(), magnitude_.begin() + (k_ - 1), magnitude_.end(),
-                     std::greater<float>());
-    const float threshold = magnitude_[k_ - 1];
+    // The k-th largest magnitude: non-negative floats order like their bits, so
+    // a histogram of the top 12 bits finds the bin that holds it, and a
+    // selection among that bin's values (usually a few) finds it exactly.
+    const float threshold = kthLargestMagnitude(x);
     int64_t above = 0;
     for (int64_t i = 0; i < numel_; ++i) above += std::fabs(x[i]) > threshold;
     int64_t ties = k_ - above;
@@ -49,6 +46,23 @@ class TopK final : public GatherCompressor {
     }
     std::memcpy(msg, idx.data(), static_cast<size_t>(k_) * 4);
     putFloats(msg + k_ * 4, values.data(), values.size());
+  }
+
+  float kthLargestMagnitude(const float* x) {
+    constexpr int kShift = 19;  // 31 value bits -> 4096 bins
+    std::vector<int64_t> hist(size_t{1} << (31 - kShift), 0);
+    for (int64_t i = 0; i < numel_; ++i) ++hist[(std::bit_cast<uint32_t>(x[i]) & 0x7fffffffu) >> kShift];
+    int64_t above = 0;
+    size_t bin = hist.size() - 1;
+    while (above + hist[bin] < k_) above += hist[bin--];
+    magnitude_.clear();
+    for (int64_t i = 0; i < numel_; ++i) {
+      const uint32_t bits = std::bit_cast<uint32_t>(x[i]) & 0x7fffffffu;
+      if ((bits >> kShift) == bin) magnitude_.push_back(std::bit_cast<float>(bits));
+    }
+    const auto nth = magnitude_.begin() + (k_ - above - 1);
+    std::nth_element(magnitude_.begin(), nth, magnitude_.end(), std::greater<float>());
+    return *nth;
   }
 
   void decodeAdd(const uint8_t* msg, float* out) const override {
