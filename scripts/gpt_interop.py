@@ -89,7 +89,7 @@ def compare(path, reference, tol):
 
 def load(path, reference):
     tensors, _ = read_safetensors(path)
-    state = {k: v for k, v in tensors.items() if not k.startswith("optimizer.")}
+    state = {k: v for k, v in tensors.items() if not k.startswith(("optimizer.", "strategy."))}
     n_embd = state["transformer.wte.weight"].shape[1]
     block = state["transformer.wpe.weight"].shape[0]
     n_layer = len({k.split(".")[2] for k in state if k.startswith("transformer.h.")})

@@ -6,7 +6,7 @@ Run with /usr/bin/python3 (Debian's interpreter with python3-torch and numpy).
   torch_interop.py load MODEL FILE [--eval]
       Reads a dtrain checkpoint FILE (or any safetensors file), validates its layout as
       strictly as the reference safetensors implementation does, builds MODEL exactly as
-      /work/shared/bench/torch_train.py does (mlp | lenet), drops the "optimizer.*" keys and
+      /work/shared/bench/torch_train.py does (mlp | lenet), drops the "optimizer.*" and "strategy.*" keys and
       calls load_state_dict(strict=True). Prints one line "ok: ..." with the tensor count and
       the dtrain metadata. With --eval, also prints the Fashion-MNIST test accuracy of the
       loaded model ("test_acc=0.8412"), to compare with dtrain's evaluation of the same file.
@@ -167,7 +167,7 @@ def evaluate(model):
 
 def cmd_load(model_name, path, do_eval):
     tensors, metadata = read_safetensors(path)
-    state = {k: v for k, v in tensors.items() if not k.startswith("optimizer.")}
+    state = {k: v for k, v in tensors.items() if not k.startswith(("optimizer.", "strategy."))}
     model = build_model(model_name)
     model.load_state_dict(state, strict=True)  # raises on missing/unexpected keys or shapes
     dtrain_meta = " ".join(f"{k}={v}" for k, v in sorted(metadata.items()))

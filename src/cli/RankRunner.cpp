@@ -16,6 +16,7 @@ parallel::DataParallelOptions dataParallelOptions(const runtime::TrainConfig& c,
   o.fusionMb = c.fusionMb;
   o.overlap = c.overlap;
   o.algo = comm::algorithmFromName(c.allreduceAlgo);
+  o.compress = runtime::compressOptions(c);
   DTRAIN_CHECK_USAGE(comm.supports(o.algo), "--allreduce-algo ", c.allreduceAlgo,
                      " is not available on the ", comm.backend(), " backend");
   return o;

@@ -1,5 +1,6 @@
 #include "cli/TrainCommand.h"
 
+#include <algorithm>
 #include <iostream>
 #include <memory>
 
@@ -99,6 +100,13 @@ nlohmann::json resultLine(const runtime::TrainConfig& c, const runtime::TrainRes
     out["accumulate"] = c.accumulate;
     out["overlap"] = c.overlap;
     out["allreduce_algo"] = c.allreduceAlgo;
+    out["compress"] = c.compress;
+    if (c.compress == "qsgd") out["compress_bits"] = c.compressBits;
+    if (c.compress == "topk" || c.compress == "randomk") out["compress_ratio"] = c.compressRatio;
+    if (c.compress == "powersgd") {
+      out["compress_rank"] = c.compressRank;
+      out["compress_start_step"] = c.compressStartStep;
+    }
   }
   if (strategy == "ps") {
     out["servers"] = c.servers;
@@ -216,6 +224,18 @@ void run(const TrainFlags& f, const CLI::App& sub) {
   using P = runtime::TrainConfig::Progress;
   c.progress = f.progress == "bar" ? P::Bar : f.progress == "lines" ? P::Lines
                : f.progress == "off" ? P::Off : P::Auto;
+  // A compressor's flag without that compressor would be silently ignored.
+  const std::pair<const char*, std::vector<std::string>> compressFlags[] = {
+      {"--compress-bits", {"qsgd"}},
+      {"--compress-ratio", {"topk", "randomk"}},
+      {"--compress-rank", {"powersgd"}},
+      {"--compress-start-step", {"powersgd"}}};
+  for (const auto& [flag, users] : compressFlags) {
+    const bool applies = std::find(users.begin(), users.end(), c.compress) != users.end();
+    DTRAIN_CHECK_USAGE(!given(flag) || applies, flag, " applies to --compress ", users[0],
+                       users.size() > 1 ? " or " + users[1] : std::string(), " (got --compress ",
+                       c.compress, ")");
+  }
   // Defaults that depend on the model (gpt: text data, the peer's AdamW settings).
   runtime::applyTaskDefaults(c, given);
   // Under mpi the workers are known only once MPI is up (runMpiRank validates again).
@@ -327,6 +347,18 @@ void addTrainCommand(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--accumulate", c.accumulate,
                   "Micro-steps of --batch-size per optimizer step (gradient accumulation)")
+      ->capture_default_str();
+  sub->add_option("--compress", c.compress,
+                  "Gradient compression (allreduce): " + parallel::compress::describeCompressors())
+      ->capture_default_str();
+  sub->add_option("--compress-bits", c.compressBits, "qsgd: bits per level (2^b - 1 levels per chunk)")
+      ->capture_default_str();
+  sub->add_option("--compress-ratio", c.compressRatio, "topk, randomk: fraction of the values sent")
+      ->capture_default_str();
+  sub->add_option("--compress-rank", c.compressRank, "powersgd: rank of the P/Q factors")
+      ->capture_default_str();
+  sub->add_option("--compress-start-step", c.compressStartStep,
+                  "powersgd: steps of plain allreduce before compressing")
       ->capture_default_str();
   sub->add_flag("--scale-lr", c.scaleLr, "Linear scaling rule: multiply --lr by the workers");
   sub->add_option("--timeline", c.timeline, "Write a Chrome trace-event JSON timeline to FILE");

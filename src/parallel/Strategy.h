@@ -87,6 +87,16 @@ class Strategy {
   // After this rank's last step, before the final evaluation; every rank calls it.
   virtual void finish(nn::Module& model, optim::Optimizer& optimizer) {}
 
+  // State a checkpoint must carry for a bitwise resume beyond the model and the
+  // optimizer (the compressors' error-feedback residuals and PowerSGD factors),
+  // which may differ between ranks. Collective: every rank calls it at the same
+  // point; returns every rank's tensors on the reporter, named "rank<r>.<name>",
+  // and nothing elsewhere. Default: no state.
+  virtual std::map<std::string, Tensor> checkpointState() { return {}; }
+  // After setup(), on every rank: restores this rank's part of what
+  // checkpointState() saved. Not collective.
+  virtual void loadCheckpointState(const std::map<std::string, Tensor>& saved) {}
+
   // Spans for the timeline (null: none). Not owned; outlives the run.
   void setSpanRecorder(SpanRecorder* recorder) { spans_ = recorder; }
   SpanRecorder* spanRecorder() const { return spans_; }

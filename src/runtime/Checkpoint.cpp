@@ -17,6 +17,7 @@ using dtrain::detail::concat;
 namespace {
 
 const std::string kOptimizerPrefix = "optimizer.";
+const std::string kStrategyPrefix = "strategy.";
 const std::string kReservedPrefix = "dtrain.";
 const std::string kFormatKey = "dtrain.format";
 const std::string kStepKey = "dtrain.step";
@@ -117,9 +118,10 @@ void saveCheckpoint(const std::string& path, nn::Module& model, optim::Optimizer
     for (size_t i = 0; i < own; ++i)
       if (tensors[i].first == target) tensors.emplace_back(alias, tensors[i].second);
   for (const auto& [name, t] : tensors)
-    DTRAIN_CHECK(!startsWith(name, kOptimizerPrefix), "saving checkpoint ", path,
-                 ": model tensor ", name, " clashes with the reserved '", kOptimizerPrefix,
-                 "' prefix");
+    for (const auto& prefix : {kOptimizerPrefix, kStrategyPrefix})
+      DTRAIN_CHECK(!startsWith(name, prefix), "saving checkpoint ", path, ": model tensor ", name,
+                   " clashes with the reserved '", prefix, "' prefix");
+  for (const auto& [name, t] : state.strategyState) tensors.emplace_back(kStrategyPrefix + name, t);
 
   std::map<std::string, std::string> meta;
   for (const auto& [k, v] : state.metadata) {
@@ -147,8 +149,13 @@ CheckpointInfo loadCheckpoint(const std::string& path, nn::Module& model,
   Problems problems(path);
 
   std::unordered_map<std::string, const Tensor*> modelKeys, optimizerKeys;
-  for (const auto& [name, t] : file.tensors)
-    (startsWith(name, kOptimizerPrefix) ? optimizerKeys : modelKeys)[name] = &t;
+  std::map<std::string, Tensor> strategyState;  // shares the file's storage
+  for (const auto& [name, t] : file.tensors) {
+    if (startsWith(name, kStrategyPrefix))
+      strategyState.emplace(name.substr(kStrategyPrefix.size()), t);
+    else
+      (startsWith(name, kOptimizerPrefix) ? optimizerKeys : modelKeys)[name] = &t;
+  }
 
   // ---- validate the model part ----
   struct Copy {
@@ -186,7 +193,7 @@ CheckpointInfo loadCheckpoint(const std::string& path, nn::Module& model,
                    " (they are one parameter of the model)");
   }
   for (const auto& [name, t] : file.tensors)
-    if (!startsWith(name, kOptimizerPrefix) && !used.count(name))
+    if (!startsWith(name, kOptimizerPrefix) && !startsWith(name, kStrategyPrefix) && !used.count(name))
       problems.add("unexpected tensor ", name, " (the model has no parameter or buffer of that name)");
 
   // ---- validate the optimizer part ----
@@ -254,6 +261,7 @@ CheckpointInfo loadCheckpoint(const std::string& path, nn::Module& model,
   }
   for (const auto& [k, v] : file.metadata)
     if (!startsWith(k, kReservedPrefix)) loaded.metadata[k] = v;
+  loaded.strategyState = std::move(strategyState);
 
   problems.throwIfAny();
 

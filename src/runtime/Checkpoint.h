@@ -6,6 +6,8 @@
 //     load_state_dict(strict=True) (see scripts/torch_interop.py);
 //   - the optimizer state under "optimizer.<param>.<slot>" (slot = step,
 //     momentum_buffer, exp_avg, exp_avg_sq, sum);
+//   - the strategy's state under "strategy.<name>" (gradient compression:
+//     "strategy.rank1.compress.bucket0.residual");
 //   - in the metadata: the training step, epoch, RNG state, optimizer name and
 //     step count under reserved "dtrain." keys, plus free-form user metadata.
 // A bare PyTorch state_dict saved as safetensors loads too (fresh optimizer, step 0).
@@ -25,6 +27,8 @@ struct TrainState {
   Rng::State rng{};   // the trainer's RNG, so a resumed run draws the same numbers
   // Free-form (e.g. "model": "mlp", "config": "..."); keys must not start with "dtrain.".
   std::map<std::string, std::string> metadata;
+  // The strategy's state (Strategy::checkpointState), saved as "strategy.<name>".
+  std::map<std::string, Tensor> strategyState;
 };
 
 // What loadCheckpoint found in the file.

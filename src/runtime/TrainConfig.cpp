@@ -6,6 +6,7 @@
 #include "comm/Types.h"
 #include "autograd/Precision.h"
 #include "core/Error.h"
+#include "runtime/Trainer.h"
 #include "tensor/cpu/Blas.h"
 
 namespace dtrain::runtime {
@@ -53,6 +54,15 @@ void TrainConfig::validate(bool workersKnown) const {
                      "allreduce with --workers ", workers, " or --backend mpi");
   DTRAIN_CHECK_USAGE(std::isfinite(fusionMb) && fusionMb > 0,
                      "--fusion-mb must be a positive number (got ", fusionMb, ")");
+  parallel::compress::validate(compressOptions(*this));
+  if (compress != "none") {
+    const bool allreduce =
+        strategy == "allreduce" || (strategy.empty() && (workers > 1 || backend == "mpi"));
+    DTRAIN_CHECK_USAGE(allreduce, "--compress ", compress, " applies to the allreduce strategy only",
+                       strategy.empty() || strategy == "single"
+                           ? std::string(" (this run has one worker: add --workers N)")
+                           : " (not yet to --strategy " + strategy + ")");
+  }
   DTRAIN_CHECK_USAGE(accumulate >= 1, "--accumulate must be >= 1 (got ", accumulate, ")");
   DTRAIN_CHECK_USAGE(servers >= 1 && servers <= 4096, "--servers must be in [1, 4096] (got ",
                      servers, ")");

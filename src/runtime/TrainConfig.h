@@ -55,6 +55,12 @@ struct TrainConfig {
   int64_t accumulate = 1;          // micro-steps per optimizer step (gradient accumulation)
   bool scaleLr = false;            // linear scaling rule: lr x workers
   std::string timeline;            // Chrome trace-event JSON output
+  // Gradient compression (allreduce strategy; parallel/compress/Compressor.h).
+  std::string compress = "none";
+  int compressBits = 4;            // qsgd
+  double compressRatio = 0.01;     // topk, randomk
+  int compressRank = 1;            // powersgd
+  int64_t compressStartStep = 10;  // powersgd: plain allreduce steps first
 
   // Parameter servers (README "Parameter servers"): ranks 0..servers-1 serve,
   // the next `workers` ranks train.

@@ -79,6 +79,17 @@ parallel::ps::PsOptions psOptions(const TrainConfig& c, int rank) {
   return o;
 }
 
+parallel::compress::CompressOptions compressOptions(const TrainConfig& c) {
+  parallel::compress::CompressOptions o;
+  o.name = c.compress;
+  o.bits = c.compressBits;
+  o.ratio = c.compressRatio;
+  o.rank = c.compressRank;
+  o.startStep = c.compressStartStep;
+  o.seed = c.seed;
+  return o;
+}
+
 void Trainer::setData(std::shared_ptr<const data::Dataset> train,
                       std::shared_ptr<const data::Dataset> test) {
   data_.train = std::move(train);
@@ -151,6 +162,7 @@ TrainResult Trainer::run() {
     if (reporter) log::info("resumed from ", c.load, " at step ", state.step);
   }
   strategy_->setup(*model_, *optimizer_);
+  if (!state.strategyState.empty()) strategy_->loadCheckpointState(state.strategyState);
 
   // Linear scaling rule (Goyal et al.): lr x workers, usually with --warmup-steps.
   const double baseLr = c.scaleLr ? c.lr * strategy_->worldSize() : c.lr;
@@ -306,6 +318,8 @@ TrainResult Trainer::run() {
   const int64_t ranSteps = step - state.step;
   r.samplesPerS = ranSteps * globalBatch / std::max(1e-9, r.seconds);
   strategy_->finish(*model_, *optimizer_);
+  // Collective (every rank's compression residuals go to the reporter).
+  if (!c.save.empty()) state.strategyState = strategy_->checkpointState();
   r.strategyStats = strategy_->stats();
   r.strategyReport = strategy_->report();
   progress.finish();

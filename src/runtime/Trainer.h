@@ -14,6 +14,7 @@
 #include "optim/Optimizer.h"
 #include "optim/Schedule.h"
 #include "parallel/Strategy.h"
+#include "parallel/compress/Compressor.h"
 #include "parallel/ps/PsOptions.h"
 #include "runtime/Task.h"
 #include "runtime/Timeline.h"
@@ -54,6 +55,8 @@ optim::OptimizerOptions optimizerOptions(const TrainConfig& config);
 // (servers first): the fault injection (--kill-server, --kill-worker) that
 // names that rank, if any.
 parallel::ps::PsOptions psOptions(const TrainConfig& config, int rank);
+// The --compress flags (allreduce strategy).
+parallel::compress::CompressOptions compressOptions(const TrainConfig& config);
 
 class Trainer {
  public:

@@ -113,3 +113,26 @@ TEST(ParallelErrors, HogwildNeedsTheLocalBackend) {
   expectUsage(runDtrain(kQuick + "--strategy hogwild --backend mpi"),
               "--strategy hogwild shares one parameter set between threads of one process");
 }
+
+TEST(ParallelErrors, Compression) {
+  expectUsage(runDtrain(kQuick + "--workers 2 --compress twobit"),
+              "unknown --compress 'twobit' (known: none, fp16, bf16, onebit, signsgd, qsgd, topk, "
+              "randomk, powersgd)");
+  expectUsage(runDtrain(kQuick + "--workers 2 --strategy ps --compress onebit"),
+              "--compress onebit applies to the allreduce strategy only (not yet to --strategy ps)");
+  expectUsage(runDtrain(kQuick + "--workers 2 --strategy hogwild --compress topk"),
+              "not yet to --strategy hogwild");
+  expectUsage(runDtrain(kQuick + "--compress onebit"), "this run has one worker");
+  expectUsage(runDtrain(kQuick + "--workers 2 --compress qsgd --compress-bits 0"),
+              "--compress-bits must be between 1 and 15 (got 0)");
+  expectUsage(runDtrain(kQuick + "--workers 2 --compress topk --compress-ratio 0"),
+              "--compress-ratio must be in (0, 1] (got 0)");
+  expectUsage(runDtrain(kQuick + "--workers 2 --compress powersgd --compress-rank 0"),
+              "--compress-rank must be >= 1 (got 0)");
+  expectUsage(runDtrain(kQuick + "--workers 2 --compress powersgd --compress-start-step -1"),
+              "--compress-start-step must be >= 0 (got -1)");
+  expectUsage(runDtrain(kQuick + "--workers 2 --compress onebit --compress-rank 2"),
+              "--compress-rank applies to --compress powersgd (got --compress onebit)");
+  expectUsage(runDtrain(kQuick + "--workers 2 --compress-ratio 0.1"),
+              "--compress-ratio applies to --compress topk or randomk (got --compress none)");
+}

@@ -93,6 +93,36 @@ TEST(Train, ResumeIsBitwiseIdenticalToAnUninterruptedRun) {
   }
 }
 
+// Compression state (error-feedback residuals, PowerSGD's Q) travels in the
+// checkpoint: 2 workers resume bitwise, residuals and factors included.
+TEST(Train, CompressedResumeIsBitwiseIdenticalToAnUninterruptedRun) {
+  fs::path dir = tempDir();
+  for (std::string compress : {"onebit", "powersgd --compress-rank 2 --compress-start-step 5",
+                               "topk --compress-ratio 0.05"}) {
+    const std::string name = compress.substr(0, compress.find(' '));
+    std::string common = "train --model mlp --dataset synthetic --synthetic-size 1024 "
+                         "--batch-size 16 --progress off --workers 2 --epochs 3 --compress " +
+                         compress + " ";
+    std::string full = (dir / (name + "full.safetensors")).string();
+    std::string half = (dir / (name + "half.safetensors")).string();
+    std::string resumed = (dir / (name + "resumed.safetensors")).string();
+    ASSERT_EQ(runDtrain(common + "--max-steps 40 --save " + full).code, 0);
+    ASSERT_EQ(runDtrain(common + "--max-steps 20 --save " + half).code, 0);
+    auto r = runDtrain(common + "--max-steps 40 --load " + half + " --save " + resumed);
+    ASSERT_EQ(r.code, 0) << r.err;
+    auto a = runtime::loadSafetensors(full), b = runtime::loadSafetensors(resumed);
+    ASSERT_EQ(a.tensors.size(), b.tensors.size());
+    ASSERT_NE(a.find("strategy.rank1.compress.bucket0.residual"), nullptr) << name;
+    for (size_t i = 0; i < a.tensors.size(); ++i) {
+      const auto& [tensor, ta] = a.tensors[i];
+      const auto& tb = b.tensors[i].second;
+      ASSERT_EQ(tensor, b.tensors[i].first);
+      ASSERT_EQ(ta.nbytes(), tb.nbytes());
+      EXPECT_EQ(std::memcmp(ta.rawData(), tb.rawData(), ta.nbytes()), 0) << name << " " << tensor;
+    }
+  }
+}
+
 TEST(Train, NoShuffleAndSeedsAreDeterministic) {
   std::string args = "train --dataset synthetic --synthetic-size 1024 --max-steps 10 --progress off ";
   auto a = lastJson(runDtrain(args + "--seed 3")), b = lastJson(runDtrain(args + "--seed 3"));
@@ -144,4 +174,17 @@ TEST(Train, DeferredEvaluationMatchesEvaluatingOnTheSpot) {
     lastTime = v.second;
   }
   fs::remove_all(dir);
+}
+
+TEST(Train, CompressionIsReportedInTheResultLine) {
+  auto r = runDtrain("train --dataset synthetic --synthetic-size 1024 --max-steps 8 --progress off "
+                     "--workers 2 --compress topk --compress-ratio 0.01");
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto j = lastJson(r);
+  EXPECT_EQ(j["compress"], "topk") << r.lastLine();
+  EXPECT_EQ(j["compress_ratio"], 0.01) << r.lastLine();
+  // k = 1% of the values, 8 bytes each (index + value): ~50x smaller than fp32.
+  const double bytes = j["compressed_bytes_per_step"].get<double>();
+  EXPECT_GT(bytes, 0);
+  EXPECT_LT(bytes, j["allreduce_bytes"].get<double>() / 40) << r.lastLine();
 }

@@ -253,6 +253,13 @@ void MpiCommunicator::execute(Call& call) {
       Algorithm a = call.desc.algo == Algorithm::Auto
                         ? chooseAllreduce(call.desc.count * call.elemSize())
                         : call.desc.algo;
+      // MPI has no 16-bit float sum (F16/BF16 travel as MPI_UINT16_T): those
+      // reductions run dtrain's ring, which sums them in fp32.
+      const bool half = call.desc.dtype == DType::F16 || call.desc.dtype == DType::BF16;
+      if (a == Algorithm::Native && half) {
+        call.desc.algo = Algorithm::Ring;
+        return Communicator::execute(call);
+      }
       if (a == Algorithm::Native) return native(call);
       if (a == Algorithm::Shm) return size() == 1 ? native(call) : shmAllreduce(call);
       return Communicator::execute(call);

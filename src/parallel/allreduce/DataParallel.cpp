@@ -15,12 +15,23 @@ namespace {
 // their index, the rest are far above any bucket count.
 constexpr int kMetricTag = 1 << 20;
 constexpr int kSetupTag = (1 << 20) + 1;
+constexpr int kStateTag = (1 << 20) + 2;
+
+std::string shapeText(const Shape& s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (i) out += ", ";
+    out += std::to_string(s[i]);
+  }
+  return out + "]";
+}
 }  // namespace
 
 DataParallel::DataParallel(comm::Communicator& comm, DataParallelOptions options)
     : comm_(comm), opts_(options) {
   DTRAIN_CHECK_USAGE(std::isfinite(opts_.fusionMb) && opts_.fusionMb > 0,
                      "--fusion-mb must be a positive number (got ", opts_.fusionMb, ")");
+  compress::validate(opts_.compress);
 }
 
 DataParallel::~DataParallel() {
@@ -60,7 +71,13 @@ void DataParallel::setup(nn::Module& model, optim::Optimizer& optimizer) {
 
   const size_t bytes = static_cast<size_t>(std::max(1.0, opts_.fusionMb * 1024 * 1024));
   buckets_ = makeFusionBuckets(model.parameters(), bytes);
-  for (auto& b : buckets_) gradBytes_ += static_cast<int64_t>(b.bytes());
+  for (size_t i = 0; i < buckets_.size(); ++i) {
+    gradBytes_ += static_cast<int64_t>(buckets_[i].bytes());
+    compress::BucketLayout layout;
+    layout.index = static_cast<int>(i);
+    for (auto& p : buckets_[i].params) layout.shapes.push_back(p.shape());
+    compressors_.push_back(compress::makeCompressor(opts_.compress, layout));
+  }
   ready_.assign(buckets_.size(), 0);
   startUs_.assign(buckets_.size(), 0);
   endUs_.assign(buckets_.size(), 0);
@@ -72,8 +89,9 @@ void DataParallel::setup(nn::Module& model, optim::Optimizer& optimizer) {
   thread_ = std::thread([this] { commLoop(); });
 }
 
-void DataParallel::beginStep(int64_t) {
+void DataParallel::beginStep(int64_t step) {
   stepStartUs_ = nowMicros();
+  step_ = step;
   std::fill(ready_.begin(), ready_.end(), 0);
   nextLaunch_ = 0;
 }
@@ -125,7 +143,9 @@ void DataParallel::commLoop() {
     }
     const double t1 = nowMicros();
     if (spans_) {
-      spans_->span("allreduce bucket " + std::to_string(i) + " (" +
+      const std::string what =
+          opts_.compress.name == "none" ? std::string("allreduce") : opts_.compress.name;
+      spans_->span(what + " bucket " + std::to_string(i) + " (" +
                        std::to_string(buckets_[i].bytes() / 1024) + " KiB)",
                    "comm", Lane::Comm, t0, t1);
     }
@@ -141,18 +161,22 @@ void DataParallel::commLoop() {
 }
 
 void DataParallel::runBucket(size_t i) {
-  FusionBucket& b = buckets_[i];
-  comm::Options o;
-  o.op = comm::ReduceOp::Sum;
-  o.algo = opts_.algo;
-  o.tag = static_cast<int>(i);
-  float* data = b.buffer.data<float>();
-  const auto n = static_cast<size_t>(b.numel());
-  comm_.allreduce(data, data, n, DType::F32, o);
-  if (comm_.size() > 1) {
-    const float scale = 1.0f / static_cast<float>(comm_.size());
-    for (size_t j = 0; j < n; ++j) data[j] *= scale;
-  }
+  compress::ReduceContext ctx;
+  ctx.tag = static_cast<int>(i);
+  ctx.algo = opts_.algo;
+  ctx.step = step_;
+  compress::Compressor& c = *compressors_[i];
+  c.reduce(buckets_[i].buffer.data<float>(), comm_, ctx);
+  payloadBytes_ += static_cast<double>(c.traffic().payload);
+  sentBytes_ += c.traffic().sent;
+}
+
+std::vector<std::pair<std::string, Tensor*>> DataParallel::compressorState() {
+  std::vector<std::pair<std::string, Tensor*>> out;
+  for (size_t i = 0; i < compressors_.size(); ++i)
+    for (auto& [name, t] : compressors_[i]->state())
+      out.emplace_back("compress.bucket" + std::to_string(i) + "." + name, t);
+  return out;
 }
 
 void DataParallel::finishGradients() {
@@ -180,6 +204,50 @@ void DataParallel::finishGradients() {
   }
 }
 
+std::map<std::string, Tensor> DataParallel::checkpointState() {
+  // Called between steps (the communication thread is idle). Every rank's state
+  // has the same names and shapes (same buckets, same compressor): one flat
+  // allgather of them all.
+  auto mine = compressorState();
+  if (mine.empty()) return {};
+  std::vector<float> flat;
+  for (auto& [name, t] : mine) {
+    const Tensor c = t->contiguous();
+    flat.insert(flat.end(), c.data<float>(), c.data<float>() + c.numel());
+  }
+  std::vector<float> all(flat.size() * static_cast<size_t>(comm_.size()));
+  comm::Options o;
+  o.tag = kStateTag;
+  comm_.allgather(flat.data(), all.data(), flat.size(), DType::F32, o);
+  std::map<std::string, Tensor> out;
+  if (!isReporter()) return out;
+  for (int r = 0; r < comm_.size(); ++r) {
+    const float* src = all.data() + flat.size() * static_cast<size_t>(r);
+    for (auto& [name, t] : mine) {
+      Tensor copy = Tensor::empty(t->shape());
+      std::copy(src, src + copy.numel(), copy.data<float>());
+      src += copy.numel();
+      out.emplace("rank" + std::to_string(r) + "." + name, std::move(copy));
+    }
+  }
+  return out;
+}
+
+void DataParallel::loadCheckpointState(const std::map<std::string, Tensor>& saved) {
+  // A checkpoint without this state (saved uncompressed, or by another
+  // strategy) starts the residuals at zero, as a fresh run does.
+  const std::string prefix = "rank" + std::to_string(comm_.rank()) + ".";
+  for (auto& [name, t] : compressorState()) {
+    auto it = saved.find(prefix + name);
+    if (it == saved.end()) continue;
+    DTRAIN_CHECK(it->second.shape() == t->shape() && it->second.dtype() == t->dtype(),
+                 "checkpoint: compression state ", it->first, " has shape ",
+                 shapeText(it->second.shape()), ", this run's is ", shapeText(t->shape()),
+                 " (resume with the --compress, --fusion-mb and --workers it was saved with)");
+    t->copyFrom(it->second);
+  }
+}
+
 double DataParallel::reduceMetric(double localValue) {
   // Called between steps: the communication thread is idle, so this thread may
   // issue calls on the communicator.
@@ -193,14 +261,20 @@ double DataParallel::reduceMetric(double localValue) {
 std::map<std::string, double> DataParallel::stats() const {
   const double n = static_cast<double>(std::max<int64_t>(1, steps_));
   const int w = comm_.size();
-  // What a bandwidth-optimal allreduce (ring, reduce-scatter + allgather) sends
-  // per rank: 2 (N-1)/N of the payload (nccl-tests' busbw convention).
-  const double sent = w > 1 ? 2.0 * (w - 1) / w * static_cast<double>(gradBytes_) : 0.0;
+  // What a bandwidth-optimal algorithm sends per rank (compress::Traffic): for
+  // an allreduce (ring, reduce-scatter + allgather) 2 (N-1)/N of the payload
+  // (nccl-tests' busbw convention), for an allgather N-1 times it. Before the
+  // first step: the uncompressed allreduce.
+  const double sent = steps_ ? sentBytes_ / n
+                      : w > 1 ? 2.0 * (w - 1) / w * static_cast<double>(gradBytes_) : 0.0;
+  const double payload = steps_ ? payloadBytes_ / n : static_cast<double>(gradBytes_);
   return {{"compute_ms", computeUs_ / n / 1e3},
           {"comm_ms", commUs_ / n / 1e3},
           {"hidden_ms", hiddenUs_ / n / 1e3},
           {"exposed_comm_ms", exposedUs_ / n / 1e3},
           {"bytes_sent_per_worker", sent},
+          {"compressed_bytes_per_step", payload},
+          {"compression_ratio", payload > 0 ? static_cast<double>(gradBytes_) / payload : 1.0},
           {"allreduce_bytes", static_cast<double>(gradBytes_)},
           {"buckets", static_cast<double>(buckets_.size())},
           {"fusion_mb", opts_.fusionMb}};

@@ -14,6 +14,9 @@
 //  - Averaging: allreduce(sum) then x 1/N on the communication thread. Each rank's
 //    loss is the mean over its B samples, so the result is the gradient of the
 //    mean over the N*B samples of the global batch (the single-worker gradient).
+//  - Compression (--compress): each bucket has a Compressor (parallel/compress/)
+//    that does the averaging instead, on the same thread, when the bucket is
+//    ready; "none" is the plain allreduce above.
 #include <condition_variable>
 #include <deque>
 #include <exception>
@@ -24,6 +27,7 @@
 #include "comm/Communicator.h"
 #include "parallel/Strategy.h"
 #include "parallel/allreduce/FusionBuckets.h"
+#include "parallel/compress/Compressor.h"
 
 namespace dtrain::parallel {
 
@@ -34,6 +38,7 @@ struct DataParallelOptions {
   double fusionMb = kDefaultFusionMb;
   bool overlap = true;  // false: launch every bucket after backward (--no-overlap)
   comm::Algorithm algo = comm::Algorithm::Auto;
+  compress::CompressOptions compress;
 };
 
 class DataParallel final : public Strategy {
@@ -54,14 +59,22 @@ class DataParallel final : public Strategy {
   void beginMicroStep(int index, int count) override;
   void finishGradients() override;
   double reduceMetric(double localValue) override;
+  // The compressors' state (compressorState()) of every rank.
+  std::map<std::string, Tensor> checkpointState() override;
+  void loadCheckpointState(const std::map<std::string, Tensor>& saved) override;
   // Per-step means over the run so far: compute_ms (forward + backward),
   // comm_ms (allreduce time on the communication thread), hidden_ms (the part
   // of comm_ms that ran while backward was still going), exposed_ms (time the
-  // step waited for communication after backward), bytes_sent_per_worker.
+  // step waited for communication after backward), bytes_sent_per_worker (what
+  // a bandwidth-optimal algorithm sends per rank for the collectives used),
+  // compressed_bytes_per_step (the messages this rank hands to them).
   std::map<std::string, double> stats() const override;
 
   size_t bucketCount() const { return buckets_.size(); }
   const std::vector<FusionBucket>& buckets() const { return buckets_; }
+  // The compressors' state across steps (error-feedback residuals, PowerSGD's
+  // Q), by name ("compress.bucket0.residual"); this rank's own, set up by setup().
+  std::vector<std::pair<std::string, Tensor*>> compressorState();
 
  private:
   void onGradReady(size_t bucket);
@@ -72,6 +85,7 @@ class DataParallel final : public Strategy {
   comm::Communicator& comm_;
   DataParallelOptions opts_;
   std::vector<FusionBucket> buckets_;
+  std::vector<std::unique_ptr<compress::Compressor>> compressors_;  // one per bucket
   int64_t gradBytes_ = 0;
 
   // Training thread only.
@@ -79,6 +93,7 @@ class DataParallel final : public Strategy {
   size_t nextLaunch_ = 0;
   bool syncing_ = true;        // this backward is the communicating one
   double stepStartUs_ = 0;
+  int64_t step_ = 0;           // read by the communication thread (after the queue's lock)
 
   // Shared with the communication thread (under mu_).
   std::thread thread_;
@@ -93,6 +108,7 @@ class DataParallel final : public Strategy {
   // Totals for stats().
   int64_t steps_ = 0;
   double computeUs_ = 0, commUs_ = 0, hiddenUs_ = 0, exposedUs_ = 0;
+  double payloadBytes_ = 0, sentBytes_ = 0;  // communication thread, read after a step
 };
 
 }  // namespace dtrain::parallel

@@ -1,0 +1,85 @@
+#pragma once
+// Gradient compression for the allreduce strategy (--compress NAME): one
+// Compressor per fusion bucket, created by name from the registry (Registry.cpp),
+// run on DataParallel's communication thread when the bucket is ready.
+//
+// A compressor replaces the plain "allreduce(sum) then x 1/N" of a bucket: it
+// encodes this rank's gradient, moves the encoded messages with the collective
+// that aggregates them correctly (each compressor's file says which and why),
+// and leaves in the bucket the same averaged, decoded gradient on every rank,
+// so replicas stay identical. State that lives across steps (error-feedback
+// residuals, PowerSGD's Q factors) belongs to the compressor, one per bucket,
+// and is exposed by state() for checkpoints.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "comm/Communicator.h"
+#include "tensor/Tensor.h"
+
+namespace dtrain::parallel::compress {
+
+// The --compress flags.
+struct CompressOptions {
+  std::string name = "none";
+  int bits = 4;                  // qsgd: 2^bits - 1 levels per chunk
+  double ratio = 0.01;           // topk, randomk: fraction of the values sent
+  int rank = 1;                  // powersgd: rank of the P/Q factors
+  int64_t startStep = 10;        // powersgd: steps of plain allreduce first (PyTorch's default)
+  double minCompressionRate = 2; // powersgd: a matrix is compressed only when n*m >= this * (n+m)*rank
+  uint64_t seed = 0;             // randomk, qsgd, powersgd's initial Q (the run's --seed)
+};
+
+// What a compressor knows of its bucket: the parameters' shapes, in bucket order.
+struct BucketLayout {
+  int index = 0;  // bucket index (seeds, state names)
+  std::vector<std::vector<int64_t>> shapes;
+  int64_t numel() const;
+};
+
+// Per call: the collective's tag and allreduce algorithm, the training step.
+struct ReduceContext {
+  int tag = 0;
+  comm::Algorithm algo = comm::Algorithm::Auto;
+  int64_t step = 0;
+};
+
+// Bytes of one bucket's communication on this rank.
+struct Traffic {
+  int64_t payload = 0;  // what this rank handed to the collectives (its compressed message)
+  double sent = 0;      // what a bandwidth-optimal algorithm sends per rank for that payload
+  void addAllreduce(int64_t bytes, int worldSize);  // 2 (N-1)/N x payload (ring)
+  void addAllgather(int64_t bytes, int worldSize);  // (N-1) x payload (every rank gets every message)
+};
+
+class Compressor {
+ public:
+  virtual ~Compressor() = default;
+  // grad holds this rank's gradient of the bucket (layout.numel() floats). On
+  // return it holds, identically on every rank of comm, the mean over ranks of
+  // what each rank sent, decoded. Collective: every rank calls it in the same order.
+  virtual void reduce(float* grad, comm::Communicator& comm, const ReduceContext& ctx) = 0;
+  // The bytes of the last reduce().
+  const Traffic& traffic() const { return traffic_; }
+  // Tensors carried across steps, by name (checkpoints save and restore them in place).
+  virtual std::vector<std::pair<std::string, Tensor*>> state() { return {}; }
+
+ protected:
+  Traffic traffic_;
+};
+
+using CompressorFactory =
+    std::unique_ptr<Compressor> (*)(const CompressOptions&, const BucketLayout&);
+
+// Registered names, in registry order ("none", "fp16", ...).
+std::vector<std::string> compressorNames();
+// One line per name for --help.
+std::string describeCompressors();
+// Throws UsageError naming the flag on an unknown name or a bad value.
+void validate(const CompressOptions& options);
+std::unique_ptr<Compressor> makeCompressor(const CompressOptions& options,
+                                           const BucketLayout& layout);
+
+}  // namespace dtrain::parallel::compress

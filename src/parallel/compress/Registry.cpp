@@ -1,0 +1,92 @@
+// The compressor registry: name -> constructor and a one-line description. A
+// new compressor is a file with its make function plus one row here.
+#include <cmath>
+
+#include "core/Error.h"
+#include "parallel/compress/Factories.h"
+
+namespace dtrain::parallel::compress {
+namespace {
+
+struct Entry {
+  const char* name;
+  CompressorFactory make;
+  const char* help;
+};
+
+const std::vector<Entry>& registry() {
+  static const std::vector<Entry> entries = {
+      {"none", makeNone, "fp32 allreduce (no compression)"},
+      {"fp16", makeFp16, "IEEE half, summed in fp32 per hop"},
+      {"bf16", makeBf16, "bfloat16, summed in fp32 per hop"},
+      {"onebit", makeOneBit, "1-bit SGD, per-chunk means, error feedback"},
+      {"signsgd", makeSignSgd, "scaled sign, error feedback"},
+      {"qsgd", makeQsgd, "stochastic levels, --compress-bits, unbiased"},
+      {"topk", makeTopK, "largest --compress-ratio of values, error feedback"},
+      {"randomk", makeRandomK, "random --compress-ratio of values, error feedback"},
+      {"powersgd", makePowerSgd, "rank --compress-rank P/Q factors, error feedback"},
+  };
+  return entries;
+}
+
+const Entry* find(const std::string& name) {
+  for (const auto& e : registry())
+    if (name == e.name) return &e;
+  return nullptr;
+}
+
+}  // namespace
+
+int64_t BucketLayout::numel() const {
+  int64_t n = 0;
+  for (const auto& s : shapes) {
+    int64_t m = 1;
+    for (int64_t d : s) m *= d;
+    n += m;
+  }
+  return n;
+}
+
+void Traffic::addAllreduce(int64_t bytes, int worldSize) {
+  payload += bytes;
+  if (worldSize > 1) sent += 2.0 * (worldSize - 1) / worldSize * static_cast<double>(bytes);
+}
+
+void Traffic::addAllgather(int64_t bytes, int worldSize) {
+  payload += bytes;
+  sent += static_cast<double>(worldSize - 1) * static_cast<double>(bytes);
+}
+
+std::vector<std::string> compressorNames() {
+  std::vector<std::string> out;
+  for (const auto& e : registry()) out.emplace_back(e.name);
+  return out;
+}
+
+std::string describeCompressors() {
+  std::string out;
+  for (const auto& e : registry()) out += detail::concat(out.empty() ? "" : "; ", e.name, ": ", e.help);
+  return out;
+}
+
+void validate(const CompressOptions& o) {
+  if (!find(o.name)) {
+    std::string known;
+    for (const auto& n : compressorNames()) known += (known.empty() ? "" : ", ") + std::string(n);
+    throw UsageError(detail::concat("unknown --compress '", o.name, "' (known: ", known, ")"));
+  }
+  DTRAIN_CHECK_USAGE(o.bits >= 1 && o.bits <= 15,
+                     "--compress-bits must be between 1 and 15 (got ", o.bits, ")");
+  DTRAIN_CHECK_USAGE(std::isfinite(o.ratio) && o.ratio > 0 && o.ratio <= 1,
+                     "--compress-ratio must be in (0, 1] (got ", o.ratio, ")");
+  DTRAIN_CHECK_USAGE(o.rank >= 1, "--compress-rank must be >= 1 (got ", o.rank, ")");
+  DTRAIN_CHECK_USAGE(o.startStep >= 0, "--compress-start-step must be >= 0 (got ", o.startStep, ")");
+}
+
+std::unique_ptr<Compressor> makeCompressor(const CompressOptions& options,
+                                           const BucketLayout& layout) {
+  validate(options);
+  return find(options.name)->make(options, layout);
+}
+
+}  // namespace dtrain::parallel::compress

@@ -1,0 +1,38 @@
+#pragma once
+// 16-bit floats as stored bits: IEEE half (fp16) and bfloat16, converted with
+// round-to-nearest-even (what a hardware cast does). Used where 16-bit values
+// are only moved and summed in fp32 (compressed gradients, comm reductions).
+#include <cstdint>
+#include <cstring>
+
+namespace dtrain {
+
+inline uint16_t floatToHalf(float f) {
+  const _Float16 h = static_cast<_Float16>(f);  // GCC/Clang: round-to-nearest-even
+  uint16_t bits;
+  std::memcpy(&bits, &h, sizeof bits);
+  return bits;
+}
+
+inline float halfToFloat(uint16_t bits) {
+  _Float16 h;
+  std::memcpy(&h, &bits, sizeof bits);
+  return static_cast<float>(h);
+}
+
+inline uint16_t floatToBf16(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40u);  // quiet NaN
+  u += 0x7fffu + ((u >> 16) & 1u);  // round to nearest, ties to even
+  return static_cast<uint16_t>(u >> 16);
+}
+
+inline float bf16ToFloat(uint16_t bits) {
+  const uint32_t u = static_cast<uint32_t>(bits) << 16;
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+}  // namespace dtrain
