@@ -74,6 +74,8 @@ void DataParallel::setup(nn::Module& model, optim::Optimizer& optimizer) {
 
 void DataParallel::beginStep(int64_t) {
   stepStartUs_ = nowMicros();
+  sentAtStepStart_ = comm_.bytesSent();
+  receivedAtStepStart_ = comm_.bytesReceived();
   std::fill(ready_.begin(), ready_.end(), 0);
   nextLaunch_ = 0;
 }
@@ -172,6 +174,8 @@ void DataParallel::finishGradients() {
   if (spans_ && done - backwardEnd > 1)
     spans_->span("wait allreduce", "comm", Lane::Compute, backwardEnd, done);
   ++steps_;
+  stepSent_ += comm_.bytesSent() - sentAtStepStart_;  // every bucket of this step has completed
+  stepReceived_ += comm_.bytesReceived() - receivedAtStepStart_;
   computeUs_ += backwardEnd - stepStartUs_;
   exposedUs_ += done - backwardEnd;
   for (size_t i = 0; i < buckets_.size(); ++i) {
@@ -192,15 +196,15 @@ double DataParallel::reduceMetric(double localValue) {
 
 std::map<std::string, double> DataParallel::stats() const {
   const double n = static_cast<double>(std::max<int64_t>(1, steps_));
-  const int w = comm_.size();
-  // What a bandwidth-optimal allreduce (ring, reduce-scatter + allgather) sends
-  // per rank: 2 (N-1)/N of the payload (nccl-tests' busbw convention).
-  const double sent = w > 1 ? 2.0 * (w - 1) / w * static_cast<double>(gradBytes_) : 0.0;
   return {{"compute_ms", computeUs_ / n / 1e3},
           {"comm_ms", commUs_ / n / 1e3},
           {"hidden_ms", hiddenUs_ / n / 1e3},
           {"exposed_comm_ms", exposedUs_ / n / 1e3},
-          {"bytes_sent_per_worker", sent},
+          // Measured on this rank (rank 0 prints); a bandwidth-optimal allreduce
+          // sends 2 (N-1)/N of allreduce_bytes, tree and rhd more.
+          {"bytes_sent_per_worker", static_cast<double>(stepSent_) / n},
+          {"bytes_received_per_worker", static_cast<double>(stepReceived_) / n},
+          {"bytes_sent_total", static_cast<double>(comm_.bytesSent())},
           {"allreduce_bytes", static_cast<double>(gradBytes_)},
           {"buckets", static_cast<double>(buckets_.size())},
           {"fusion_mb", opts_.fusionMb}};

@@ -57,7 +57,9 @@ class DataParallel final : public Strategy {
   // Per-step means over the run so far: compute_ms (forward + backward),
   // comm_ms (allreduce time on the communication thread), hidden_ms (the part
   // of comm_ms that ran while backward was still going), exposed_ms (time the
-  // step waited for communication after backward), bytes_sent_per_worker.
+  // step waited for communication after backward), bytes_sent_per_worker and
+  // bytes_received_per_worker (measured by the communicator, this rank, per step),
+  // bytes_sent_total (the whole run so far, set-up broadcasts included).
   std::map<std::string, double> stats() const override;
 
   size_t bucketCount() const { return buckets_.size(); }
@@ -93,6 +95,7 @@ class DataParallel final : public Strategy {
   // Totals for stats().
   int64_t steps_ = 0;
   double computeUs_ = 0, commUs_ = 0, hiddenUs_ = 0, exposedUs_ = 0;
+  uint64_t sentAtStepStart_ = 0, receivedAtStepStart_ = 0, stepSent_ = 0, stepReceived_ = 0;
 };
 
 }  // namespace dtrain::parallel
