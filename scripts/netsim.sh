@@ -13,7 +13,7 @@
 #
 # Touches only its own names (namespaces dtrain-h0.., bridge dtrain-br, veths
 # dtrain-v0..) and subnet 10.213.0.0/24 (hosts .1.., the bridge .254, where
-# mpirun itself listens). DTRAIN_NETSIM_ID=K (1..199) makes a separate instance
+# mpirun itself listens). DTRAIN_NETSIM_ID=K (1..254) makes a separate instance
 # (names dtrainK-..., subnet 10.213.K.0/24), as the CTest uses so that it never
 # disturbs a network a user brought up. Needs root and iproute2.
 set -euo pipefail
@@ -21,7 +21,7 @@ set -euo pipefail
 die() { echo "netsim: $*" >&2; exit 1; }
 
 id="${DTRAIN_NETSIM_ID:-0}"
-[[ "$id" =~ ^[0-9]+$ ]] && ((id <= 199)) || die "DTRAIN_NETSIM_ID must be 0..199 (got '$id')"
+[[ "$id" =~ ^[0-9]+$ ]] && ((id <= 254)) || die "DTRAIN_NETSIM_ID must be 0..254 (got '$id')"
 if ((id == 0)); then pre="dtrain-"; else pre="dtrain${id}-"; fi
 net="10.213.${id}"
 bridge="${pre}br"

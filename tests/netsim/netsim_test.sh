@@ -26,8 +26,8 @@ trap 'bash "$netsim" down >/dev/null 2>&1' EXIT
 probe=dtrain213-probe
 ip netns del "$probe" 2>/dev/null
 if ! ip netns add "$probe" 2>/dev/null ||
-   ! ip -n "$probe" link add a type veth peer name b 2>/dev/null ||
-   ! tc -n "$probe" qdisc add dev a root tbf rate 100mbit burst 64kb latency 50ms 2>/dev/null; then
+   ! ip -n "$probe" link add name probe0 type veth peer name probe1 2>/dev/null ||
+   ! tc -n "$probe" qdisc add dev probe0 root tbf rate 100mbit burst 64kb latency 50ms 2>/dev/null; then
   ip netns del "$probe" 2>/dev/null
   skip "cannot create network namespaces, veth pairs or tbf qdiscs here"
 fi
