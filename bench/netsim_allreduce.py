@@ -35,9 +35,10 @@ def main():
             sh(["bash", NETSIM, "up", str(hosts), "--rate", a.rate])
             run = ["bash", NETSIM, "mpirun", "-np", str(n), "--ranks-per-host", str(rph), "--"]
             for _ in range(a.rounds):
-                for m in re.finditer(r"mpi n=\d+ bytes=(\d+) us=[\d.]+ algbw_GBs=([\d.]+)", sh(run + [PEER])):
+                # bytes/us: the peer prints algbw with only 0.01 GB/s resolution.
+                for m in re.finditer(r"mpi n=\d+ bytes=(\d+) us=([\d.]+)", sh(run + [PEER])):
                     if a.min_bytes <= int(m[1]) <= a.max_bytes:
-                        d[(layout, "openmpi MPI_Allreduce", int(m[1]))].append(float(m[2]) * 1e3)
+                        d[(layout, "openmpi MPI_Allreduce", int(m[1]))].append(int(m[1]) / float(m[2]))
                 out = sh(run + [DTRAIN, "bench", "allreduce", "--backend", "mpi", "--workers", str(n),
                                 "--algo", a.algos, "--min-bytes", str(a.min_bytes), "--max-bytes",
                                 str(a.max_bytes), "--step-factor", "4", "--runs", "3", "--json"])
