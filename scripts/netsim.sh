@@ -169,6 +169,8 @@ EOF
   trap 'rm -f "$hostfile"' EXIT
   : > "$hostfile"
   for ((i = 0; i < need; ++i)); do echo "$(ns "$i") slots=$rph" >> "$hostfile"; done
+  # btl tcp,self: ranks on one emulated host also talk TCP (over loopback); with
+  # vader (shared memory) added, ranks crashed (SIGSEGV) in OpenMPI 4.1.4 here.
   # Each orted sees only its own ranks, so it cannot tell the 2 cores are shared:
   # with more ranks than cores, make idle ranks yield instead of spinning.
   local yield=0
