@@ -82,15 +82,19 @@ std::vector<AllreduceBenchRow> benchRank(Communicator& comm, const AllreduceBenc
       // both cost the same.
       const int iters = itersFor(cfg, bytes);
       std::vector<float> times;  // microseconds per allreduce, slowest rank
+      int64_t sent = 0;          // bytes per allreduce, the rank that sent most
       for (int run = 0; run < cfg.runs; ++run) {
         std::fill(buf.begin(), buf.begin() + count, 1.0f);
         comm.allreduce(buf.data(), buf.data(), count, DType::F32, o);  // warm-up
         comm.barrier();
+        const uint64_t sent0 = comm.bytesSent();
         Timer t;
         for (int it = 0; it < iters; ++it)
           comm.allreduce(buf.data(), buf.data(), count, DType::F32, o);
         float us = static_cast<float>(t.seconds() * 1e6 / iters);
+        sent = static_cast<int64_t>((comm.bytesSent() - sent0) / iters);
         comm.allreduce(&us, &us, 1, DType::F32, {.op = ReduceOp::Max});
+        comm.allreduce(&sent, &sent, 1, DType::I64, {.op = ReduceOp::Max});
         times.push_back(us);
       }
       std::nth_element(times.begin(), times.begin() + times.size() / 2, times.end());
@@ -103,6 +107,7 @@ std::vector<AllreduceBenchRow> benchRank(Communicator& comm, const AllreduceBenc
       row.algbw = static_cast<double>(bytes) / (row.micros * 1e-6) / 1e9;
       row.busbw = n > 1 ? row.algbw * 2.0 * (n - 1) / n : row.algbw;
       row.ok = bad == 0;
+      row.sentBytes = static_cast<uint64_t>(sent);
       rows.push_back(row);
     }
   }
@@ -123,7 +128,7 @@ void print(const AllreduceBenchConfig& cfg, int n, const std::vector<AllreduceBe
     for (auto& r : rows)
       j["rows"].push_back({{"algo", r.algo}, {"resolved", r.resolved}, {"bytes", r.bytes},
                            {"us", r.micros}, {"algbw_GBs", r.algbw}, {"busbw_GBs", r.busbw},
-                           {"ok", r.ok}});
+                           {"sent_bytes", r.sentBytes}, {"ok", r.ok}});
     out << j.dump() << "\n";
     return;
   }

@@ -31,6 +31,7 @@ struct AllreduceBenchRow {
   double micros = 0;    // median time of one allreduce (slowest rank)
   double algbw = 0;     // GB/s
   double busbw = 0;     // GB/s
+  uint64_t sentBytes = 0;  // measured per allreduce, the most any rank sent (checks included)
   bool ok = false;      // result matched the closed form
 };
 

@@ -329,6 +329,8 @@ Communicator::HierGroups& Communicator::hierGroups(int groupSize, const Call& ca
   o.timeout = detail::remaining(call);
   g.group = split(rank_ / groupSize, rank_, o);
   g.leaders = split(rank_ % groupSize == 0 ? 0 : -1, rank_, o);
+  if (g.group) g.group->traffic_ = traffic_;
+  if (g.leaders) g.leaders->traffic_ = traffic_;
   return hier_.emplace(groupSize, std::move(g)).first->second;
 }
 

@@ -113,6 +113,14 @@ class Communicator {
   // (key, rank). color < 0 takes no part and gets nullptr.
   std::unique_ptr<Communicator> split(int color, int key, const Options& opts = {});
 
+  // --- Traffic: payload bytes this rank has sent to / received from its peers so
+  // far (including the hierarchical algorithm's sub-communicators and the
+  // collective-mismatch checks; not MPI's or TCP's own headers). Where data moves
+  // through shared memory, the bytes read out of a peer's buffers count as that
+  // peer's sent and this rank's received. Safe to read from any thread.
+  uint64_t bytesSent() const { return traffic_->sent.load(std::memory_order_relaxed); }
+  uint64_t bytesReceived() const { return traffic_->received.load(std::memory_order_relaxed); }
+
   // --- Used by the algorithms (src/comm/algorithms), not by applications.
   virtual WorkPtr isendBytes(const void* data, size_t bytes, int dst, int tag, Channel ch) = 0;
   virtual WorkPtr irecvBytes(void* data, size_t bytes, int src, int tag, Channel ch) = 0;
@@ -135,6 +143,10 @@ class Communicator {
 
  protected:
   Communicator(int rank, int size, Millis timeout);
+  // Backends call these where payload leaves or reaches this rank (isendBytes,
+  // irecvBytes, and collectives that bypass them).
+  void countSent(size_t bytes) { traffic_->sent.fetch_add(bytes, std::memory_order_relaxed); }
+  void countReceived(size_t bytes) { traffic_->received.fetch_add(bytes, std::memory_order_relaxed); }
   // Compares the call's descriptor across ranks; throws with every rank's call on
   // a mismatch and TimeoutError naming the ranks that never arrived. The default
   // exchanges descriptors over the Internal channel.
@@ -161,6 +173,11 @@ class Communicator {
   std::atomic<uint64_t> nextSeq_{0};  // makeCall runs on the caller and the progress thread
   std::map<int, HierGroups> hier_;
   std::vector<char> scratch_[4];
+  // Shared with the hierarchical sub-communicators, so that their traffic counts here.
+  struct Traffic {
+    std::atomic<uint64_t> sent{0}, received{0};
+  };
+  std::shared_ptr<Traffic> traffic_ = std::make_shared<Traffic>();
 
   struct Pending {
     Call call;

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "comm/detail/Check.h"
+#include "comm/detail/Traffic.h"
 #include "core/Error.h"
 
 namespace dtrain::comm::local {
@@ -16,11 +17,13 @@ LocalCommunicator::~LocalCommunicator() { stopProgressThread(); }
 WorkPtr LocalCommunicator::isendBytes(const void* data, size_t bytes, int dst, int tag,
                                       Channel ch) {
   world_->checkAbort(dtrain::detail::concat("send from rank ", rank(), " to rank ", dst));
+  countSent(bytes);
   return world_->isend(rank(), dst, data, bytes, tag, ch, timeout());
 }
 
 WorkPtr LocalCommunicator::irecvBytes(void* data, size_t bytes, int src, int tag, Channel ch) {
   world_->checkAbort(dtrain::detail::concat("recv on rank ", rank(), " from rank ", src));
+  countReceived(bytes);
   return world_->irecv(rank(), src, data, bytes, tag, ch, timeout());
 }
 
@@ -73,12 +76,17 @@ void LocalCommunicator::execute(Call& call) {
       default: return;
     }
   }
+  Algorithm a = call.desc.algo == Algorithm::Auto ? chooseAllreduce(0) : call.desc.algo;
+  if (call.desc.kind != OpKind::Allreduce || a == Algorithm::Shm) {
+    // Shared memory, not the mailboxes: count what this rank reads from its peers.
+    auto t = comm::detail::shmTraffic(call, rank(), size(), smallAllreduce(call));
+    countSent(t.sent);
+    countReceived(t.received);
+  }
   switch (call.desc.kind) {
-    case OpKind::Allreduce: {
-      Algorithm a = call.desc.algo == Algorithm::Auto ? chooseAllreduce(0) : call.desc.algo;
+    case OpKind::Allreduce:
       if (a == Algorithm::Shm) return shmAllreduce(call);
       return Communicator::execute(call);
-    }
     case OpKind::Broadcast: return shmBroadcast(call);
     case OpKind::Reduce: return shmReduce(call);
     case OpKind::Allgather:

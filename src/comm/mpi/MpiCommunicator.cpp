@@ -9,6 +9,7 @@
 
 #include "comm/detail/Check.h"
 #include "comm/detail/Reduce.h"
+#include "comm/detail/Traffic.h"
 #include "comm/mpi/MpiBackend.h"
 #include "comm/mpi/NodeShm.h"
 #include "core/Error.h"
@@ -211,6 +212,7 @@ WorkPtr MpiCommunicator::isendBytes(const void* data, size_t bytes, int dst, int
              ch == Channel::Internal ? ", internal)" : ")"),
       timeout(), dst, true, bytes);
   w->setSpin(spin_);
+  countSent(bytes);
   check(MPI_Isend(data, static_cast<int>(bytes), MPI_BYTE, dst, tag,
                   ch == Channel::User ? user_ : internal_, &w->req_),
         "MPI_Isend");
@@ -227,6 +229,7 @@ WorkPtr MpiCommunicator::irecvBytes(void* data, size_t bytes, int src, int tag, 
   w->setSpin(spin_);
   // A longer message fails with MPI's truncation error, a shorter one with our
   // size-mismatch error (MpiWork::poll).
+  countReceived(bytes);
   check(MPI_Irecv(data, static_cast<int>(bytes), MPI_BYTE, src, tag,
                   ch == Channel::User ? user_ : internal_, &w->req_),
         "MPI_Irecv");
@@ -295,6 +298,12 @@ void MpiCommunicator::native(Call& call) {
   const void* in = call.in;
   MPI_Request req = MPI_REQUEST_NULL;
   const std::string what = call.name(r);
+  if (size() > 1) {
+    // Inside the library: counted by formula (see nativeTraffic), there is no other way.
+    auto t = comm::detail::nativeTraffic(call, r, size());
+    countSent(t.sent);
+    countReceived(t.received);
+  }
   switch (call.desc.kind) {
     case OpKind::Allreduce:
       // The library's own blocking MPI_Allreduce, exactly what a user would call.

@@ -23,6 +23,7 @@
 #include "comm/algorithms/P2P.h"
 #include "comm/detail/Check.h"
 #include "comm/detail/Reduce.h"
+#include "comm/detail/Traffic.h"
 #include "comm/mpi/MpiCommunicator.h"
 #include "comm/mpi/NodeShm.h"
 #include "core/Error.h"
@@ -209,6 +210,11 @@ void MpiCommunicator::cmaAllreduce(Call& call) {
 void MpiCommunicator::shmAllreduce(Call& call) {
   DTRAIN_CHECK(oneNode_, call.name(rank()), ": the shm algorithm needs every rank on one node");
   if (!shm_) shm_ = std::make_unique<NodeShm>(internal_);
+  // The direct variant's data flow exactly; the staged one moves the same amount
+  // slice by slice per block (rounded per block instead of once).
+  auto t = comm::detail::shmTraffic(call, rank(), size());
+  countSent(t.sent);
+  countReceived(t.received);
   if (shm_->cma()) return cmaAllreduce(call);
   NodeShm& shm = *shm_;
   const int n = size(), r = rank();

@@ -92,6 +92,8 @@ void DataParallel::setup(nn::Module& model, optim::Optimizer& optimizer) {
 void DataParallel::beginStep(int64_t step) {
   stepStartUs_ = nowMicros();
   step_ = step;
+  sentAtStepStart_ = comm_.bytesSent();
+  receivedAtStepStart_ = comm_.bytesReceived();
   std::fill(ready_.begin(), ready_.end(), 0);
   nextLaunch_ = 0;
 }
@@ -168,7 +170,6 @@ void DataParallel::runBucket(size_t i) {
   compress::Compressor& c = *compressors_[i];
   c.reduce(buckets_[i].buffer.data<float>(), comm_, ctx);
   payloadBytes_ += static_cast<double>(c.traffic().payload);
-  sentBytes_ += c.traffic().sent;
 }
 
 std::vector<std::pair<std::string, Tensor*>> DataParallel::compressorState() {
@@ -196,6 +197,8 @@ void DataParallel::finishGradients() {
   if (spans_ && done - backwardEnd > 1)
     spans_->span("wait allreduce", "comm", Lane::Compute, backwardEnd, done);
   ++steps_;
+  stepSent_ += comm_.bytesSent() - sentAtStepStart_;  // every bucket of this step has completed
+  stepReceived_ += comm_.bytesReceived() - receivedAtStepStart_;
   computeUs_ += backwardEnd - stepStartUs_;
   exposedUs_ += done - backwardEnd;
   for (size_t i = 0; i < buckets_.size(); ++i) {
@@ -260,19 +263,16 @@ double DataParallel::reduceMetric(double localValue) {
 
 std::map<std::string, double> DataParallel::stats() const {
   const double n = static_cast<double>(std::max<int64_t>(1, steps_));
-  const int w = comm_.size();
-  // What a bandwidth-optimal algorithm sends per rank (compress::Traffic): for
-  // an allreduce (ring, reduce-scatter + allgather) 2 (N-1)/N of the payload
-  // (nccl-tests' busbw convention), for an allgather N-1 times it. Before the
-  // first step: the uncompressed allreduce.
-  const double sent = steps_ ? sentBytes_ / n
-                      : w > 1 ? 2.0 * (w - 1) / w * static_cast<double>(gradBytes_) : 0.0;
   const double payload = steps_ ? payloadBytes_ / n : static_cast<double>(gradBytes_);
   return {{"compute_ms", computeUs_ / n / 1e3},
           {"comm_ms", commUs_ / n / 1e3},
           {"hidden_ms", hiddenUs_ / n / 1e3},
           {"exposed_comm_ms", exposedUs_ / n / 1e3},
-          {"bytes_sent_per_worker", sent},
+          // Measured on this rank (rank 0 prints); a bandwidth-optimal allreduce
+          // sends 2 (N-1)/N of allreduce_bytes, tree and rhd more.
+          {"bytes_sent_per_worker", static_cast<double>(stepSent_) / n},
+          {"bytes_received_per_worker", static_cast<double>(stepReceived_) / n},
+          {"bytes_sent_total", static_cast<double>(comm_.bytesSent())},
           {"compressed_bytes_per_step", payload},
           {"compression_ratio", payload > 0 ? static_cast<double>(gradBytes_) / payload : 1.0},
           {"allreduce_bytes", static_cast<double>(gradBytes_)},

@@ -65,9 +65,10 @@ class DataParallel final : public Strategy {
   // Per-step means over the run so far: compute_ms (forward + backward),
   // comm_ms (allreduce time on the communication thread), hidden_ms (the part
   // of comm_ms that ran while backward was still going), exposed_ms (time the
-  // step waited for communication after backward), bytes_sent_per_worker (what
-  // a bandwidth-optimal algorithm sends per rank for the collectives used),
-  // compressed_bytes_per_step (the messages this rank hands to them).
+  // step waited for communication after backward), bytes_sent_per_worker and
+  // bytes_received_per_worker (measured by the communicator, this rank, per step),
+  // bytes_sent_total (the whole run so far, set-up broadcasts included).
+  // compressed_bytes_per_step (the messages this rank hands to the collectives).
   std::map<std::string, double> stats() const override;
 
   size_t bucketCount() const { return buckets_.size(); }
@@ -108,7 +109,8 @@ class DataParallel final : public Strategy {
   // Totals for stats().
   int64_t steps_ = 0;
   double computeUs_ = 0, commUs_ = 0, hiddenUs_ = 0, exposedUs_ = 0;
-  double payloadBytes_ = 0, sentBytes_ = 0;  // communication thread, read after a step
+  double payloadBytes_ = 0;  // communication thread, read after a step
+  uint64_t sentAtStepStart_ = 0, receivedAtStepStart_ = 0, stepSent_ = 0, stepReceived_ = 0;
 };
 
 }  // namespace dtrain::parallel

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# CTest `netsim`: two emulated hosts (scripts/netsim.sh) joined by a 100 Mbit/s
+# link; the mpi backend's allreduce conformance cases and a short `dtrain train
+# --backend mpi` run with one rank on each host must succeed. No timing checks.
+# Exit 77 (CTest SKIP_RETURN_CODE) where network namespaces cannot be made.
+#   netsim_test.sh NETSIM_SH COMM_MPI_TESTS DTRAIN
+set -uo pipefail
+netsim="$1" mpitests="$2" dtrain="$3"
+
+skip() { echo "SKIPPED: $*"; exit 77; }
+fail() { echo "FAILED: $*"; exit 1; }
+
+[[ $(id -u) -eq 0 ]] || skip "needs root to create network namespaces"
+for t in ip tc mpirun flock; do command -v "$t" >/dev/null || skip "'$t' not found"; done
+
+# Its own instance (names dtrain213-*, subnet 10.213.213.0/24): never the network
+# a user brought up. The lock serializes concurrent runs (ctest -j, other build
+# trees) of this test, which share that instance.
+export DTRAIN_NETSIM_ID=213
+lockdir=/run/lock; [[ -d $lockdir ]] || lockdir=/tmp
+exec 9>"$lockdir/dtrain-netsim-test.lock"
+flock -w 900 9 || fail "another netsim test held $lockdir/dtrain-netsim-test.lock for 15 minutes"
+trap 'bash "$netsim" down >/dev/null 2>&1' EXIT
+
+# Can this kernel / container make namespaces, veths and tbf at all?
+probe=dtrain213-probe
+ip netns del "$probe" 2>/dev/null
+if ! ip netns add "$probe" 2>/dev/null ||
+   ! ip -n "$probe" link add name probe0 type veth peer name probe1 2>/dev/null ||
+   ! tc -n "$probe" qdisc add dev probe0 root tbf rate 100mbit burst 64kb latency 50ms 2>/dev/null; then
+  ip netns del "$probe" 2>/dev/null
+  skip "cannot create network namespaces, veth pairs or tbf qdiscs here"
+fi
+ip netns del "$probe"
+
+bash "$netsim" up 2 --rate 100mbit || fail "netsim.sh up 2 --rate 100mbit"
+bash "$netsim" status
+
+# Generous communication timeouts: the ranks share 2 cores with other builds.
+run() { timeout 240 bash "$netsim" mpirun -np 2 -- env DTRAIN_COMM_TIMEOUT_MS=120000 "$@"; }
+
+echo "--- allreduce conformance, 1 rank on each of 2 hosts"
+run "$mpitests" --gtest_filter='MpiConformance.Allreduce*:MpiConformance.Hierarchical*:MpiConformance.Broadcast:MpiConformance.Allgather:MpiConformance.PointToPoint' ||
+  fail "comm_mpi_tests across 2 emulated hosts"
+
+echo "--- dtrain train --backend mpi, 1 rank on each of 2 hosts"
+out=$(run "$dtrain" train --backend mpi --model mlp --dataset synthetic --synthetic-size 1000 \
+      --batch-size 16 --max-steps 5 --seed 7 --progress off) || fail "dtrain train across 2 emulated hosts"
+echo "$out"
+last=$(tail -n 1 <<<"$out")
+grep -q '"workers":2' <<<"$last" || fail "the final line does not report 2 workers"
+# Measured traffic: one mlp gradient (1.07 MB) each step over the link.
+sent=$(grep -o '"bytes_sent_per_worker":[0-9.e+]*' <<<"$last" | cut -d: -f2)
+[[ -n "$sent" ]] && awk -v s="$sent" 'BEGIN { exit !(s > 1e6) }' ||
+  fail "bytes_sent_per_worker ($sent) is not the measured gradient traffic"
+echo "netsim test passed"
