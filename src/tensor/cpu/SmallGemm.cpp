@@ -1,5 +1,7 @@
 #include "tensor/cpu/SmallGemm.h"
 
+#include "tensor/cpu/Lanes.h"
+
 #include <algorithm>
 #include <array>
 #include <utility>
@@ -255,8 +257,9 @@ void gemmDotRows(int64_t M, int64_t N, int64_t L, const float* A, int64_t lda, c
     for (int64_t j = 0; j < N; ++j) {
       const float* a = A + i * lda;
       const float* b = bRowOffsets ? B + bRowOffsets[j] : B + j * ldb;
-      float s = 0.f;
-      for (int64_t l = 0; l < L; ++l) s += a[l] * b[l];
+      // Lane-split partial sums: a plain running sum is not vectorized
+      // without -ffast-math, which made this loop scalar on AVX2 machines.
+      const float s = laneDot(a, b, L);
       C[i * ldc + j] = accumulate ? C[i * ldc + j] + s : s;
     }
 }
