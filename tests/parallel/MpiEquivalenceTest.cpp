@@ -18,13 +18,6 @@ const std::string kArgs =
     " train --dataset synthetic --synthetic-size 1000 --epochs 1000 --max-steps 50 --lr 0.01 "
     "--weight-decay 5e-4 --seed 7 --progress off ";
 
-Params loadParams(const std::string& path) {
-  Params p;
-  for (auto& [name, t] : runtime::loadSafetensors(path).tensors)
-    if (name.rfind("optimizer.", 0) != 0) p[name] = t.contiguous().toVector();
-  return p;
-}
-
 void checkMpi(const std::string& model, int n, const std::string& extra) {
   const std::string dir = tempDir();
   const std::string ref = dir + "/ref.safetensors", dp = dir + "/dp.safetensors";
@@ -40,7 +33,7 @@ void checkMpi(const std::string& model, int n, const std::string& extra) {
   EXPECT_EQ(line.at("workers"), n);
   EXPECT_EQ(line.at("backend"), "mpi");
   EXPECT_EQ(line.at("strategy"), "allreduce");
-  expectClose(loadParams(dp), loadParams(ref), 1e-5,
+  expectClose(loadModelParams(dp), loadModelParams(ref), 1e-5,
               model + " mpi N=" + std::to_string(n) + " " + extra);
   std::filesystem::remove_all(dir);
 }

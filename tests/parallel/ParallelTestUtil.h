@@ -10,6 +10,7 @@
 
 #include "comm/local/Local.h"
 #include "parallel/allreduce/DataParallel.h"
+#include "runtime/Safetensors.h"
 #include "runtime/Trainer.h"
 
 namespace dtrain::test {
@@ -39,6 +40,16 @@ inline runtime::TrainConfig smallConfig(const std::string& model, int64_t batch)
   c.logEvery = 25;
   c.evalBatch = 1000;
   return c;
+}
+
+// The model's tensors of a checkpoint file (not the optimizer's or the
+// strategy's state: keys under "optimizer." and "strategy.").
+inline Params loadModelParams(const std::string& path) {
+  Params p;
+  for (auto& [name, t] : runtime::loadSafetensors(path).tensors)
+    if (name.rfind("optimizer.", 0) != 0 && name.rfind("strategy.", 0) != 0)
+      p[name] = t.contiguous().toVector();
+  return p;
 }
 
 inline Params snapshot(nn::Module& m) {

@@ -20,15 +20,6 @@ const std::string kArgs =
     " train --dataset synthetic --synthetic-size 1000 --epochs 1000 --max-steps 30 --lr 0.01 "
     "--batch-size 16 --seed 7 --progress off ";
 
-Params loadParams(const std::string& path) {
-  Params p;
-  for (auto& [name, t] : runtime::loadSafetensors(path).tensors)
-    if (name.find('.') != std::string::npos && name.rfind("optimizer.", 0) != 0 &&
-        name.rfind("strategy.", 0) != 0)
-      p[name] = t.contiguous().toVector();
-  return p;
-}
-
 void checkMpi(const std::string& compress, double tol, const std::string& mpiOnly = "") {
   const std::string dir = tempDir();
   const std::string local = dir + "/local.safetensors", mpi = dir + "/mpi.safetensors";
@@ -41,9 +32,9 @@ void checkMpi(const std::string& compress, double tol, const std::string& mpiOnl
   EXPECT_EQ(line.at("backend"), "mpi");
   EXPECT_EQ(line.at("compress"), compress.substr(0, compress.find(' ')));
   if (tol == 0)
-    EXPECT_EQ(loadParams(mpi), loadParams(local)) << compress;
+    EXPECT_EQ(loadModelParams(mpi), loadModelParams(local)) << compress;
   else
-    expectClose(loadParams(mpi), loadParams(local), tol, "mpi vs local " + compress);
+    expectClose(loadModelParams(mpi), loadModelParams(local), tol, "mpi vs local " + compress);
   std::filesystem::remove_all(dir);
 }
 
