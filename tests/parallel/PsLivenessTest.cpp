@@ -76,7 +76,9 @@ TEST_P(Readmission, AWorkerDeclaredDeadThatSpeaksAgainRejoins) {
     if (rank == 2 + 1) mine.pauseAt = 3;
   });
   // (With backup workers a late worker 0 may be told to stop a few steps early.)
-  if (k.mode != Consistency::Sync) EXPECT_EQ(run.result.steps, 300);
+  if (k.mode != Consistency::Sync) {
+    EXPECT_EQ(run.result.steps, 300);
+  }
   for (const auto& st : run.servers) {
     EXPECT_EQ(st.deadWorkers, std::vector<int>{1}) << "only the silent worker";
     EXPECT_TRUE(contains(st.readmittedWorkers, 1));
@@ -178,7 +180,9 @@ TEST(EagerSsp, KeepsTheBoundAndFreshReads) {
     const double fresh = fractionAtMost(st.staleness, W);
     std::cout << "straggler " << straggler << ": staleness <= W for " << fresh
               << " of the pushes, largest " << largestBucket(st.staleness) << "\n";
-    if (!straggler) EXPECT_GE(fresh, 0.5);
+    if (!straggler) {
+      EXPECT_GE(fresh, 0.5);
+    }
     for (const auto& w : run.workers) {
       EXPECT_GE(w.at("fetches"), 60.0) << "eager: a fetch every step";
       EXPECT_LE(w.at("read_staleness_max"), s);
@@ -203,7 +207,9 @@ TEST(EagerSsp, LazyReadsFetchLessAndReadStaler) {
       count += h[k];
     }
     mean[eager] = sum / count;
-    if (!eager) EXPECT_LT(run.workers[0].at("fetches"), 60.0);
+    if (!eager) {
+      EXPECT_LT(run.workers[0].at("fetches"), 60.0);
+    }
   }
   EXPECT_LT(mean[1], mean[0]) << "eager mean staleness " << mean[1] << ", lazy " << mean[0];
 }
