@@ -173,13 +173,17 @@ EOF
   # vader (shared memory) added, ranks crashed (SIGSEGV) in OpenMPI 4.1.4 here.
   # Each orted sees only its own ranks, so it cannot tell the 2 cores are shared:
   # with more ranks than cores, make idle ranks yield instead of spinning.
+  # rtc ^hwloc: each orted otherwise maps its hwloc topology into shared memory
+  # at an address it guessed free, and in about one start in four here that
+  # address was not free: orted died with SIGSEGV in hwloc_shmem_topology_write
+  # (OpenMPI 4.1.4, Debian 12). Ranks do not need that shared copy.
   local yield=0
   ((np > $(nproc))) && yield=1
   OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
     mpirun --allow-run-as-root -np "$np" --hostfile "$hostfile" --map-by slot --bind-to none \
     --mca plm_rsh_agent "$state/agent" --mca routed direct --mca btl tcp,self \
     --mca btl_tcp_if_include "$net.0/24" --mca oob_tcp_if_include "$net.0/24" \
-    --mca mpi_yield_when_idle "$yield" "$@"
+    --mca mpi_yield_when_idle "$yield" --mca rtc ^hwloc "$@"
 }
 
 case "${1:-}" in
