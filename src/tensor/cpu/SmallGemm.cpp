@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstring>
 #include <utility>
 
 #if defined(__AVX512F__)
@@ -219,20 +220,84 @@ void gemmDotRows(int64_t M, int64_t N, int64_t L, const float* A, int64_t lda, c
 
 #else  // portable fallback: plain loops GCC vectorizes for the target it has
 
+namespace {
+
+// 8-float vectors (one AVX2 register), GCC's vector extension: portable code
+// that keeps a block of C in registers for the whole K loop, which the plain
+// loops (C reloaded and stored for every k) do not.
+using Vec8 = float __attribute__((vector_size(32)));
+inline Vec8 load8(const float* p) {
+  Vec8 v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+inline void store8(float* p, Vec8 v) { std::memcpy(p, &v, sizeof v); }
+
+// Rows [i0, i0 + MR) x columns [j, j + 16) of C, accumulators in registers.
+template <int MR>
+void broadcastBlock(int64_t i0, int64_t j, int64_t K, const float* const* a, const float* B,
+                    int64_t ldb, const int64_t* bRowOffsets, float* C, int64_t ldc,
+                    const float* rowInit, bool accumulate) {
+  Vec8 c[MR][2];
+  for (int r = 0; r < MR; ++r) {
+    float* row = C + (i0 + r) * ldc + j;
+    if (accumulate) {
+      c[r][0] = load8(row);
+      c[r][1] = load8(row + 8);
+    } else {
+      const float v = rowInit ? rowInit[i0 + r] : 0.f;
+      c[r][0] = c[r][1] = Vec8{} + v;
+    }
+  }
+  for (int64_t k = 0; k < K; ++k) {
+    const float* b = (bRowOffsets ? B + bRowOffsets[k] : B + k * ldb) + j;
+    const Vec8 b0 = load8(b), b1 = load8(b + 8);
+    for (int r = 0; r < MR; ++r) {
+      const float av = a[r][k];
+      c[r][0] += av * b0;
+      c[r][1] += av * b1;
+    }
+  }
+  for (int r = 0; r < MR; ++r) {
+    float* row = C + (i0 + r) * ldc + j;
+    store8(row, c[r][0]);
+    store8(row + 8, c[r][1]);
+  }
+}
+
+}  // namespace
+
 void gemmBroadcastA(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda,
                     const int64_t* aRowOffsets, const float* B, int64_t ldb,
                     const int64_t* bRowOffsets, float* C, int64_t ldc, const float* rowInit,
                     bool accumulate) {
+  constexpr int kMR = 4;
+  const int64_t fullCols = N / 16 * 16;
+  for (int64_t i0 = 0; i0 < M; i0 += kMR) {
+    const int mr = static_cast<int>(std::min<int64_t>(kMR, M - i0));
+    const float* a[kMR];
+    for (int r = 0; r < mr; ++r) a[r] = aRowOffsets ? A + aRowOffsets[i0 + r] : A + (i0 + r) * lda;
+    for (int64_t j = 0; j < fullCols; j += 16) {
+      switch (mr) {
+        case 4: broadcastBlock<4>(i0, j, K, a, B, ldb, bRowOffsets, C, ldc, rowInit, accumulate); break;
+        case 3: broadcastBlock<3>(i0, j, K, a, B, ldb, bRowOffsets, C, ldc, rowInit, accumulate); break;
+        case 2: broadcastBlock<2>(i0, j, K, a, B, ldb, bRowOffsets, C, ldc, rowInit, accumulate); break;
+        default: broadcastBlock<1>(i0, j, K, a, B, ldb, bRowOffsets, C, ldc, rowInit, accumulate);
+      }
+    }
+  }
+  if (fullCols == N) return;
+  // The last N % 16 columns: plain loops.
   for (int64_t i = 0; i < M; ++i) {
     const float* a = aRowOffsets ? A + aRowOffsets[i] : A + i * lda;
     float* __restrict c = C + i * ldc;
     if (!accumulate) {
       const float v = rowInit ? rowInit[i] : 0.f;
-      for (int64_t j = 0; j < N; ++j) c[j] = v;
+      for (int64_t j = fullCols; j < N; ++j) c[j] = v;
     }
     for (int64_t k = 0; k < K; ++k) {
       const float* __restrict b = bRowOffsets ? B + bRowOffsets[k] : B + k * ldb;
-      for (int64_t j = 0; j < N; ++j) c[j] += a[k] * b[j];
+      for (int64_t j = fullCols; j < N; ++j) c[j] += a[k] * b[j];
     }
   }
 }
