@@ -21,11 +21,14 @@ inline float halfToFloat(uint16_t bits) {
 }
 
 inline uint16_t floatToBf16(float f) {
+  // Branch-free, so loops over it vectorize: add 0x7fff plus the lowest kept
+  // bit (ties to even) and keep the upper half; a NaN keeps its upper half with
+  // the quiet bit set, so rounding cannot carry it into infinity.
   uint32_t u;
   std::memcpy(&u, &f, sizeof u);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40u);  // quiet NaN
-  u += 0x7fffu + ((u >> 16) & 1u);  // round to nearest, ties to even
-  return static_cast<uint16_t>(u >> 16);
+  const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+  const bool nan = (u & 0x7fffffffu) > 0x7f800000u;
+  return static_cast<uint16_t>(nan ? (u >> 16) | 0x40u : rounded);
 }
 
 inline float bf16ToFloat(uint16_t bits) {

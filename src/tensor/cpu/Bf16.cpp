@@ -1,6 +1,5 @@
 #include "tensor/cpu/Bf16.h"
 
-#include <cstring>
 #include <vector>
 
 #include "tensor/cpu/Blas.h"
@@ -9,16 +8,7 @@
 namespace dtrain::kernels {
 
 void toBf16(const float* x, BFloat16* y, int64_t n) {
-  // Branch-free so the loop vectorizes: add 0x7fff plus the lowest kept bit
-  // (ties to even), keep the upper half; NaNs get a quiet bit so that rounding
-  // cannot carry them into infinity.
-  for (int64_t i = 0; i < n; ++i) {
-    uint32_t u;
-    std::memcpy(&u, x + i, sizeof u);
-    const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
-    const bool nan = (u & 0x7fffffffu) > 0x7f800000u;
-    y[i].bits = static_cast<uint16_t>(nan ? (u >> 16) | 0x40u : rounded);
-  }
+  for (int64_t i = 0; i < n; ++i) y[i].bits = floatToBf16(x[i]);
 }
 
 void fromBf16(const BFloat16* x, float* y, int64_t n) {

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "tensor/DType.h"
+#include "tensor/Half.h"
 
 namespace dtrain::kernels {
 
@@ -14,12 +15,7 @@ namespace dtrain::kernels {
 void toBf16(const float* x, BFloat16* y, int64_t n);
 void fromBf16(const BFloat16* x, float* y, int64_t n);
 
-inline float bf16ToFloat(BFloat16 v) {
-  const uint32_t u = static_cast<uint32_t>(v.bits) << 16;
-  float f;
-  __builtin_memcpy(&f, &u, sizeof f);
-  return f;
-}
+inline float bf16ToFloat(BFloat16 v) { return dtrain::bf16ToFloat(v.bits); }
 
 // C = alpha * op(A) * op(B) + beta * C, A and B bf16, C fp32 (Blas.h's layout).
 void gemmBf16(bool transA, bool transB, int64_t M, int64_t N, int64_t K, float alpha,
