@@ -11,8 +11,8 @@ configurations. Every --eval-every steps rank 0 copies the parameters (--eval-de
 after training, so evaluation never pauses training); time to 85% = time_s (training seconds) of
 the first evaluation with test_accuracy >= 0.85, "-" when never reached. The table gives per
 configuration the medians over rounds of: compressed bytes per step (what one rank hands to the
-collectives), bytes sent per worker per step (what a bandwidth-optimal algorithm sends: 2(N-1)/N of
-an allreduce payload, N-1 times an allgather payload), samples/s, time to 85%, final accuracy.
+collectives), bytes sent per worker per step (measured by the communicator), samples/s, time to
+85%, final accuracy.
 Files: DIR/<slug>-r<round>.json (final line) and .jsonl (metrics).
 """
 import argparse, json, os, shlex, statistics, subprocess, sys

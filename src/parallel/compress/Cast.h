@@ -29,7 +29,7 @@ class CastCompressor final : public Compressor {
     comm.allreduce(half_.data(), half_.data(), numel_, D, o);
     for (size_t j = 0; j < numel_; ++j) grad[j] = Widen(half_[j]);
     traffic_ = {};
-    traffic_.addAllreduce(static_cast<int64_t>(numel_ * sizeof(uint16_t)), comm.size());
+    traffic_.payload += static_cast<int64_t>(numel_ * sizeof(uint16_t));
   }
 
  private:

@@ -46,12 +46,11 @@ struct ReduceContext {
   int64_t step = 0;
 };
 
-// Bytes of one bucket's communication on this rank.
+// Bytes of one bucket's communication on this rank: what it handed to the
+// collectives (its compressed message). What really went over the wire is
+// counted by the communicator (Communicator::bytesSent).
 struct Traffic {
-  int64_t payload = 0;  // what this rank handed to the collectives (its compressed message)
-  double sent = 0;      // what a bandwidth-optimal algorithm sends per rank for that payload
-  void addAllreduce(int64_t bytes, int worldSize);  // 2 (N-1)/N x payload (ring)
-  void addAllgather(int64_t bytes, int worldSize);  // (N-1) x payload (every rank gets every message)
+  int64_t payload = 0;
 };
 
 class Compressor {

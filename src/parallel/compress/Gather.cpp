@@ -40,7 +40,7 @@ void GatherCompressor::reduce(float* grad, comm::Communicator& comm, const Reduc
     for (int64_t j = 0; j < numel_; ++j) grad[j] *= scale;
   }
   traffic_ = {};
-  traffic_.addAllgather(static_cast<int64_t>(bytes), n);
+  traffic_.payload += static_cast<int64_t>(bytes);
 }
 
 std::vector<std::pair<std::string, Tensor*>> GatherCompressor::state() {

@@ -107,7 +107,7 @@ class PowerSgd final : public Compressor {
     }
     for (const auto& s : plain_) p = std::copy(grad + s.offset, grad + s.offset + s.numel, p);
     comm.allreduce(buf_.data(), buf_.data(), buf_.size(), DType::F32, o);
-    traffic_.addAllreduce(static_cast<int64_t>(buf_.size()) * 4, n);
+    traffic_.payload += static_cast<int64_t>(buf_.size()) * 4;
     // Q = M^T P for each orthogonalized P, in one allreduce.
     qbuf_.assign(static_cast<size_t>(qSize_), 0.0f);
     p = buf_.data();
@@ -120,7 +120,7 @@ class PowerSgd final : public Compressor {
       q += m.cols * m.rank;
     }
     comm.allreduce(qbuf_.data(), qbuf_.data(), qbuf_.size(), DType::F32, o);
-    traffic_.addAllreduce(qSize_ * 4, n);
+    traffic_.payload += qSize_ * 4;
     // Decode: grad = P Q^T (the residual keeps what it missed); plain values = mean.
     float* e = feedback_.residual().data<float>();
     p = buf_.data();

@@ -47,16 +47,6 @@ int64_t BucketLayout::numel() const {
   return n;
 }
 
-void Traffic::addAllreduce(int64_t bytes, int worldSize) {
-  payload += bytes;
-  if (worldSize > 1) sent += 2.0 * (worldSize - 1) / worldSize * static_cast<double>(bytes);
-}
-
-void Traffic::addAllgather(int64_t bytes, int worldSize) {
-  payload += bytes;
-  sent += static_cast<double>(worldSize - 1) * static_cast<double>(bytes);
-}
-
 std::vector<std::string> compressorNames() {
   std::vector<std::string> out;
   for (const auto& e : registry()) out.emplace_back(e.name);
