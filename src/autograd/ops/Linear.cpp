@@ -9,75 +9,52 @@
 namespace dtrain::autograd {
 namespace {
 
-class LinearNode final : public Node {
- public:
-  LinearNode(Tensor x, Tensor w, bool hasBias) : x_(std::move(x)), w_(std::move(w)), hasBias_(hasBias) {}
-  const char* name() const override { return "linear"; }
-  void backward(const Tensor& gy, GradSink& sink) override {
-    const int64_t B = x_.size(0), in = x_.size(1), out = w_.size(0);
-    const float* g = gy.data<float>();
-    if (sink.needs(0)) {  // dx = gy W
-      GradTarget t = sink.target(0);
-      kernels::gemm(false, false, B, in, out, 1.f, g, out, w_.data<float>(), in,
-                    t.accumulate ? 1.f : 0.f, t.ptr, in);
-    }
-    if (sink.needs(1)) {  // dW = gy^T x
-      GradTarget t = sink.target(1);
-      kernels::gemm(true, false, out, in, B, 1.f, g, out, x_.data<float>(), in,
-                    t.accumulate ? 1.f : 0.f, t.ptr, in);
-    }
-    if (hasBias_ && sink.needs(2)) {
-      GradTarget t = sink.target(2);
-      kernels::sumRows(g, t.ptr, B, out, t.accumulate);
-    }
-  }
-  void release() override { x_ = w_ = Tensor(); }
-
- private:
-  Tensor x_, w_;
-  bool hasBias_;
-};
-
 Tensor toBf16(const float* x, const Shape& shape) {
   Tensor out = Tensor::empty(shape, DType::BF16);
   kernels::toBf16(x, out.data<BFloat16>(), out.numel());
   return out;
 }
 
-// Under bf16 (Precision.h): the products take bf16 copies of x and W, kept for
-// backward (half the bytes of fp32 copies); gy is rounded to bf16 for the
-// products too, as on bf16 hardware. Gradients land in fp32.
-class Bf16LinearNode final : public Node {
+// C = op(A) op(B) + beta C for A and B both fp32 or both bf16 (C fp32).
+void product(bool transA, bool transB, int64_t M, int64_t N, int64_t K, const Tensor& A,
+             int64_t lda, const Tensor& B, int64_t ldb, float beta, float* C, int64_t ldc) {
+  if (A.dtype() == DType::BF16)
+    kernels::gemmBf16(transA, transB, M, N, K, 1.f, A.data<BFloat16>(), lda, B.data<BFloat16>(),
+                      ldb, beta, C, ldc);
+  else
+    kernels::gemm(transA, transB, M, N, K, 1.f, A.data<float>(), lda, B.data<float>(), ldb, beta,
+                  C, ldc);
+}
+
+// x and W are kept as the forward multiplied them: the fp32 tensors themselves,
+// or under bf16 (Precision.h) bf16 copies (half the bytes); then gy is rounded
+// to bf16 for the backward products too, as on bf16 hardware. Gradients land in fp32.
+class LinearNode final : public Node {
  public:
-  Bf16LinearNode(Tensor xb, Tensor wb, bool hasBias)
-      : xb_(std::move(xb)), wb_(std::move(wb)), hasBias_(hasBias) {}
-  const char* name() const override { return "linear_bf16"; }
+  LinearNode(Tensor x, Tensor w, bool hasBias) : x_(std::move(x)), w_(std::move(w)), hasBias_(hasBias) {}
+  const char* name() const override { return "linear"; }
   void backward(const Tensor& gy, GradSink& sink) override {
-    const int64_t B = xb_.size(0), in = xb_.size(1), out = wb_.size(0);
-    const float* g = gy.data<float>();
+    const int64_t B = x_.size(0), in = x_.size(1), out = w_.size(0);
     if (sink.needs(0) || sink.needs(1)) {
-      const Tensor gb = toBf16(g, {B, out});
-      const BFloat16* gbp = gb.data<BFloat16>();
+      const Tensor g = x_.dtype() == DType::BF16 ? toBf16(gy.data<float>(), {B, out}) : gy;
       if (sink.needs(0)) {  // dx = gy W
         GradTarget t = sink.target(0);
-        kernels::gemmBf16(false, false, B, in, out, 1.f, gbp, out, wb_.data<BFloat16>(), in,
-                          t.accumulate ? 1.f : 0.f, t.ptr, in);
+        product(false, false, B, in, out, g, out, w_, in, t.accumulate ? 1.f : 0.f, t.ptr, in);
       }
       if (sink.needs(1)) {  // dW = gy^T x
         GradTarget t = sink.target(1);
-        kernels::gemmBf16(true, false, out, in, B, 1.f, gbp, out, xb_.data<BFloat16>(), in,
-                          t.accumulate ? 1.f : 0.f, t.ptr, in);
+        product(true, false, out, in, B, g, out, x_, in, t.accumulate ? 1.f : 0.f, t.ptr, in);
       }
     }
     if (hasBias_ && sink.needs(2)) {
       GradTarget t = sink.target(2);
-      kernels::sumRows(g, t.ptr, B, out, t.accumulate);
+      kernels::sumRows(gy.data<float>(), t.ptr, B, out, t.accumulate);
     }
   }
-  void release() override { xb_ = wb_ = Tensor(); }
+  void release() override { x_ = w_ = Tensor(); }
 
  private:
-  Tensor xb_, wb_;
+  Tensor x_, w_;
   bool hasBias_;
 };
 
@@ -124,20 +101,17 @@ Variable linear(const Variable& x, const Variable& weight, const Variable& bias)
     // over y fewer than adding the bias afterwards.
     kernels::fillRows(y.data<float>(), bd.data<float>(), B, out);
   }
-  const float beta = bias.defined() ? 1.f : 0.f;
+  // The operands as multiplied, and kept for backward.
+  Tensor xs = xd.view({B, in}), ws = wd;
   if (precision() == Precision::BF16) {
-    Tensor xb = toBf16(xd.data<float>(), {B, in}), wb = toBf16(wd.data<float>(), {out, in});
-    kernels::gemmBf16(false, true, B, out, in, 1.f, xb.data<BFloat16>(), in, wb.data<BFloat16>(),
-                      in, beta, y.data<float>(), out);
-    if (!needsGraph({&x, &weight, &bias})) return Variable(std::move(y));
-    return record(std::move(y), std::make_shared<Bf16LinearNode>(std::move(xb), std::move(wb),
-                                                                 bias.defined()),
-                  {&x, &weight, &bias});
+    xs = toBf16(xd.data<float>(), {B, in});
+    ws = toBf16(wd.data<float>(), {out, in});
   }
-  kernels::gemm(false, true, B, out, in, 1.f, xd.data<float>(), in, wd.data<float>(), in, beta,
-                y.data<float>(), out);
+  product(false, true, B, out, in, xs, in, ws, in, bias.defined() ? 1.f : 0.f, y.data<float>(),
+          out);
   if (!needsGraph({&x, &weight, &bias})) return Variable(std::move(y));
-  return record(std::move(y), std::make_shared<LinearNode>(xd.view({B, in}), wd, bias.defined()),
+  return record(std::move(y),
+                std::make_shared<LinearNode>(std::move(xs), std::move(ws), bias.defined()),
                 {&x, &weight, &bias});
 }
 
