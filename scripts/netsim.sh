@@ -65,6 +65,7 @@ cmd_down() {
   local n
   for n in $(ip netns list | awk '{print $1}' | grep -E "^${pre}h[0-9]+$" || true); do
     ip netns del "$n"
+    rm -rf "/tmp/$n.ompi"  # its OpenMPI session directory (the launch agent's)
   done
   for n in $(ip -o link show | awk -F': ' '{print $2}' | sed 's/@.*//' | grep -E "^${pre}(v[0-9]+|br)$" || true); do
     ip link del "$n" 2>/dev/null || true  # a veth goes with its peer's namespace
@@ -162,7 +163,12 @@ cmd_mpirun() {
   cat > "$state/agent" <<'EOF'
 #!/usr/bin/env bash
 host="$1"; shift
-exec ip netns exec "$host" bash -c "$*"
+# Every emulated host has the same hostname and /tmp: give each its own OpenMPI
+# session directory, or two orteds racing to create the same one fail with
+# "mkdir ... File exists" (seen under ctest -j2 load).
+tmp="/tmp/$host.ompi"
+mkdir -p "$tmp"
+exec ip netns exec "$host" env OMPI_MCA_orte_tmpdir_base="$tmp" bash -c "$*"
 EOF
   chmod +x "$state/agent"
   hostfile="$state/hostfile.$$"  # global: the EXIT trap runs after this function returns
