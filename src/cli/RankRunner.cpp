@@ -1,26 +1,11 @@
 #include "cli/RankRunner.h"
 
+#include "cli/StrategyRegistry.h"
 #include "core/Error.h"
-#include "nn/ModelRegistry.h"
-#include "parallel/allreduce/DataParallel.h"
-#include "parallel/ps/Server.h"
-#include "parallel/ps/Worker.h"
 
 namespace dtrain::cli {
 
 namespace {
-
-parallel::DataParallelOptions dataParallelOptions(const runtime::TrainConfig& c,
-                                                  comm::Communicator& comm) {
-  parallel::DataParallelOptions o;
-  o.fusionMb = c.fusionMb;
-  o.overlap = c.overlap;
-  o.algo = comm::algorithmFromName(c.allreduceAlgo);
-  o.compress = runtime::compressOptions(c);
-  DTRAIN_CHECK_USAGE(comm.supports(o.algo), "--allreduce-algo ", c.allreduceAlgo,
-                     " is not available on the ", comm.backend(), " backend");
-  return o;
-}
 
 std::optional<runtime::TrainResult> train(const runtime::TrainConfig& c,
                                           std::unique_ptr<parallel::Strategy> strategy,
@@ -36,31 +21,16 @@ std::optional<runtime::TrainResult> train(const runtime::TrainConfig& c,
 
 }  // namespace
 
-int worldSizeFor(const runtime::TrainConfig& c) {
-  return c.strategy == "ps" ? c.servers + c.workers : c.workers;
-}
+int worldSizeFor(const runtime::TrainConfig& c) { return strategyEntry(c.strategy).worldSize(c); }
 
 std::optional<runtime::TrainResult> runRank(const runtime::TrainConfig& c, comm::Communicator& comm,
                                             const SharedRun& shared) {
   DTRAIN_CHECK(comm.size() == worldSizeFor(c), "runRank: ", comm.size(), " ranks for ",
                worldSizeFor(c), " (servers + workers)");
-  if (c.strategy == "ps") {
-    auto opts = runtime::psOptions(c, comm.rank());
-    if (comm.rank() < c.servers) {
-      // The model only gives the servers the parameter names and shapes.
-      auto model = nn::buildModel(c.model, runtime::modelOverrides(c), c.seed);
-      parallel::ps::ParameterServer server(comm, *model, opts);
-      server.run();
-      return std::nullopt;
-    }
-    return train(c, std::make_unique<parallel::ps::PsWorker>(comm, opts), shared);
-  }
-  if (c.strategy == "hogwild") {
-    DTRAIN_CHECK(shared.hogwild, "--strategy hogwild: no shared parameter set");
-    return train(c, std::make_unique<parallel::Hogwild>(comm, shared.hogwild), shared);
-  }
-  return train(c, std::make_unique<parallel::DataParallel>(comm, dataParallelOptions(c, comm)),
-               shared);
+  // The strategy registry (StrategyRegistry.cpp) builds this rank's part.
+  auto strategy = strategyEntry(c.strategy).make(c, comm, shared);
+  if (!strategy) return std::nullopt;  // a rank that served, not trained
+  return train(c, std::move(strategy), shared);
 }
 
 }  // namespace dtrain::cli

@@ -95,7 +95,9 @@ nlohmann::json resultLine(const runtime::TrainConfig& c, const runtime::TrainRes
   out["workers"] = workers;
   out["strategy"] = strategy;
   out["backend"] = backend;
-  if (strategy != "single") out["global_batch"] = c.batchSize * c.accumulate * workers;
+  // A pipeline's stages of one replica share its batch.
+  if (strategy != "single")
+    out["global_batch"] = c.batchSize * c.accumulate * (workers / c.pipelineStages);
   if (strategy == "allreduce") {
     out["accumulate"] = c.accumulate;
     out["overlap"] = c.overlap;
@@ -238,8 +240,11 @@ void run(const TrainFlags& f, const CLI::App& sub) {
   }
   // Defaults that depend on the model (gpt: text data, the peer's AdamW settings).
   runtime::applyTaskDefaults(c, given);
+  // A pipeline without --workers: one replica, one rank per stage.
+  if (c.pipelineStages > 1 && !f.workersGiven) c.workers = c.pipelineStages;
   // Under mpi the workers are known only once MPI is up (runMpiRank validates again).
   c.validate(c.backend != "mpi");
+  if (c.pipelineStages > 1) c.strategy = "pipeline";
   const bool distributed = c.backend == "mpi" || c.workers > 1 || c.strategy == "allreduce";
   if (c.strategy.empty()) c.strategy = distributed ? "allreduce" : "single";
   if (c.backend == "mpi") return runMpiRank(c, f.workersGiven);
@@ -401,6 +406,23 @@ void addTrainCommand(CLI::App& app) {
   sub->add_option("--kill-server", flags->killServers,
                   "ps: SERVER:N: that server stops answering after N updates (fault injection)")
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  // Pipeline parallelism (README "Pipeline parallelism"; parallel/pipeline/).
+  sub->add_option("--pipeline-stages", c.pipelineStages,
+                  "Cut the model into P pipeline stages (workers = data-parallel replicas x P; "
+                  "default workers P)")
+      ->capture_default_str();
+  sub->add_option("--micro-batches", c.microBatches,
+                  "pipeline: micro-batches per step (--batch-size must divide by it)")
+      ->capture_default_str();
+  sub->add_option("--pipeline-schedule", c.pipelineSchedule, "pipeline: gpipe or 1f1b")
+      ->capture_default_str();
+  sub->add_option("--pipeline-split", c.pipelineSplit,
+                  "pipeline: first layer of stages 1..P-1, e.g. 2,4 (default: balanced by "
+                  "measured per-layer time)")
+      ->delimiter(',');
+  sub->add_option("--placement", c.placement,
+                  "pack (a pipeline's stages on neighbouring ranks) or spread (replicas first)")
+      ->capture_default_str();
   sub->callback([flags, sub] { run(*flags, *sub); });
 }
 

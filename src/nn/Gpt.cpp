@@ -134,7 +134,9 @@ GptTransformer::GptTransformer(const GptConfig& c, Rng& rng) {
   registerModule("ln_f", lnF);
 }
 
-Variable GptTransformer::forward(const Variable& tokens) {
+Variable GptTransformer::forward(const Variable& tokens) { return lnF->forward(h->forward(embed(tokens))); }
+
+Variable GptTransformer::embed(const Variable& tokens) {
   Tensor ids = tokenIds(tokens.data());
   const int64_t block = wpe->weight.shape()[0];
   DTRAIN_CHECK(ids.dim() == 2 && ids.size(1) >= 1 && ids.size(1) <= block,
@@ -145,8 +147,7 @@ Variable GptTransformer::forward(const Variable& tokens) {
   // gradient over the batch, so no broadcasting add is needed.
   Tensor pos = Tensor::empty({B, T}, DType::I32);
   for (int64_t i = 0; i < B * T; ++i) pos.data<int32_t>()[i] = static_cast<int32_t>(i % T);
-  Variable x = add(wte->lookup(ids), wpe->lookup(pos));
-  return lnF->forward(h->forward(x));
+  return add(wte->lookup(ids), wpe->lookup(pos));
 }
 
 Gpt::Gpt(const GptConfig& config, uint64_t seed) : config_(config) {
@@ -157,9 +158,11 @@ Gpt::Gpt(const GptConfig& config, uint64_t seed) : config_(config) {
   initNanoGpt(*this, config.nLayer, seed);
 }
 
-Variable Gpt::forward(const Variable& tokens) {
+Variable Gpt::forward(const Variable& tokens) { return head(transformer->forward(tokens)); }
+
+Variable Gpt::head(const Variable& x) {
   // lm_head: the tied embedding matrix, no bias.
-  return autograd::linear(transformer->forward(tokens), transformer->wte->weight, Variable());
+  return autograd::linear(x, transformer->wte->weight, Variable());
 }
 
 Variable Gpt::loss(const Tensor& tokens, const Tensor& targets) {

@@ -76,6 +76,8 @@ class GptTransformer : public Module {
  public:
   GptTransformer(const GptConfig& c, Rng& rng);
   Variable forward(const Variable& tokens) override;
+  // The token plus position embeddings [B, T, C] (the first pipeline layer).
+  Variable embed(const Variable& tokens);
   std::string describe() const override { return "ModuleDict"; }
   std::shared_ptr<Embedding> wte, wpe;
   std::shared_ptr<Sequential> h;
@@ -88,6 +90,8 @@ class Gpt : public Module {
   // tokens [B, T] (T <= blockSize) as I32, or as F32 holding integers (what a
   // data loader's Variable carries) -> logits [B, T, vocab].
   Variable forward(const Variable& tokens) override;
+  // lm_head on ln_f's output: [B, T, C] -> logits [B, T, vocab].
+  Variable head(const Variable& x);
   // Mean cross-entropy over the B*T next-token predictions; targets I32 [B, T].
   Variable loss(const Tensor& tokens, const Tensor& targets);
   std::string describe() const override;

@@ -4,6 +4,8 @@
 // parallel/ only sees this interface, because parallel sits below runtime.
 #include <string_view>
 
+#include "core/Timer.h"
+
 namespace dtrain::parallel {
 
 // Lanes of one rank in the timeline (trace-event "tid").
@@ -16,6 +18,17 @@ class SpanRecorder {
   // Must be safe to call from several threads at once.
   virtual void span(std::string_view name, std::string_view category, Lane lane, double startUs,
                     double endUs) = 0;
+};
+
+// A span on the compute lane when a recorder is given (one branch otherwise).
+struct SpanScope {
+  SpanRecorder* rec;
+  const char* name;
+  double t0;
+  SpanScope(SpanRecorder* r, const char* n) : rec(r), name(n), t0(r ? nowMicros() : 0) {}
+  ~SpanScope() {
+    if (rec) rec->span(name, "compute", Lane::Compute, t0, nowMicros());
+  }
 };
 
 }  // namespace dtrain::parallel

@@ -8,11 +8,14 @@
 //
 // One step, as the trainer drives it (K = gradient accumulation micro-steps):
 //   beginStep(step)
-//   for k in 0..K-1: beginMicroStep(k, K); forward; backward   (hooks may fire)
+//   forwardBackward(model, work)  -- the step schedule; the default runs
+//       for k in 0..K-1: beginMicroStep(k, K); forward; loss; backward   (hooks may fire)
+//     and a pipeline (parallel/pipeline/) runs its stage's part of GPipe or 1F1B
 //   finishGradients(); applyUpdate(optimizer)
 // A strategy whose ranks run at their own pace (parameter servers, Hogwild!)
 // may end a rank's loop early (stopBefore), refreshes the reporter's replica
 // before it is evaluated or saved (syncModel), and says goodbye (finish).
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -25,12 +28,29 @@
 
 namespace dtrain::parallel {
 
+// One optimizer step's samples and the task's loss, as the trainer hands them
+// to the strategy's step schedule (Strategy::forwardBackward).
+struct StepWork {
+  Tensor x, y;              // this data-parallel replica's samples, along dim 0
+  int microBatches = 1;     // x and y cut into this many slices ...
+  int64_t microBatchSize = 0;  // ... of this many samples
+  // The task's loss (a mean over the micro-batch) from the model's output
+  // (runtime::Task::lossFromOutput): a pipeline's last stage calls it.
+  std::function<autograd::Variable(const autograd::Variable& output, const Tensor& y)> lossFromOutput;
+  // Where the schedule records its spans (null: none).
+  SpanRecorder* spans = nullptr;
+};
+
 class Strategy {
  public:
   virtual ~Strategy() = default;
   virtual std::string name() const = 0;
   virtual int rank() const { return 0; }
   virtual int worldSize() const { return 1; }
+  // This rank's data-parallel replica and their number: which slice of the
+  // global batch it reads (a pipeline's stages of one replica read the same).
+  virtual int dataRank() const { return rank(); }
+  virtual int dataReplicas() const { return worldSize(); }
   // Rank 0 prints progress, metrics and the final line.
   bool isReporter() const { return rank() == 0; }
   // False when several ranks share this process (local backend threads): then
@@ -46,6 +66,11 @@ class Strategy {
   // Before micro-step `index` of `count` (gradient accumulation); gradients
   // are combined across ranks only during the last one's backward.
   virtual void beginMicroStep(int index, int count) {}
+  // The step's forwards and backwards; returns the mean loss over its
+  // micro-batches (0 where this rank computes no loss, e.g. a pipeline stage
+  // before the last; reduceMetric combines). Gradients accumulate to the mean
+  // over every sample of the step. Default: gradient accumulation (StepSchedule.cpp).
+  virtual double forwardBackward(nn::Module& model, const StepWork& work);
   // After the last backward returned: every gradient must be final and combined.
   virtual void finishGradients() {}
   // Applies the update for this step.

@@ -86,8 +86,8 @@ class ClassificationTask final : public Task {
   }
   bool nextBatch(data::Batch& b) override { return loader_->next(b); }
   void endEpoch() override { loader_.reset(); }
-  Variable loss(nn::Module& model, const Tensor& x, const Tensor& y) override {
-    return autograd::crossEntropy(model.forward(Variable(x)), y);
+  Variable lossFromOutput(const Variable& output, const Tensor& y) override {
+    return autograd::crossEntropy(output, y);
   }
   nlohmann::json evaluate(nn::Module& model) override {
     DTRAIN_CHECK(test_, "classification: this rank has no test set to evaluate on");

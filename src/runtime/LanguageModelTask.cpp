@@ -48,8 +48,8 @@ class LanguageModelTask final : public Task {
     return true;
   }
   // logits [B, T, V] against targets [B, T]: the mean over the B*T predictions.
-  Variable loss(nn::Module& model, const Tensor& x, const Tensor& y) override {
-    return autograd::crossEntropy(model.forward(Variable(x)), y);
+  Variable lossFromOutput(const Variable& output, const Tensor& y) override {
+    return autograd::crossEntropy(output, y);
   }
   nlohmann::json evaluate(nn::Module& model) override {
     DTRAIN_CHECK(reporter_, "language model: only the reporting rank evaluates");

@@ -68,8 +68,13 @@ class Task {
   virtual bool nextBatch(data::Batch& batch) = 0;
   // After the last step of an epoch (or of training): release what beginEpoch made.
   virtual void endEpoch() {}
-  // The mean loss of one micro-batch, with its graph for backward.
-  virtual autograd::Variable loss(nn::Module& model, const Tensor& x, const Tensor& y) = 0;
+  // The mean loss of one micro-batch from the model's output (a pipeline's
+  // last stage holds only the output), with its graph for backward.
+  virtual autograd::Variable lossFromOutput(const autograd::Variable& output, const Tensor& y) = 0;
+  // The mean loss of one micro-batch through the whole model.
+  autograd::Variable loss(nn::Module& model, const Tensor& x, const Tensor& y) {
+    return lossFromOutput(model.forward(autograd::Variable(x)), y);
+  }
   // Evaluation fields for the metrics and the final line, in eval mode, no grad.
   virtual nlohmann::json evaluate(nn::Module& model) = 0;
   // The evaluation as one progress line ("test accuracy 0.8, test loss 0.5").

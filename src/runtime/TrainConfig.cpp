@@ -45,7 +45,8 @@ void TrainConfig::validate(bool workersKnown) const {
   DTRAIN_CHECK_USAGE(warmupSteps >= 0, "--warmup-steps must be >= 0 (got ", warmupSteps, ")");
   DTRAIN_CHECK_USAGE(workers >= 1, "--workers must be >= 1 (got ", workers, ")");
   DTRAIN_CHECK_USAGE(strategy.empty() || strategy == "single" || strategy == "allreduce" ||
-                         strategy == "ps" || strategy == "hogwild",
+                         strategy == "ps" || strategy == "hogwild" ||
+                         (strategy == "pipeline" && pipelineStages > 1),
                      "unknown --strategy '", strategy, "' (known: allreduce, ps, hogwild, single)");
   DTRAIN_CHECK_USAGE(backend == "local" || backend == "mpi", "unknown --backend '", backend,
                      "' (known: local, mpi)");
@@ -127,6 +128,35 @@ void TrainConfig::validate(bool workersKnown) const {
     DTRAIN_CHECK_USAGE(backend == "local", "--strategy hogwild shares one parameter set between "
                        "threads of one process: use --backend local");
     DTRAIN_CHECK_USAGE(accumulate == 1, "--accumulate applies to --strategy allreduce");
+  }
+  // Pipeline parallelism (--pipeline-stages; the strategy "pipeline" once resolved).
+  DTRAIN_CHECK_USAGE(pipelineStages >= 1, "--pipeline-stages must be >= 1 (got ", pipelineStages, ")");
+  DTRAIN_CHECK_USAGE(microBatches >= 1, "--micro-batches must be >= 1 (got ", microBatches, ")");
+  DTRAIN_CHECK_USAGE(pipelineSchedule == "gpipe" || pipelineSchedule == "1f1b",
+                     "unknown --pipeline-schedule '", pipelineSchedule, "' (known: gpipe, 1f1b)");
+  DTRAIN_CHECK_USAGE(placement == "pack" || placement == "spread", "unknown --placement '",
+                     placement, "' (known: pack, spread)");
+  if (pipelineStages > 1) {
+    DTRAIN_CHECK_USAGE(strategy.empty() || strategy == "pipeline", "--pipeline-stages runs its own "
+                       "strategy (data parallel across pipelines); drop --strategy ", strategy);
+    DTRAIN_CHECK_USAGE(!workersKnown || workers % pipelineStages == 0, "--workers ", workers,
+                       " is not a multiple of --pipeline-stages ", pipelineStages,
+                       " (workers = data-parallel replicas x stages)");
+    DTRAIN_CHECK_USAGE(batchSize % microBatches == 0, "--batch-size ", batchSize,
+                       " is not divisible by --micro-batches ", microBatches);
+    DTRAIN_CHECK_USAGE(accumulate == 1, "--accumulate does not combine with --pipeline-stages "
+                       "(the pipeline's --micro-batches accumulate gradients)");
+    DTRAIN_CHECK_USAGE(compress == "none", "--compress does not combine with --pipeline-stages yet");
+    DTRAIN_CHECK_USAGE(pipelineSplit.empty() ||
+                           static_cast<int>(pipelineSplit.size()) == pipelineStages - 1,
+                       "--pipeline-split needs ", pipelineStages - 1, " cut points for ",
+                       pipelineStages, " stages (got ", pipelineSplit.size(), ")");
+    for (size_t i = 0; i < pipelineSplit.size(); ++i)
+      DTRAIN_CHECK_USAGE(pipelineSplit[i] >= 1 && (i == 0 || pipelineSplit[i] > pipelineSplit[i - 1]),
+                         "--pipeline-split: cut points must be increasing layer indices >= 1");
+  } else {
+    DTRAIN_CHECK_USAGE(microBatches == 1 && pipelineSplit.empty(),
+                       "--micro-batches and --pipeline-split apply to --pipeline-stages P > 1");
   }
   try {
     comm::algorithmFromName(allreduceAlgo);

@@ -4,6 +4,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace dtrain::runtime {
 
@@ -61,6 +62,14 @@ struct TrainConfig {
   double compressRatio = 0.01;     // topk, randomk
   int compressRank = 1;            // powersgd
   int64_t compressStartStep = 10;  // powersgd: plain allreduce steps first
+
+  // Pipeline parallelism (parallel/pipeline/, README "Pipeline parallelism"):
+  // --pipeline-stages P > 1 runs the "pipeline" strategy on workers = dp x P ranks.
+  int pipelineStages = 1;
+  int64_t microBatches = 1;             // --batch-size cut into this many per step
+  std::string pipelineSchedule = "1f1b";  // or gpipe
+  std::vector<int> pipelineSplit;       // first layer of stages 1..P-1; empty: balanced by time
+  std::string placement = "pack";       // pack: a pipeline's stages on neighbouring ranks; spread
 
   // Parameter servers (README "Parameter servers"): ranks 0..servers-1 serve,
   // the next `workers` ranks train.

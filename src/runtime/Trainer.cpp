@@ -97,16 +97,7 @@ void Trainer::setData(std::shared_ptr<const data::Dataset> train,
 }
 
 namespace {
-// A span on the compute lane when a timeline is recording (one branch otherwise).
-struct SpanScope {
-  parallel::SpanRecorder* rec;
-  const char* name;
-  double t0;
-  SpanScope(parallel::SpanRecorder* r, const char* n) : rec(r), name(n), t0(r ? nowMicros() : 0) {}
-  ~SpanScope() {
-    if (rec) rec->span(name, "compute", parallel::Lane::Compute, t0, nowMicros());
-  }
-};
+using parallel::SpanScope;
 // The extra time a worker spends per step (--straggler, --random-delay): a
 // sleep, so that it frees the core as a slower machine would.
 class StragglerDelay {
@@ -149,7 +140,9 @@ TrainResult Trainer::run() {
   parallel::SpanRecorder* spans = timeline_ ? timeline_->recorder(strategy_->rank()) : nullptr;
   strategy_->setSpanRecorder(spans);
 
-  auto task = makeTask({c, modelInfo_, strategy_->rank(), strategy_->worldSize(), reporter}, data_);
+  // The data-parallel replica picks the batches (a pipeline's stages read the same).
+  auto task = makeTask({c, modelInfo_, strategy_->dataRank(), strategy_->dataReplicas(), reporter},
+                       data_);
   const int accumulate = static_cast<int>(c.accumulate);
   const int64_t perEpoch = task->stepsPerEpoch();
   int64_t total = perEpoch * c.epochs;
@@ -165,7 +158,7 @@ TrainResult Trainer::run() {
   if (!state.strategyState.empty()) strategy_->loadCheckpointState(state.strategyState);
 
   // Linear scaling rule (Goyal et al.): lr x workers, usually with --warmup-steps.
-  const double baseLr = c.scaleLr ? c.lr * strategy_->worldSize() : c.lr;
+  const double baseLr = c.scaleLr ? c.lr * strategy_->dataReplicas() : c.lr;
   optim::ScheduleOptions so;
   so.tMax = std::max<int64_t>(1, total);
   so.stepSize = c.stepSize > 0 ? c.stepSize : std::max<int64_t>(1, perEpoch);
@@ -201,9 +194,14 @@ TrainResult Trainer::run() {
   Timer clock, window;
   const int64_t globalBatch = task->globalBatch();
   double gradNorm = 0;  // before clipping, of the last step (--clip-grad-norm)
-  // Each micro-step's loss is a mean over B samples; seeding backward with 1/K
-  // makes the accumulated gradient the mean over the K*B samples.
-  Tensor seed;
+  // The step's forwards and backwards are the strategy's schedule (Strategy::forwardBackward).
+  parallel::StepWork work;
+  work.microBatchSize = c.batchSize;
+  work.microBatches = accumulate;
+  work.lossFromOutput = [&task](const Variable& out, const Tensor& y) {
+    return task->lossFromOutput(out, y);
+  };
+  work.spans = spans;
   StragglerDelay delay(c, strategy_->rank());
   struct Deferred {
     int64_t step, epoch;
@@ -228,33 +226,13 @@ TrainResult Trainer::run() {
       optimizer_->setLr(schedule->lrAt(step));
       strategy_->beginStep(step);
       model_->zeroGrad();
-      double stepLoss = 0;
-      for (int k = 0; k < accumulate; ++k) {
-        strategy_->beginMicroStep(k, accumulate);
-        Tensor x = b.x, y = b.y;
-        if (accumulate > 1) {
-          x = b.x.slice(0, k * c.batchSize, (k + 1) * c.batchSize);
-          y = b.y.slice(0, k * c.batchSize, (k + 1) * c.batchSize);
-        }
-        Variable loss;
-        {
-          SpanScope s(spans, "forward");
-          loss = task->loss(*model_, x, y);
-        }
-        const float l = loss.item();
-        if (!std::isfinite(l))
-          throw Error(detail::concat("loss became ", std::isnan(l) ? "NaN" : "infinite",
-                                     " at step ", step + 1, " (epoch ", epoch + 1,
-                                     "); try a lower --lr (now ", optimizer_->lr(), ")"));
-        SpanScope s(spans, "backward");
-        if (accumulate > 1) {
-          if (!seed.defined()) seed = Tensor::full(loss.shape(), 1.0f / accumulate);
-          loss.backward(seed);
-        } else {
-          loss.backward();
-        }
-        stepLoss += l;
-      }
+      work.x = b.x;
+      work.y = b.y;
+      const double stepLoss = strategy_->forwardBackward(*model_, work);
+      if (!std::isfinite(stepLoss))
+        throw Error(detail::concat("loss became ", std::isnan(stepLoss) ? "NaN" : "infinite",
+                                   " at step ", step + 1, " (epoch ", epoch + 1,
+                                   "); try a lower --lr (now ", optimizer_->lr(), ")"));
       if (delay.active()) {
         SpanScope s(spans, "straggler delay");
         delay.sleep();
@@ -266,7 +244,7 @@ TrainResult Trainer::run() {
         strategy_->applyUpdate(*optimizer_);
       }
       ++step;
-      windowLoss += stepLoss / accumulate;
+      windowLoss += stepLoss;
       ++windowSteps;
 
       const bool logNow = step % c.logEvery == 0 || step == total;

@@ -1,0 +1,108 @@
+#include "cli/StrategyRegistry.h"
+
+#include <map>
+
+#include "cli/RankRunner.h"
+#include "core/Error.h"
+#include "nn/ModelRegistry.h"
+#include "parallel/allreduce/DataParallel.h"
+#include "parallel/pipeline/PipelineParallel.h"
+#include "parallel/ps/Server.h"
+#include "parallel/ps/Worker.h"
+
+namespace dtrain::cli {
+
+namespace {
+
+using runtime::TrainConfig;
+
+parallel::DataParallelOptions dataParallelOptions(const TrainConfig& c, comm::Communicator& comm) {
+  parallel::DataParallelOptions o;
+  o.fusionMb = c.fusionMb;
+  o.overlap = c.overlap;
+  o.algo = comm::algorithmFromName(c.allreduceAlgo);
+  o.compress = runtime::compressOptions(c);
+  DTRAIN_CHECK_USAGE(comm.supports(o.algo), "--allreduce-algo ", c.allreduceAlgo,
+                     " is not available on the ", comm.backend(), " backend");
+  return o;
+}
+
+int workers(const TrainConfig& c) { return c.workers; }
+
+std::unique_ptr<parallel::Strategy> makeSingle(const TrainConfig&, comm::Communicator&,
+                                               const SharedRun&) {
+  return std::make_unique<parallel::SingleProcess>();
+}
+
+std::unique_ptr<parallel::Strategy> makeAllreduce(const TrainConfig& c, comm::Communicator& comm,
+                                                  const SharedRun&) {
+  return std::make_unique<parallel::DataParallel>(comm, dataParallelOptions(c, comm));
+}
+
+// Ranks 0..servers-1 serve (the model only gives them the parameter names and
+// shapes), the others train.
+std::unique_ptr<parallel::Strategy> makePs(const TrainConfig& c, comm::Communicator& comm,
+                                           const SharedRun&) {
+  auto opts = runtime::psOptions(c, comm.rank());
+  if (comm.rank() < c.servers) {
+    auto model = nn::buildModel(c.model, runtime::modelOverrides(c), c.seed);
+    parallel::ps::ParameterServer server(comm, *model, opts);
+    server.run();
+    return nullptr;
+  }
+  return std::make_unique<parallel::ps::PsWorker>(comm, opts);
+}
+
+std::unique_ptr<parallel::Strategy> makeHogwild(const TrainConfig& c, comm::Communicator& comm,
+                                                const SharedRun& shared) {
+  DTRAIN_CHECK(shared.hogwild, "--strategy hogwild: no shared parameter set");
+  return std::make_unique<parallel::Hogwild>(comm, shared.hogwild);
+}
+
+// --pipeline-stages P: world = dp x pp; the dp dimension averages gradients
+// with the allreduce strategy on its own sub-communicator.
+std::unique_ptr<parallel::Strategy> makePipeline(const TrainConfig& c, comm::Communicator& comm,
+                                                 const SharedRun&) {
+  parallel::pipeline::PipelineOptions o;
+  o.stages = c.pipelineStages;
+  o.microBatches = static_cast<int>(c.microBatches);
+  o.schedule = parallel::pipeline::scheduleFromName(c.pipelineSchedule);
+  o.split = c.pipelineSplit;
+  o.spread = c.placement == "spread";
+  o.gatherEvery = c.evalEvery;
+  o.makeDataParallel = [&c](comm::Communicator& dp) {
+    return std::make_unique<parallel::DataParallel>(dp, dataParallelOptions(c, dp));
+  };
+  return std::make_unique<parallel::pipeline::PipelineParallel>(comm, std::move(o));
+}
+
+const std::map<std::string, StrategyEntry>& registry() {
+  static const std::map<std::string, StrategyEntry> r{
+      {"single", {[](const TrainConfig&) { return 1; }, makeSingle}},
+      {"allreduce", {workers, makeAllreduce}},
+      {"ps", {[](const TrainConfig& c) { return c.servers + c.workers; }, makePs}},
+      {"hogwild", {workers, makeHogwild}},
+      {"pipeline", {workers, makePipeline}},
+  };
+  return r;
+}
+
+}  // namespace
+
+std::vector<std::string> strategyNames() {
+  std::vector<std::string> names;
+  for (const auto& [name, e] : registry()) names.push_back(name);
+  return names;
+}
+
+const StrategyEntry& strategyEntry(const std::string& name) {
+  auto it = registry().find(name);
+  if (it == registry().end()) {
+    std::string known;
+    for (const auto& n : strategyNames()) known += (known.empty() ? "" : ", ") + n;
+    throw UsageError("unknown strategy '" + name + "' (known: " + known + ")");
+  }
+  return it->second;
+}
+
+}  // namespace dtrain::cli

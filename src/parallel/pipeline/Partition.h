@@ -1,0 +1,43 @@
+#pragma once
+// How a pipeline cuts the model's layer sequence (nn/LayerSequence.h) into
+// stages: by measured time (each layer's forward + backward on one
+// micro-batch, balanced so that the slowest stage is as fast as it can be),
+// or by hand (--pipeline-split). The plan is printed by the reporter.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "nn/LayerSequence.h"
+#include "tensor/Tensor.h"
+
+namespace dtrain::parallel::pipeline {
+
+struct LayerProfile {
+  double ms = 0;                // forward + backward, one micro-batch
+  int64_t activationBytes = 0;  // allocated by the forward and held until backward
+  Shape output;                 // output shape for one micro-batch
+};
+
+// Runs every layer once to warm up, then once timed, on micro-batch `x`.
+// Accumulates gradients into the parameters: the caller zeroes them after.
+std::vector<LayerProfile> profileLayers(const std::vector<nn::SequenceLayer>& layers, const Tensor& x);
+
+// The first layer of each stage (cuts[0] = 0), contiguous, each stage at least
+// one layer, minimizing the largest stage cost.
+std::vector<int> balancedCuts(const std::vector<double>& cost, int stages);
+
+// Throws UsageError unless `split` (--pipeline-split: the first layers of
+// stages 1..P-1) fits `layers` layers; returns the cuts with 0 in front.
+std::vector<int> cutsFromSplit(const std::vector<int>& split, int layers, int stages);
+
+// Layer range [cuts[s], cuts[s+1]) of stage s.
+inline int stageEnd(const std::vector<int>& cuts, int stage, int layers) {
+  return stage + 1 < static_cast<int>(cuts.size()) ? cuts[stage + 1] : layers;
+}
+
+// One line per stage: its layers, measured time and activation bytes.
+std::string describePlan(const std::vector<nn::SequenceLayer>& layers,
+                         const std::vector<LayerProfile>& profile, const std::vector<int>& cuts,
+                         bool byHand);
+
+}  // namespace dtrain::parallel::pipeline

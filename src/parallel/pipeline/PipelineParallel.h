@@ -1,0 +1,117 @@
+#pragma once
+// Pipeline parallelism (GPipe, 1F1B) with data parallelism across pipelines:
+// the "pipeline" strategy of a dp x pp mesh (Mesh.h).
+//
+// Every rank builds the whole model (same seed, so the same initial values)
+// and runs only its stage's layers (Partition.h); the optimizer skips the
+// parameters without gradients, so each rank updates only its stage. At the
+// first step the world's rank 0 measures the layers on one micro-batch, plans
+// the cut and broadcasts it with the layers' output shapes, so every stage
+// knows the activation shapes it sends and receives.
+//
+// A step (forwardBackward) runs the stage's part of the schedule (Schedule.h)
+// over M micro-batches of --batch-size / M samples. Activations go forward
+// and their gradients backward by point-to-point messages on the pipeline's
+// communicator: every receive of the step is posted (irecv) before the first
+// op and every send is asynchronous (isend), so transfers overlap with
+// compute; an op waits only for its own input (the wait is the stage's idle
+// time, the bubble). The last stage seeds each micro-batch's backward with
+// 1/M, so the accumulated gradients are the mean over the batch, as in one
+// process.
+//
+// Tied weights (gpt's wte, used by the embedding on stage 0 and lm_head on the
+// last stage) live on both stages: after backward the two exchange their
+// gradients and both add them (the same sum on both, so both apply the same
+// update). The dp dimension averages each stage's gradients with the
+// allreduce strategy (DataParallel) on the stage's replica communicator.
+//
+// The reporter (rank 0: replica 0, stage 0) evaluates and saves the whole
+// model: the other stages send their parameters (and optimizer state when
+// saving) to it at the end and before each evaluation (every --eval-every steps).
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "comm/Communicator.h"
+#include "nn/LayerSequence.h"
+#include "parallel/Strategy.h"
+#include "parallel/pipeline/Mesh.h"
+#include "parallel/pipeline/Partition.h"
+#include "parallel/pipeline/Schedule.h"
+
+namespace dtrain::parallel::pipeline {
+
+struct PipelineOptions {
+  int stages = 2;
+  int microBatches = 1;
+  ScheduleKind schedule = ScheduleKind::OneFOneB;
+  std::vector<int> split;  // --pipeline-split; empty: balanced by measured time
+  bool spread = false;     // --placement spread
+  int64_t gatherEvery = 0;     // steps between gathers to the reporter (--eval-every); 0: end only
+  bool gatherOptimizer = false;  // the reporter saves a checkpoint: gather optimizer state too
+  // The dp dimension's gradient averaging on a stage's replicas (when dp > 1).
+  std::function<std::unique_ptr<Strategy>(comm::Communicator& replicas)> makeDataParallel;
+};
+
+class PipelineParallel final : public Strategy {
+ public:
+  // Collective over `world` (splits it into the mesh); `world` must outlive this.
+  PipelineParallel(comm::Communicator& world, PipelineOptions options);
+  ~PipelineParallel() override;
+
+  std::string name() const override { return "pipeline"; }
+  int rank() const override { return world_.rank(); }
+  int worldSize() const override { return world_.size(); }
+  int dataRank() const override { return mesh_.coord().replica; }
+  int dataReplicas() const override { return mesh_.dp(); }
+  bool ownsProcess() const override;
+
+  void setup(nn::Module& model, optim::Optimizer& optimizer) override;
+  void beginStep(int64_t step) override;
+  double forwardBackward(nn::Module& model, const StepWork& work) override;
+  void finishGradients() override;
+  void applyUpdate(optim::Optimizer& optimizer) override;
+  double gradNormSquared(nn::Module& model) override;
+  double reduceMetric(double localValue) override;
+  void finish(nn::Module& model, optim::Optimizer& optimizer) override;
+  // Per rank: pipeline_stage, pipeline_bubble (idle / step time of this stage),
+  // pipeline_peak_in_flight (micro-batches), pipeline_activation_bytes_peak.
+  std::map<std::string, double> stats() const override;
+  // Per stage lists (gathered by finish()) and the plan.
+  nlohmann::json report() const override;
+
+ private:
+  void plan(const Tensor& microBatch);
+  // Parameter indices (in the model's order) stage `stage` owns: those of its
+  // layers that no earlier stage uses.
+  std::vector<size_t> ownedBy(int stage) const;
+  void exchangeTiedGradients();
+  // Stages > 0 send their parameters (and optimizer state) to stage 0.
+  void gatherToStageZero(bool withOptimizer);
+  int lastStage() const { return mesh_.pp() - 1; }
+
+  comm::Communicator& world_;
+  PipelineOptions opts_;
+  Mesh mesh_;
+  std::unique_ptr<Strategy> dataParallel_;  // null when dp = 1
+  nn::Module* model_ = nullptr;
+  optim::Optimizer* optimizer_ = nullptr;
+  std::vector<nn::SequenceLayer> layers_;
+  std::vector<int> cuts_;            // first layer of each stage
+  std::vector<Shape> outputShapes_;  // per layer, one micro-batch
+  std::vector<int64_t> activationBytes_;  // per layer, one micro-batch
+  nn::ModuleGroup stageModules_;     // this stage's layers' modules
+  std::vector<size_t> tied_;         // parameter indices shared with stage 0 / the last stage
+  std::string planText_;
+  int64_t step_ = 0;
+
+  // Figures.
+  int64_t measuredSteps_ = 0;
+  double idleUs_ = 0, busyUs_ = 0;  // summed over measured steps
+  int peakInFlight_ = 0;
+  int64_t stageActivationBytes_ = 0;
+  std::vector<double> stageBubble_, stagePeakBytes_, stagePeakInFlight_;  // finish(), per stage
+};
+
+}  // namespace dtrain::parallel::pipeline
