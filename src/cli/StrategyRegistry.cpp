@@ -70,6 +70,7 @@ std::unique_ptr<parallel::Strategy> makePipeline(const TrainConfig& c, comm::Com
   o.split = c.pipelineSplit;
   o.spread = c.placement == "spread";
   o.gatherEvery = c.evalEvery;
+  o.gatherOptimizer = !c.save.empty();
   o.makeDataParallel = [&c](comm::Communicator& dp) {
     return std::make_unique<parallel::DataParallel>(dp, dataParallelOptions(c, dp));
   };

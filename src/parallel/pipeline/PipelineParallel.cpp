@@ -117,6 +117,13 @@ void PipelineParallel::plan(const Tensor& microBatch) {
     stageActivationBytes_ += activationBytes_[i];
     for (auto& [name, module] : layers_[i].modules) stageModules_.add(name, module);
   }
+  // The profile's backward gave rank 0 gradients of every layer: the
+  // optimizer updates every parameter whose gradient is defined, so only this
+  // stage's may have one.
+  std::set<std::string> mine;
+  for (auto& [name, p] : stageModules_.namedParameters()) mine.insert(name);
+  for (size_t i = 0; i < optimizer_->size(); ++i)
+    if (!mine.count(optimizer_->paramName(i))) optimizer_->param(i).grad() = Tensor();
   // Parameters this stage shares with another (tied weights).
   if (stage == 0 || stage == lastStage()) {
     const std::vector<size_t> mine = ownedBy(stage);

@@ -1,0 +1,148 @@
+// Pipeline parallelism through the dtrain binary: a P-stage pipeline (GPipe or
+// 1F1B, M micro-batches) ends with the same parameters as one process with the
+// same --batch-size (mlp and gpt-tiny, whose tied wte spans the first and the
+// last stage), on the local and the mpi backends; dp x pp equals one process
+// with batch dp*B; the checkpoint holds the whole model, and --load resumes a
+// pipeline; bad flags are usage errors.
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+
+#include "cli/CliRunner.h"
+#include "parallel/ParallelTestUtil.h"
+
+namespace dtrain::test {
+namespace {
+
+const std::string kMlp =
+    " train --model mlp --dataset synthetic --synthetic-size 1000 --epochs 1000 --lr 0.01 "
+    "--weight-decay 5e-4 --seed 7 --progress off ";
+// gpt-tiny with a short context, so that a step takes milliseconds.
+const std::string kGpt = " train --model gpt-tiny --block-size 16 --seed 3 --progress off ";
+
+struct Finished {
+  Params params;
+  nlohmann::json line;
+};
+
+Finished train(const std::string& launcher, const std::string& args, const std::string& dir,
+          const std::string& name) {
+  const std::string file = dir + "/" + name + ".safetensors";
+  CliResult r = runShell(launcher + args + " --save " + file);
+  EXPECT_EQ(r.code, 0) << args << "\n" << r.err;
+  if (r.code != 0) return {};
+  // One JSON line (from the reporter), whatever the number of ranks.
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
+  return {loadModelParams(file), nlohmann::json::parse(r.lastLine())};
+}
+
+class Pipeline : public ::testing::Test {
+ protected:
+  void SetUp() override { dir_ = tempDir(); }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  Finished dtrain(const std::string& args, const std::string& name) {
+    return train(std::string(DTRAIN_BIN), args, dir_, name);
+  }
+  std::string dir_;
+};
+
+TEST_F(Pipeline, MlpTwoStagesBothSchedulesEqualOneProcess) {
+  const Finished ref = dtrain(kMlp + "--max-steps 30 --batch-size 16", "ref");
+  for (const char* schedule : {"gpipe", "1f1b"}) {
+    const Finished p = dtrain(kMlp + "--max-steps 30 --batch-size 16 --pipeline-stages 2 --micro-batches 4 "
+                         "--pipeline-schedule " + schedule, schedule);
+    expectClose(p.params, ref.params, 1e-5, std::string("mlp pp=2 ") + schedule);
+    EXPECT_EQ(p.line.at("strategy"), "pipeline");
+    EXPECT_EQ(p.line.at("workers"), 2);
+    EXPECT_EQ(p.line.at("global_batch"), 16);
+    EXPECT_EQ(p.line.at("pipeline_bubble_per_stage").size(), 2u);
+    EXPECT_NEAR(p.line.at("pipeline_bubble_ideal").get<double>(), 1.0 / 5, 1e-12);
+    // 1F1B holds at most P - s micro-batches on stage s, GPipe all M.
+    const auto inFlight = p.line.at("pipeline_peak_in_flight_per_stage");
+    EXPECT_EQ(inFlight[0].get<double>(), std::string(schedule) == "gpipe" ? 4 : 2);
+    EXPECT_EQ(inFlight[1].get<double>(), 1 + (std::string(schedule) == "gpipe" ? 3 : 0));
+  }
+}
+
+TEST_F(Pipeline, MlpThreeStagesByHandEqualOneProcess) {
+  const Finished ref = dtrain(kMlp + "--max-steps 20 --batch-size 12", "ref");
+  const Finished p = dtrain(kMlp + "--max-steps 20 --batch-size 12 --pipeline-stages 3 --micro-batches 3 "
+                       "--pipeline-split 2,4", "p3");
+  expectClose(p.params, ref.params, 1e-5, "mlp pp=3 split 2,4");
+  EXPECT_EQ(p.line.at("pipeline_cuts"), nlohmann::json({0, 2, 4}));
+}
+
+TEST_F(Pipeline, GptTiedEmbeddingAcrossStagesEqualsOneProcess) {
+  // Default gpt settings: AdamW, and --clip-grad-norm 1 (the global norm over the stages).
+  const Finished ref = dtrain(kGpt + "--max-steps 8 --batch-size 4", "ref");
+  for (const std::string extra : {"--pipeline-stages 2 --micro-batches 2 --pipeline-schedule gpipe",
+                                  "--pipeline-stages 2 --micro-batches 4 --pipeline-schedule 1f1b",
+                                  "--pipeline-stages 4 --micro-batches 4 --pipeline-schedule 1f1b"}) {
+    const Finished p = dtrain(kGpt + "--max-steps 8 --batch-size 4 " + extra, "p");
+    expectClose(p.params, ref.params, 1e-5, "gpt-tiny " + extra);
+    EXPECT_NEAR(p.line.at("train_loss").get<double>(), ref.line.at("train_loss").get<double>(), 1e-4);
+  }
+}
+
+TEST_F(Pipeline, DataParallelTimesPipelineEqualsOneProcessWithDpBatch) {
+  const Finished ref = dtrain(kMlp + "--max-steps 20 --batch-size 32", "ref");
+  for (const char* placement : {"pack", "spread"}) {
+    const Finished p = dtrain(kMlp + "--max-steps 20 --batch-size 16 --workers 4 --pipeline-stages 2 "
+                         "--micro-batches 2 --placement " + std::string(placement), placement);
+    expectClose(p.params, ref.params, 1e-5, std::string("mlp dp 2 x pp 2 ") + placement);
+    EXPECT_EQ(p.line.at("pipeline_replicas"), 2);
+    EXPECT_EQ(p.line.at("global_batch"), 32);
+  }
+}
+
+TEST_F(Pipeline, SavedPipelineResumesLikeOneUninterruptedRun) {
+  const Finished ref = dtrain(kMlp + "--max-steps 20 --batch-size 16", "ref");
+  const std::string pp = "--batch-size 16 --pipeline-stages 2 --micro-batches 2 ";
+  dtrain(kMlp + "--max-steps 10 " + pp, "half");
+  const Finished resumed = dtrain(kMlp + "--max-steps 20 " + pp + "--load " + dir_ + "/half.safetensors",
+                             "resumed");
+  expectClose(resumed.params, ref.params, 1e-5, "pipeline save at 10, load, 10 more");
+}
+
+TEST_F(Pipeline, EvaluationsDuringTrainingSeeTheWholeModel) {
+  const Finished ref = dtrain(kMlp + "--max-steps 12 --batch-size 16 --eval-every 4", "ref");
+  const Finished p = dtrain(kMlp + "--max-steps 12 --batch-size 16 --eval-every 4 --pipeline-stages 2 "
+                       "--micro-batches 2", "p");
+  EXPECT_NEAR(p.line.at("test_loss").get<double>(), ref.line.at("test_loss").get<double>(), 1e-5);
+}
+
+TEST(PipelineUsage, BadFlagsAreOneLineErrors) {
+  const std::string base = std::string(DTRAIN_BIN) + kMlp + "--max-steps 2 ";
+  expectError(runShell(base + "--batch-size 10 --pipeline-stages 2 --micro-batches 4"), 2,
+              "--batch-size 10 is not divisible by --micro-batches 4");
+  expectError(runShell(base + "--workers 3 --pipeline-stages 2"), 2,
+              "--workers 3 is not a multiple of --pipeline-stages 2");
+  expectError(runShell(base + "--pipeline-stages 2 --pipeline-split 1,2"), 2,
+              "--pipeline-split needs 1 cut points");
+  expectError(runShell(base + "--pipeline-stages 2 --pipeline-split 9"), 2,
+              "--pipeline-split: cut points must increase");
+  expectError(runShell(base + "--pipeline-stages 7"), 2, "this model has only 6 layers");
+  expectError(runShell(base + "--pipeline-stages 2 --accumulate 2"), 2,
+              "--accumulate does not combine with --pipeline-stages");
+  expectError(runShell(base + "--pipeline-stages 2 --pipeline-schedule zigzag"), 2,
+              "unknown --pipeline-schedule 'zigzag'");
+  expectError(runShell(base + "--micro-batches 2"), 2, "apply to --pipeline-stages P > 1");
+  expectError(runShell(base + "--pipeline-stages 2 --strategy ps"), 2, "drop --strategy ps");
+}
+
+#ifdef DTRAIN_MPIEXEC
+TEST_F(Pipeline, MpiBackendEqualsOneProcess) {
+  const Finished mlpRef = dtrain(kMlp + "--max-steps 20 --batch-size 16", "mlp");
+  const Finished mlp = train(mpirun(2), kMlp + "--backend mpi --max-steps 20 --batch-size 16 "
+                        "--pipeline-stages 2 --micro-batches 4 --pipeline-schedule 1f1b", dir_, "mlp-mpi");
+  expectClose(mlp.params, mlpRef.params, 1e-5, "mlp mpi pp=2 1f1b");
+  EXPECT_EQ(mlp.line.at("backend"), "mpi");
+  const Finished gptRef = dtrain(kGpt + "--max-steps 6 --batch-size 4", "gpt");
+  const Finished gpt = train(mpirun(2), kGpt + "--backend mpi --max-steps 6 --batch-size 4 "
+                        "--pipeline-stages 2 --micro-batches 2 --pipeline-schedule gpipe", dir_, "gpt-mpi");
+  expectClose(gpt.params, gptRef.params, 1e-5, "gpt-tiny mpi pp=2 gpipe");
+}
+#endif
+
+}  // namespace
+}  // namespace dtrain::test
