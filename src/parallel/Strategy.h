@@ -7,7 +7,7 @@
 // an edit of the trainer.
 //
 // One step, as the trainer drives it (K = gradient accumulation micro-steps):
-//   beginStep(step)
+//   beginStep(step); zeroGradients(model)
 //   forwardBackward(model, work)  -- the step schedule; the default runs
 //       for k in 0..K-1: beginMicroStep(k, K); forward; loss; backward   (hooks may fire)
 //     and a pipeline (parallel/pipeline/) runs its stage's part of GPipe or 1F1B
@@ -66,6 +66,9 @@ class Strategy {
   // Before micro-step `index` of `count` (gradient accumulation); gradients
   // are combined across ranks only during the last one's backward.
   virtual void beginMicroStep(int index, int count) {}
+  // Before the step's forwards: zero the gradients this rank accumulates into
+  // (a pipeline stage: only its own layers').
+  virtual void zeroGradients(nn::Module& model) { model.zeroGrad(); }
   // The step's forwards and backwards; returns the mean loss over its
   // micro-batches (0 where this rank computes no loss, e.g. a pipeline stage
   // before the last; reduceMetric combines). Gradients accumulate to the mean

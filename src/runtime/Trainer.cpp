@@ -225,7 +225,7 @@ TrainResult Trainer::run() {
       }
       optimizer_->setLr(schedule->lrAt(step));
       strategy_->beginStep(step);
-      model_->zeroGrad();
+      strategy_->zeroGradients(*model_);
       work.x = b.x;
       work.y = b.y;
       const double stepLoss = strategy_->forwardBackward(*model_, work);

@@ -130,6 +130,16 @@ TEST(PipelineUsage, BadFlagsAreOneLineErrors) {
   expectError(runShell(base + "--pipeline-stages 2 --strategy ps"), 2, "drop --strategy ps");
 }
 
+TEST(PipelineFailure, AStageThatFailsEndsTheRunWithItsError) {
+  // The last stage's loss diverges; the first stage, waiting on the pipeline's
+  // sub-communicator, must learn of it rather than wait for its timeout.
+  CliResult r = runShell(std::string(DTRAIN_BIN) + kMlp + "--max-steps 30 --batch-size 16 "
+                         "--pipeline-stages 2 --micro-batches 4 --lr 1e8");
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_NE(r.err.find("loss became NaN"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out, "");
+}
+
 #ifdef DTRAIN_MPIEXEC
 TEST_F(Pipeline, MpiBackendEqualsOneProcess) {
   const Finished mlpRef = dtrain(kMlp + "--max-steps 20 --batch-size 16", "mlp");

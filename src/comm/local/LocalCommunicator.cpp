@@ -115,8 +115,10 @@ std::unique_ptr<Communicator> LocalCommunicator::splitImpl(int color, int key, C
   std::stable_sort(members.begin(), members.end(), [&](int a, int b) {
     return world_->slot(a).key < world_->slot(b).key;
   });
-  if (!members.empty() && members.front() == rank())
+  if (!members.empty() && members.front() == rank()) {
     me.splitWorld = std::make_shared<World>(static_cast<int>(members.size()));
+    world_->adopt(me.splitWorld);
+  }
   barrier(call);
   std::unique_ptr<Communicator> sub;
   if (color >= 0) {

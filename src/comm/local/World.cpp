@@ -67,6 +67,24 @@ void World::abort(int rank, const std::string& message) {
     aborted_.store(true, std::memory_order_release);
   }
   notifier_.notify();
+  std::vector<std::weak_ptr<World>> children;
+  {
+    std::lock_guard<std::mutex> lock(abortMutex_);
+    children.swap(children_);
+  }
+  for (auto& c : children)
+    if (auto child = c.lock()) child->abort(rank, message);
+}
+
+void World::adopt(const std::shared_ptr<World>& child) {
+  {
+    std::lock_guard<std::mutex> lock(abortMutex_);
+    if (!aborted_.load()) {
+      children_.push_back(child);
+      return;
+    }
+  }
+  child->abort(failedRank_, failure_);
 }
 
 void World::checkAbort(const std::string& what) const {

@@ -50,6 +50,9 @@ class World : public std::enable_shared_from_this<World> {
   void abort(int rank, const std::string& message);
   bool aborted() const { return aborted_.load(std::memory_order_acquire); }
   int failedRank() const { return failedRank_; }
+  // A world split from this one (Communicator::split): aborting this one aborts
+  // it too, so that ranks waiting on a sub-communicator learn of the failure.
+  void adopt(const std::shared_ptr<World>& child);
   // Throws dtrain::Error "<what> aborted: rank R failed: <message>" when aborted.
   void checkAbort(const std::string& what) const;
 
@@ -102,6 +105,7 @@ class World : public std::enable_shared_from_this<World> {
   int failedRank_ = -1;
   std::string failure_;
   mutable std::mutex abortMutex_;
+  std::vector<std::weak_ptr<World>> children_;  // under abortMutex_
 };
 
 }  // namespace dtrain::comm::local

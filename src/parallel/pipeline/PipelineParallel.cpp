@@ -122,8 +122,17 @@ void PipelineParallel::plan(const Tensor& microBatch) {
   // stage's may have one.
   std::set<std::string> mine;
   for (auto& [name, p] : stageModules_.namedParameters()) mine.insert(name);
-  for (size_t i = 0; i < optimizer_->size(); ++i)
-    if (!mine.count(optimizer_->paramName(i))) optimizer_->param(i).grad() = Tensor();
+  // Stages after the first never touch other stages' parameters again (stage 0
+  // keeps them: it evaluates and saves the whole model), so they free them.
+  for (size_t i = 0; i < optimizer_->size(); ++i) {
+    if (mine.count(optimizer_->paramName(i))) {
+      stageParams_.push_back(i);
+      parameterBytes_ += optimizer_->param(i).data().numel() * static_cast<int64_t>(sizeof(float));
+      continue;
+    }
+    optimizer_->param(i).grad() = Tensor();
+    if (stage > 0) optimizer_->param(i).data() = Tensor::empty({0}, DType::F32);
+  }
   // Parameters this stage shares with another (tied weights).
   if (stage == 0 || stage == lastStage()) {
     const std::vector<size_t> mine = ownedBy(stage);
@@ -299,9 +308,14 @@ void PipelineParallel::finishGradients() {
   exchangeTiedGradients();
 }
 
+void PipelineParallel::zeroGradients(nn::Module&) {
+  // Only this stage's: zeroing the others would give them gradients (Module::zeroGrad
+  // allocates zeros for undefined ones), which the optimizer would then apply.
+  stageModules_.zeroGrad();
+}
+
 void PipelineParallel::applyUpdate(optim::Optimizer& optimizer) {
-  if (dataParallel_) dataParallel_->applyUpdate(optimizer);
-  else optimizer.step();
+  optimizer.step(stageParams_);
   // The reporter evaluates after this step: it needs every stage's parameters.
   if (opts_.gatherEvery > 0 && (step_ + 1) % opts_.gatherEvery == 0) gatherToStageZero(false);
 }
@@ -355,16 +369,13 @@ void PipelineParallel::finish(nn::Module&, optim::Optimizer&) {
   const int pp = mesh_.pp();
   std::vector<double> mine{measuredSteps_ ? idleUs_ / std::max(1.0, busyUs_) : 0.0,
                            static_cast<double>(peakInFlight_),
-                           static_cast<double>(peakInFlight_) * static_cast<double>(stageActivationBytes_)};
+                           static_cast<double>(peakInFlight_) * static_cast<double>(stageActivationBytes_),
+                           static_cast<double>(parameterBytes_)};
+  const size_t k = mine.size();
   const std::vector<double> all = allgatherDoubles(mesh_.pipeline(), mine);
-  stageBubble_.clear();
-  stagePeakInFlight_.clear();
-  stagePeakBytes_.clear();
-  for (int s = 0; s < pp; ++s) {
-    stageBubble_.push_back(all[3 * s]);
-    stagePeakInFlight_.push_back(all[3 * s + 1]);
-    stagePeakBytes_.push_back(all[3 * s + 2]);
-  }
+  perStage_.assign(k, {});
+  for (int s = 0; s < pp; ++s)
+    for (size_t j = 0; j < k; ++j) perStage_[j].push_back(all[s * k + j]);
   if (dataParallel_) dataParallel_->finish(*model_, *optimizer_);
 }
 
@@ -383,10 +394,11 @@ nlohmann::json PipelineParallel::report() const {
                    {"micro_batches", opts_.microBatches},
                    {"pipeline_schedule", scheduleName(opts_.schedule)},
                    {"pipeline_cuts", cuts_},
-                   {"pipeline_bubble_per_stage", stageBubble_},
-                   {"pipeline_bubble_ideal", (p - 1) / (m + p - 1)},
-                   {"pipeline_peak_in_flight_per_stage", stagePeakInFlight_},
-                   {"pipeline_activation_bytes_peak_per_stage", stagePeakBytes_}};
+                   {"pipeline_bubble_ideal", (p - 1) / (m + p - 1)}};
+  const char* names[] = {"pipeline_bubble_per_stage", "pipeline_peak_in_flight_per_stage",
+                         "pipeline_activation_bytes_peak_per_stage",
+                         "pipeline_parameter_bytes_per_stage"};
+  for (size_t k = 0; k < perStage_.size(); ++k) j[names[k]] = perStage_[k];
   return j;
 }
 

@@ -70,6 +70,7 @@ class PipelineParallel final : public Strategy {
   void setup(nn::Module& model, optim::Optimizer& optimizer) override;
   void beginStep(int64_t step) override;
   double forwardBackward(nn::Module& model, const StepWork& work) override;
+  void zeroGradients(nn::Module& model) override;
   void finishGradients() override;
   void applyUpdate(optim::Optimizer& optimizer) override;
   double gradNormSquared(nn::Module& model) override;
@@ -78,7 +79,8 @@ class PipelineParallel final : public Strategy {
   // Per rank: pipeline_stage, pipeline_bubble (idle / step time of this stage),
   // pipeline_peak_in_flight (micro-batches), pipeline_activation_bytes_peak.
   std::map<std::string, double> stats() const override;
-  // Per stage lists (gathered by finish()) and the plan.
+  // Per stage lists (gathered by finish()) and the plan: bubble, micro-batches
+  // in flight, activation bytes, parameter bytes (what the stage trains).
   nlohmann::json report() const override;
 
  private:
@@ -102,6 +104,7 @@ class PipelineParallel final : public Strategy {
   std::vector<Shape> outputShapes_;  // per layer, one micro-batch
   std::vector<int64_t> activationBytes_;  // per layer, one micro-batch
   nn::ModuleGroup stageModules_;     // this stage's layers' modules
+  std::vector<size_t> stageParams_;  // parameter indices of this stage's layers (tied ones included)
   std::vector<size_t> tied_;         // parameter indices shared with stage 0 / the last stage
   std::string planText_;
   int64_t step_ = 0;
@@ -111,7 +114,10 @@ class PipelineParallel final : public Strategy {
   double idleUs_ = 0, busyUs_ = 0;  // summed over measured steps
   int peakInFlight_ = 0;
   int64_t stageActivationBytes_ = 0;
-  std::vector<double> stageBubble_, stagePeakBytes_, stagePeakInFlight_;  // finish(), per stage
+  int64_t parameterBytes_ = 0;  // of this stage's parameters (tied ones included)
+  // By finish(), per figure, per stage: bubble, peak in flight, peak
+  // activation bytes, parameter bytes.
+  std::vector<std::vector<double>> perStage_;
 };
 
 }  // namespace dtrain::parallel::pipeline
