@@ -7,6 +7,8 @@
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <map>
+#include <set>
 
 #include "cli/CliRunner.h"
 #include "parallel/ParallelTestUtil.h"
@@ -72,6 +74,15 @@ TEST_F(Pipeline, MlpThreeStagesByHandEqualOneProcess) {
   EXPECT_EQ(p.line.at("pipeline_cuts"), nlohmann::json({0, 2, 4}));
 }
 
+TEST_F(Pipeline, LenetThreeBalancedStagesEqualOneProcess) {
+  std::string lenet = kMlp;
+  lenet.replace(lenet.find("mlp"), 3, "lenet");
+  const Finished ref = dtrain(lenet + "--max-steps 10 --batch-size 16", "ref");
+  const Finished p = dtrain(lenet + "--max-steps 10 --batch-size 16 --pipeline-stages 3 "
+                            "--micro-batches 4", "p");
+  expectClose(p.params, ref.params, 1e-5, "lenet pp=3 balanced");
+}
+
 TEST_F(Pipeline, GptTiedEmbeddingAcrossStagesEqualsOneProcess) {
   // Default gpt settings: AdamW, and --clip-grad-norm 1 (the global norm over the stages).
   const Finished ref = dtrain(kGpt + "--max-steps 8 --batch-size 4", "ref");
@@ -109,6 +120,21 @@ TEST_F(Pipeline, EvaluationsDuringTrainingSeeTheWholeModel) {
   const Finished p = dtrain(kMlp + "--max-steps 12 --batch-size 16 --eval-every 4 --pipeline-stages 2 "
                        "--micro-batches 2", "p");
   EXPECT_NEAR(p.line.at("test_loss").get<double>(), ref.line.at("test_loss").get<double>(), 1e-5);
+}
+
+TEST_F(Pipeline, TimelineHasALanePerStageWithItsOps) {
+  CliResult r = runShell(std::string(DTRAIN_BIN) + kMlp + "--max-steps 3 --batch-size 16 "
+                         "--pipeline-stages 2 --micro-batches 2 --timeline " + dir_ + "/t.json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::map<int, std::set<std::string>> ops;  // pid (rank = stage) -> span names
+  const auto doc = nlohmann::json::parse(slurp(dir_ + "/t.json"));
+  for (auto& e : doc.at("traceEvents"))
+    if (e.at("ph") == "X") ops[e.at("pid").get<int>()].insert(e.at("name").get<std::string>());
+  ASSERT_EQ(ops.size(), 2u);
+  for (int stage : {0, 1})
+    for (const char* name : {"F0", "F1", "B0", "B1"}) EXPECT_TRUE(ops[stage].count(name)) << stage << name;
+  EXPECT_TRUE(ops[1].count("wait activation 0"));
+  EXPECT_TRUE(ops[0].count("wait gradient 0"));
 }
 
 TEST(PipelineUsage, BadFlagsAreOneLineErrors) {
