@@ -1,0 +1,145 @@
+// The plan (the cut, the shapes, what each stage owns and shares) and the
+// gather of the stages' parameters to stage 0: PipelineParallel's set-up and
+// reporting half (PipelineParallel.cpp runs the steps).
+#include <set>
+
+#include "core/Error.h"
+#include "core/Log.h"
+#include "parallel/pipeline/PipelineParallel.h"
+
+namespace dtrain::parallel::pipeline {
+
+namespace {
+constexpr int kGatherTag = (1 << 20) + 1;  // above every activation, gradient and tied tag
+constexpr int kMaxDims = 6;
+}  // namespace
+
+void PipelineParallel::plan(const Tensor& microBatch) {
+  const int n = static_cast<int>(layers_.size()), pp = mesh_.pp();
+  // Rank 0 measures; everyone receives the cuts, output shapes and activation
+  // bytes: [cuts (pp)] then per layer [bytes, ndim, dims (kMaxDims)].
+  const size_t perLayer = 2 + kMaxDims;
+  std::vector<int64_t> msg(pp + n * perLayer, 0);
+  if (world_.rank() == 0) {
+    std::vector<LayerProfile> profile = profileLayers(layers_, microBatch);
+    model_->zeroGrad();
+    std::vector<double> cost;
+    for (auto& p : profile) cost.push_back(p.ms);
+    const bool byHand = !cuts_.empty();
+    std::vector<int> cuts = byHand ? cuts_ : balancedCuts(cost, pp);
+    for (int s = 0; s < pp; ++s) msg[s] = cuts[s];
+    for (int i = 0; i < n; ++i) {
+      int64_t* m = &msg[pp + i * perLayer];
+      DTRAIN_CHECK(profile[i].output.size() <= kMaxDims, "pipeline: layer ", layers_[i].name,
+                   " has an output of more than ", kMaxDims, " dimensions");
+      m[0] = profile[i].activationBytes;
+      m[1] = static_cast<int64_t>(profile[i].output.size());
+      for (size_t d = 0; d < profile[i].output.size(); ++d) m[2 + d] = profile[i].output[d];
+    }
+    planText_ = describePlan(layers_, profile, cuts, byHand);
+    log::info(planText_, "\n  mesh: ", mesh_.describe(0), ", schedule ",
+              scheduleName(opts_.schedule), ", ", opts_.microBatches, " micro-batches");
+  }
+  comm::Options o;
+  o.root = 0;
+  world_.broadcast(msg.data(), msg.size(), DType::I64, o);
+  cuts_.assign(msg.begin(), msg.begin() + pp);
+  for (int i = 0; i < n; ++i) {
+    const int64_t* m = &msg[pp + i * perLayer];
+    activationBytes_.push_back(m[0]);
+    outputShapes_.push_back(Shape(m + 2, m + 2 + m[1]));
+  }
+  const int stage = mesh_.coord().stage;
+  for (int i = cuts_[stage]; i < stageEnd(cuts_, stage, n); ++i) {
+    stageActivationBytes_ += activationBytes_[i];
+    for (auto& [name, module] : layers_[i].modules) stageModules_.add(name, module);
+  }
+  // The profile's backward gave rank 0 gradients of every layer: the
+  // optimizer updates every parameter whose gradient is defined, so only this
+  // stage's may have one.
+  std::set<std::string> mine;
+  for (auto& [name, p] : stageModules_.namedParameters()) mine.insert(name);
+  // Stages after the first never touch other stages' parameters again (stage 0
+  // keeps them: it evaluates and saves the whole model), so they free them.
+  for (size_t i = 0; i < optimizer_->size(); ++i) {
+    if (mine.count(optimizer_->paramName(i))) {
+      stageParams_.push_back(i);
+      parameterBytes_ += optimizer_->param(i).data().numel() * static_cast<int64_t>(sizeof(float));
+      continue;
+    }
+    optimizer_->param(i).grad() = Tensor();
+    if (stage > 0) optimizer_->param(i).data() = Tensor::empty({0}, DType::F32);
+  }
+  // Parameters this stage shares with another (tied weights).
+  if (stage == 0 || stage == lastStage()) {
+    const std::vector<size_t> mine = ownedBy(stage);
+    const std::set<size_t> owned(mine.begin(), mine.end());
+    std::set<std::string> names;
+    for (auto& [name, p] : stageModules_.namedParameters()) names.insert(name);
+    const auto& params = optimizer_->params();
+    if (stage == lastStage() && stage != 0) {
+      // Mine but owned by stage 0: used by both.
+      for (size_t i = 0; i < params.size(); ++i)
+        if (names.count(params[i].first) && !owned.count(i)) tied_.push_back(i);
+    } else if (stage == 0 && lastStage() != 0) {
+      const std::vector<size_t> last = ownedBy(lastStage());
+      nn::ModuleGroup lastModules;
+      for (int i = cuts_[lastStage()]; i < n; ++i)
+        for (auto& [name, module] : layers_[i].modules) lastModules.add(name, module);
+      std::set<std::string> lastNames;
+      for (auto& [name, p] : lastModules.namedParameters()) lastNames.insert(name);
+      for (size_t i : mine)
+        if (lastNames.count(params[i].first)) tied_.push_back(i);
+    }
+  }
+  if (dataParallel_) {
+    dataParallel_->setup(stageModules_, *optimizer_);
+    dataParallel_->setSpanRecorder(spans_);
+    dataParallel_->beginStep(step_);
+  }
+}
+
+std::vector<size_t> PipelineParallel::ownedBy(int stage) const {
+  const int n = static_cast<int>(layers_.size());
+  std::set<std::string> earlier, here;
+  auto names = [&](int from, int to, std::set<std::string>& out) {
+    nn::ModuleGroup g;
+    for (int i = from; i < to; ++i)
+      for (auto& [name, module] : layers_[i].modules) g.add(name, module);
+    for (auto& [name, p] : g.namedParameters()) out.insert(name);
+  };
+  names(0, cuts_[stage], earlier);
+  names(cuts_[stage], stageEnd(cuts_, stage, n), here);
+  std::vector<size_t> out;
+  const auto& params = optimizer_->params();
+  for (size_t i = 0; i < params.size(); ++i)
+    if (here.count(params[i].first) && !earlier.count(params[i].first)) out.push_back(i);
+  return out;
+}
+
+void PipelineParallel::gatherToStageZero(bool withOptimizer) {
+  if (cuts_.empty() || outputShapes_.empty()) return;  // no step ran: nothing changed
+  comm::Communicator& pipe = mesh_.pipeline();
+  const int stage = mesh_.coord().stage;
+  for (int s = 1; s < mesh_.pp(); ++s) {
+    if (stage != 0 && stage != s) continue;
+    const std::vector<size_t> owned = ownedBy(s);
+    if (withOptimizer) optimizer_->ensureState(owned);
+    std::vector<Tensor*> tensors;
+    auto state = withOptimizer ? optimizer_->namedState() : decltype(optimizer_->namedState()){};
+    for (size_t i : owned) {
+      tensors.push_back(&optimizer_->param(i).data());
+      const std::string prefix = optimizer_->paramName(i) + ".";
+      for (auto& [name, t] : state)
+        if (name.compare(0, prefix.size(), prefix) == 0 &&
+            name.find('.', prefix.size()) == std::string::npos)
+          tensors.push_back(t);
+    }
+    for (Tensor* t : tensors) {
+      if (stage == s) pipe.send(*t, 0, kGatherTag);
+      else pipe.recv(*t, s, kGatherTag);
+    }
+  }
+}
+
+}  // namespace dtrain::parallel::pipeline
