@@ -192,7 +192,8 @@ RoundStats FederatedRunner::runRound(int64_t round) {
     serverOptimizer_->step();
   }
   if (options_.dp()) {
-    accountant_.step(options_.clientFraction, options_.dpNoise);
+    // Without noise clipping alone protects nothing: epsilon is infinite.
+    if (options_.dpNoise > 0) accountant_.step(options_.clientFraction, options_.dpNoise);
     s.epsilon = options_.dpNoise > 0 ? accountant_.epsilon(options_.dpDelta)
                                      : std::numeric_limits<double>::infinity();
   }
