@@ -91,6 +91,13 @@ bool runFederatedIfChosen(const runtime::TrainConfig& c, const federated::Federa
       DTRAIN_CHECK_USAGE(!given(flag), flag, " applies to --strategy fedavg");
     return false;
   }
+  // The trainer's step-loop flags mean nothing here; say which flags do.
+  const std::pair<const char*, const char*> replaced[] = {
+      {"--batch-size", "--local-batch"}, {"--epochs", "--local-epochs and --rounds"},
+      {"--max-steps", "--rounds"}, {"--accumulate", "--local-batch"}};
+  for (const auto& [flag, instead] : replaced)
+    DTRAIN_CHECK_USAGE(!given(flag), flag, " does not apply to --strategy fedavg (use ", instead,
+                       ")");
   DTRAIN_CHECK_USAGE(c.backend == "local", "--strategy fedavg runs simulated in one process "
                      "(--backend local); distributed federated training is not built yet");
   federated::FederatedRunner runner(c, o);

@@ -6,6 +6,7 @@
 
 #include "core/Error.h"
 #include "core/ThreadPool.h"
+#include "federated/NameRegistry.h"
 
 namespace dtrain::federated {
 namespace {
@@ -123,32 +124,13 @@ const std::map<std::string, Entry>& registry() {
   return entries;
 }
 
-const Entry& entry(const std::string& name) {
-  const auto& r = registry();
-  auto it = r.find(name);
-  if (it == r.end()) {
-    std::string known;
-    for (const auto& [n, e] : r) known += (known.empty() ? "" : ", ") + n;
-    throw UsageError("unknown --aggregator '" + name + "' (known: " + known + ")");
-  }
-  return it->second;
-}
+const Entry& entry(const std::string& name) { return lookupByName(registry(), name, "--aggregator"); }
 
 }  // namespace
 
 const AggregateFn& aggregator(const std::string& name) { return entry(name).fn; }
 
-std::vector<std::string> aggregatorNames() {
-  std::vector<std::string> names;
-  for (const auto& [n, e] : registry()) names.push_back(n);
-  return names;
-}
-
-std::string describeAggregators() {
-  std::string s;
-  for (const auto& [n, e] : registry()) s += (s.empty() ? "" : "; ") + n + ": " + e.description;
-  return s;
-}
+std::string describeAggregators() { return describeByName(registry()); }
 
 size_t minimumUpdates(const std::string& name, const AggregatorOptions& o) {
   return entry(name).krum ? 2 * static_cast<size_t>(o.byzantine) + 3 : 1;

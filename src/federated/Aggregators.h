@@ -33,7 +33,6 @@ using AggregateFn =
 
 // Throws UsageError naming the known rules for an unknown name.
 const AggregateFn& aggregator(const std::string& name);
-std::vector<std::string> aggregatorNames();
 std::string describeAggregators();
 // The fewest updates `name` needs with these options (krum: 2f + 3).
 size_t minimumUpdates(const std::string& name, const AggregatorOptions& o);

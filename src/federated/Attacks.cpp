@@ -4,7 +4,7 @@
 #include <map>
 #include <numeric>
 
-#include "core/Error.h"
+#include "federated/NameRegistry.h"
 
 namespace dtrain::federated {
 namespace {
@@ -31,22 +31,9 @@ const std::map<std::string, Attack>& registry() {
 
 }  // namespace
 
-const Attack& attack(const std::string& name) {
-  const auto& r = registry();
-  auto it = r.find(name);
-  if (it == r.end()) {
-    std::string known;
-    for (const auto& [n, a] : r) known += (known.empty() ? "" : ", ") + n;
-    throw UsageError("unknown --attack '" + name + "' (known: " + known + ")");
-  }
-  return it->second;
-}
+const Attack& attack(const std::string& name) { return lookupByName(registry(), name, "--attack"); }
 
-std::string describeAttacks() {
-  std::string s;
-  for (const auto& [n, a] : registry()) s += (s.empty() ? "" : "; ") + n + ": " + a.description;
-  return s;
-}
+std::string describeAttacks() { return describeByName(registry()); }
 
 std::vector<char> chooseAttackers(int clients, double fraction, uint64_t seed) {
   std::vector<int> ids(static_cast<size_t>(clients));
