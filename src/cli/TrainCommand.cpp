@@ -19,6 +19,7 @@
 #include "runtime/Task.h"
 #include "optim/Factory.h"
 #include "cli/RankRunner.h"
+#include "cli/FederatedFlags.h"  // federated learning
 #include "parallel/allreduce/DataParallel.h"
 #include "runtime/Timeline.h"
 #include "runtime/Trainer.h"
@@ -38,6 +39,7 @@ struct TrainFlags {
   std::vector<std::string> stragglers, killWorkers, killServers, pauseWorkers;  // "INDEX:VALUE"
   std::string adamBetas;                                  // "B1,B2"
   int64_t nLayer = 0, nHead = 0, nEmbd = 0, blockSize = 0;  // set only when given
+  std::shared_ptr<federated::FederatedOptions> federated;  // federated learning flags
 };
 
 // "B1,B2" of --adam-betas.
@@ -247,6 +249,7 @@ void run(const TrainFlags& f, const CLI::App& sub) {
   if (c.pipelineStages > 1) c.strategy = "pipeline";
   const bool distributed = c.backend == "mpi" || c.workers > 1 || c.strategy == "allreduce";
   if (c.strategy.empty()) c.strategy = distributed ? "allreduce" : "single";
+  if (runFederatedIfChosen(c, *f.federated, given)) return;  // federated learning
   if (c.backend == "mpi") return runMpiRank(c, f.workersGiven);
   if (c.strategy != "single") return runLocal(c);
 
@@ -423,6 +426,7 @@ void addTrainCommand(CLI::App& app) {
   sub->add_option("--placement", c.placement,
                   "pack (a pipeline's stages on neighbouring ranks) or spread (replicas first)")
       ->capture_default_str();
+  flags->federated = addFederatedFlags(sub);  // federated learning (cli/FederatedFlags.cpp)
   sub->callback([flags, sub] { run(*flags, *sub); });
 }
 

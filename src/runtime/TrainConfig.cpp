@@ -46,8 +46,10 @@ void TrainConfig::validate(bool workersKnown) const {
   DTRAIN_CHECK_USAGE(workers >= 1, "--workers must be >= 1 (got ", workers, ")");
   DTRAIN_CHECK_USAGE(strategy.empty() || strategy == "single" || strategy == "allreduce" ||
                          strategy == "ps" || strategy == "hogwild" ||
+                         strategy == "fedavg" ||  // federated learning (src/federated)
                          (strategy == "pipeline" && pipelineStages > 1),
-                     "unknown --strategy '", strategy, "' (known: allreduce, ps, hogwild, single)");
+                     "unknown --strategy '", strategy,
+                     "' (known: allreduce, ps, hogwild, single, fedavg)");
   DTRAIN_CHECK_USAGE(backend == "local" || backend == "mpi", "unknown --backend '", backend,
                      "' (known: local, mpi)");
   DTRAIN_CHECK_USAGE(!(strategy == "single" && (workers > 1 || backend == "mpi")),

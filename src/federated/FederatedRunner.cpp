@@ -1,0 +1,304 @@
+#include "federated/FederatedRunner.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <exception>
+#include <mutex>
+#include <thread>
+
+#include "autograd/Precision.h"
+#include "core/Error.h"
+#include "core/Timer.h"
+#include "data/Partition.h"
+#include "federated/Aggregators.h"
+#include "federated/Attacks.h"
+#include "optim/Factory.h"
+#include "runtime/Metrics.h"
+#include "runtime/Progress.h"
+#include "tensor/cpu/Blas.h"
+
+namespace dtrain::federated {
+namespace {
+
+std::vector<std::vector<int64_t>> partitionClients(const data::Dataset& train,
+                                                   const FederatedOptions& o, uint64_t seed) {
+  DTRAIN_CHECK_USAGE(o.clients <= train.size(), "--clients ", o.clients, " exceeds the ",
+                     train.size(), " training samples");
+  if (o.partition == "shards")
+    return data::partitionByLabel(data::labelsOf(train), o.clients, o.shardsPerClient, seed);
+  if (o.partition == "dirichlet")
+    return data::partitionDirichlet(data::labelsOf(train), o.clients, o.dirichletAlpha, seed);
+  if (o.quantitySkew > 0) return data::partitionQuantitySkew(train.size(), o.clients, o.quantitySkew, seed);
+  return data::partitionIid(train.size(), o.clients, seed);
+}
+
+// The server optimizer applies the aggregated delta as a pseudo-gradient -delta
+// (Reddi et al. 2021): SGD with lr 1 is plain FedAvg, SGD with momentum is FedAvgM,
+// Adam with eps 1e-3 is FedAdam.
+std::unique_ptr<optim::Optimizer> makeServerOptimizer(const FederatedOptions& o,
+                                                      optim::NamedParameters params) {
+  optim::OptimizerOptions so;
+  so.lr = o.effectiveServerLr();
+  if (o.serverOptimizer == "adam") {
+    so.beta1 = 0.9;
+    so.beta2 = 0.99;
+    so.eps = 1e-3;
+    return optim::makeOptimizer("adam", std::move(params), so);
+  }
+  so.momentum = o.serverOptimizer == "momentum" ? o.serverMomentum : 0.0;
+  return optim::makeOptimizer("sgd", std::move(params), so);
+}
+
+uint64_t mix(uint64_t a, uint64_t b) {
+  uint64_t x = a * 0x9e3779b97f4a7c15ULL ^ (b + 0x632be59bd9b4e019ULL + (a << 6) + (a >> 2));
+  return Rng(x).next();
+}
+
+}  // namespace
+
+FederatedRunner::FederatedRunner(runtime::TrainConfig config, FederatedOptions options,
+                                 runtime::TaskData data)
+    : config_(std::move(config)), options_(std::move(options)) {
+  options_.validate();
+  const nn::ModelInfo info = nn::modelInfo(config_.model, runtime::modelOverrides(config_));
+  DTRAIN_CHECK_USAGE(info.task == nn::kClassificationTask, "--strategy fedavg trains classifiers "
+                     "(mlp, lenet); --model ", config_.model, " is a ", info.task, " model");
+  if (!data.train || !data.test) data = runtime::loadTaskData(config_, true);
+  train_ = data.train;
+  task_ = runtime::makeTask({config_, info, 0, 1, true}, data);
+  clients_ = partitionClients(*train_, options_, config_.seed);
+  malicious_ = chooseAttackers(options_.clients, options_.attackers, config_.seed);
+  server_ = nn::buildModel(config_.model, runtime::modelOverrides(config_), config_.seed);
+  serverOptimizer_ = makeServerOptimizer(options_, server_->namedParameters());
+  global_.resize(static_cast<size_t>(flatSize(*server_)));
+  update_.resize(global_.size());
+  const int threads = std::min(config_.workers, options_.clientsPerRound());
+  for (int w = 0; w < std::max(1, threads); ++w)
+    workers_.push_back(std::make_unique<LocalTrainer>(config_, options_, *task_, train_));
+}
+
+FederatedRunner::~FederatedRunner() = default;
+
+std::vector<int> FederatedRunner::selectClients(Rng& rng) const {
+  std::vector<int> chosen;
+  if (options_.dp()) {
+    // Poisson sampling: each client independently with probability q = C, as the
+    // subsampled-Gaussian accountant assumes.
+    for (int k = 0; k < options_.clients; ++k)
+      if (rng.uniform() < options_.clientFraction) chosen.push_back(k);
+    return chosen;
+  }
+  // m distinct clients, uniformly (a partial Fisher-Yates shuffle).
+  std::vector<int> ids(static_cast<size_t>(options_.clients));
+  for (int k = 0; k < options_.clients; ++k) ids[k] = k;
+  const int m = options_.clientsPerRound();
+  for (int i = 0; i < m; ++i) std::swap(ids[i], ids[i + rng.below(ids.size() - i)]);
+  chosen.assign(ids.begin(), ids.begin() + m);
+  return chosen;
+}
+
+void FederatedRunner::aggregate(std::vector<ClientResult>& results,
+                                const std::vector<int>& reporters, Rng& rng,
+                                std::span<float> out) {
+  if (options_.dp()) {
+    // DP-FedAvg: clip each delta to norm S, sum, add N(0, (z S)^2) per coordinate,
+    // divide by the expected number of clients q K (a fixed denominator, so that one
+    // client changes the result by at most S / (q K)).
+    const double clip = options_.dpClip;
+    std::fill(out.begin(), out.end(), 0.0f);
+    for (auto& r : results) {
+      double norm2 = 0;
+      for (float v : r.delta) norm2 += static_cast<double>(v) * v;
+      const float scale = static_cast<float>(std::min(1.0, clip / std::max(1e-12, std::sqrt(norm2))));
+      for (size_t i = 0; i < out.size(); ++i) out[i] += scale * r.delta[i];
+    }
+    const double sigma = options_.dpNoise * clip;
+    const double expected = options_.clientFraction * options_.clients;
+    for (float& v : out) v = static_cast<float>((v + sigma * rng.normal()) / expected);
+    return;
+  }
+  UpdateSet set;
+  for (size_t k = 0; k < results.size(); ++k) {
+    set.updates.emplace_back(results[k].delta);
+    set.weights.push_back(static_cast<double>(clients_[reporters[k]].size()));
+  }
+  aggregator(options_.aggregator)(set, {options_.trimFraction, options_.byzantine}, out);
+}
+
+RoundStats FederatedRunner::runRound(int64_t round) {
+  Timer clock;
+  RoundStats s;
+  s.round = round;
+  Rng rng(mix(config_.seed, static_cast<uint64_t>(round)));
+  const std::vector<int> selected = selectClients(rng);
+  std::vector<int> reporters;
+  for (int k : selected)
+    if (rng.uniform() >= options_.clientDropout && !clients_[k].empty()) reporters.push_back(k);
+  s.selected = static_cast<int>(selected.size());
+  s.reported = static_cast<int>(reporters.size());
+  const int64_t modelBytes = static_cast<int64_t>(global_.size() * sizeof(float));
+  s.bytesDown = s.selected * modelBytes;
+  s.bytesUp = s.reported * modelBytes;
+
+  readFlat(*server_, global_);
+  std::vector<ClientResult> results(reporters.size());
+  const Attack& attack = federated::attack(options_.attack);
+  // Workers take the next client from a shared counter; results go to the client's
+  // slot, so the aggregate does not depend on the number of workers.
+  std::atomic<size_t> next{0};
+  std::exception_ptr failure;
+  std::mutex failureMutex;
+  auto work = [&](LocalTrainer& trainer) {
+    try {
+      for (size_t i; (i = next.fetch_add(1)) < reporters.size();) {
+        const int client = reporters[i];
+        const bool bad = malicious_[client] != 0;
+        const uint64_t seed = mix(mix(config_.seed, static_cast<uint64_t>(round)), client + 1);
+        trainer.train(global_, {&clients_[client], seed, bad && attack.flipsLabels}, results[i]);
+        if (bad && attack.rewrite) {
+          Rng attackRng(seed ^ 0xbadULL);
+          attack.rewrite(results[i].delta, options_.attackScale, attackRng);
+        }
+      }
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(failureMutex);
+      if (!failure) failure = std::current_exception();
+      next = reporters.size();
+    }
+  };
+  const size_t threads = std::min(workers_.size(), reporters.size());
+  std::vector<std::thread> pool;
+  for (size_t w = 1; w < threads; ++w) pool.emplace_back(work, std::ref(*workers_[w]));
+  if (threads > 0) work(*workers_[0]);
+  for (auto& t : pool) t.join();
+  if (failure) std::rethrow_exception(failure);
+
+  double lossSum = 0;
+  for (const auto& r : results) lossSum += r.meanLoss;
+  s.trainLoss = results.empty() ? 0 : lossSum / static_cast<double>(results.size());
+  const bool enough = reporters.size() >= minimumUpdates(options_.aggregator,
+                                                         {options_.trimFraction, options_.byzantine});
+  if (options_.dp() || (enough && !reporters.empty())) {
+    aggregate(results, reporters, rng, update_);
+    // The pseudo-gradient -delta through the server optimizer.
+    serverOptimizer_->zeroGrad();
+    size_t at = 0;
+    for (auto& [name, p] : server_->namedParameters()) {
+      float* g = p.grad().data<float>();
+      for (int64_t k = 0; k < p.numel(); ++k) g[k] = -update_[at + k];
+      at += static_cast<size_t>(p.numel());
+    }
+    serverOptimizer_->step();
+  }
+  if (options_.dp()) {
+    // Without noise clipping alone protects nothing: epsilon is infinite.
+    if (options_.dpNoise > 0) accountant_.step(options_.clientFraction, options_.dpNoise);
+    s.epsilon = options_.dpNoise > 0 ? accountant_.epsilon(options_.dpDelta)
+                                     : std::numeric_limits<double>::infinity();
+  }
+  bytesUp_ += s.bytesUp;
+  bytesDown_ += s.bytesDown;
+  s.seconds = clock.seconds();
+  return s;
+}
+
+nlohmann::json FederatedRunner::run() {
+  const auto& c = config_;
+  const auto& o = options_;
+  kernels::configureKernels(c.threads, kernels::parseGemmBackend(c.gemm));
+  autograd::setPrecision(autograd::parsePrecision(c.precision));
+  using P = runtime::TrainConfig::Progress;
+  const auto mode = c.progress == P::Auto    ? runtime::Progress::autoMode()
+                    : c.progress == P::Bar   ? runtime::Progress::Mode::Bar
+                    : c.progress == P::Lines ? runtime::Progress::Mode::Lines
+                                             : runtime::Progress::Mode::Off;
+  runtime::Progress progress(mode, o.rounds);
+  runtime::MetricsWriter metrics(c.metrics);
+  progress.message(detail::concat(
+      "fedavg: ", c.model, " (", server_->parameterCount(), " parameters) on ",
+      task_->describeData(), ", ", o.clients, " clients (", o.partition, "), ",
+      o.clientsPerRound(), " per round", o.dp() ? " (Poisson, DP)" : "", ", E=", o.localEpochs,
+      " B=", o.localBatch == 0 ? std::string("all") : std::to_string(o.localBatch), ", ",
+      workers_.size(), " worker threads"));
+  const int64_t evalEvery = c.evalEvery > 0 ? c.evalEvery : 1;
+  Timer clock;
+  double evalSeconds = 0;
+  std::vector<double> roundSeconds;
+  std::optional<int64_t> roundsToTarget;
+  nlohmann::json last;
+  RoundStats s;
+  int64_t round = 1;
+  for (; round <= o.rounds; ++round) {
+    s = runRound(round);
+    roundSeconds.push_back(s.seconds);
+    nlohmann::json rec{{"round", round},
+                       {"clients_selected", s.selected},
+                       {"clients_reported", s.reported},
+                       {"train_loss", s.trainLoss},
+                       {"bytes_up", s.bytesUp},
+                       {"bytes_down", s.bytesDown},
+                       {"round_s", s.seconds}};
+    if (s.epsilon) rec["dp_epsilon"] = *s.epsilon;
+    const bool evalNow = round % evalEvery == 0 || round == o.rounds;
+    if (evalNow) {
+      Timer t;
+      last = task_->evaluate(*server_);
+      evalSeconds += t.seconds();
+      for (const auto& [k, v] : last.items()) rec[k] = v;
+      if (o.targetAccuracy > 0 && !roundsToTarget &&
+          last.value("test_accuracy", 0.0) >= o.targetAccuracy)
+        roundsToTarget = round;
+    }
+    rec["time_s"] = clock.seconds() - evalSeconds;
+    metrics.write(rec);
+    // The bar counts rounds; line mode prints only the evaluation lines below.
+    if (mode == runtime::Progress::Mode::Bar) progress.update(round, 0, s.trainLoss, 0, false);
+    if (evalNow)
+      progress.message(detail::concat("round ", round, ": ", s.reported, "/", s.selected,
+                                      " clients reported, ", task_->describeEvaluation(last),
+                                      s.epsilon ? detail::concat(", epsilon ", *s.epsilon)
+                                                : std::string()));
+    if (roundsToTarget) break;
+  }
+  progress.finish();
+  const int64_t ran = std::min(round, o.rounds);
+  if (last.empty()) last = task_->evaluate(*server_);
+  std::vector<double> sorted = roundSeconds;
+  std::sort(sorted.begin(), sorted.end());
+  nlohmann::json out = last;
+  out["rounds"] = ran;
+  out["seconds"] = clock.seconds() - evalSeconds;
+  out["round_s_median"] = sorted.empty() ? 0.0 : sorted[sorted.size() / 2];
+  out["train_loss"] = s.trainLoss;
+  out["bytes_up"] = bytesUp_;
+  out["bytes_down"] = bytesDown_;
+  out["clients"] = o.clients;
+  out["clients_per_round"] = o.clientsPerRound();
+  out["partition"] = o.partition;
+  out["local_epochs"] = o.localEpochs;
+  out["local_batch"] = o.localBatch;
+  out["server_optimizer"] = o.serverOptimizer;
+  out["aggregator"] = o.aggregator;
+  if (o.proxMu > 0) out["prox_mu"] = o.proxMu;
+  if (o.clientDropout > 0) out["client_dropout"] = o.clientDropout;
+  if (o.attack != "none") {
+    out["attack"] = o.attack;
+    out["attackers"] = o.attackers;
+  }
+  if (o.dp()) {
+    out["dp_epsilon"] = s.epsilon.value_or(0.0);
+    out["dp_delta"] = o.dpDelta;
+    out["dp_clip"] = o.dpClip;
+    out["dp_noise"] = o.dpNoise;
+  }
+  if (o.targetAccuracy > 0) {
+    out["target_accuracy"] = o.targetAccuracy;
+    out["rounds_to_target"] = roundsToTarget ? nlohmann::json(*roundsToTarget) : nlohmann::json();
+  }
+  out["worker_threads"] = workers_.size();
+  metrics.write(out);
+  return out;
+}
+
+}  // namespace dtrain::federated

@@ -1,0 +1,75 @@
+#pragma once
+// `dtrain train --strategy fedavg`, simulated in one process (McMahan et al. 2017):
+// K clients, each a partition of the training set; every round the server samples
+// m = max(C K, 1) of them, sends them the global model, the clients train locally on a
+// pool of worker threads (a model per worker, the clients one after another on each),
+// and the server aggregates the reported deltas (weighted by n_k, or by a robust rule),
+// then applies them through a server optimizer (FedAvg, FedAvgM, FedAdam).
+// DP-FedAvg clips every delta and adds Gaussian noise to their sum, with an RDP
+// accountant reporting epsilon after every round.
+// Federated rounds are not the trainer's step loop, so this is its own runner; it
+// reuses the model registry, the tasks (loss, evaluation), the optimizers and the
+// metrics and progress writers.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/Rng.h"
+#include "federated/FederatedOptions.h"
+#include "federated/LocalTrainer.h"
+#include "federated/PrivacyAccountant.h"
+#include "runtime/Task.h"
+#include "runtime/TrainConfig.h"
+
+namespace dtrain::federated {
+
+struct RoundStats {
+  int64_t round = 0;  // 1-based
+  int selected = 0, reported = 0;
+  int64_t bytesUp = 0, bytesDown = 0;  // this round: deltas up, global model down (fp32)
+  double trainLoss = 0;                // mean of the reporters' local losses
+  double seconds = 0;
+  std::optional<double> epsilon;       // DP: after this round
+};
+
+class FederatedRunner {
+ public:
+  // `data` members left null are loaded from the config.
+  FederatedRunner(runtime::TrainConfig config, FederatedOptions options,
+                  runtime::TaskData data = {});
+  ~FederatedRunner();
+
+  // One round (1-based numbers, in order).
+  RoundStats runRound(int64_t round);
+  // Every round with metrics, progress and evaluations; the final JSON line's fields.
+  nlohmann::json run();
+
+  nn::Module& globalModel() { return *server_; }
+  nlohmann::json evaluate() { return task_->evaluate(*server_); }
+  const std::vector<std::vector<int64_t>>& clientSamples() const { return clients_; }
+  const std::vector<char>& attackers() const { return malicious_; }
+
+ private:
+  std::vector<int> selectClients(Rng& rng) const;
+  void aggregate(std::vector<ClientResult>& results, const std::vector<int>& reporters,
+                 Rng& rng, std::span<float> out);
+
+  runtime::TrainConfig config_;
+  FederatedOptions options_;
+  std::shared_ptr<const data::Dataset> train_;
+  std::unique_ptr<runtime::Task> task_;
+  std::vector<std::vector<int64_t>> clients_;
+  std::vector<char> malicious_;
+  std::shared_ptr<nn::Module> server_;
+  std::unique_ptr<optim::Optimizer> serverOptimizer_;
+  std::vector<std::unique_ptr<LocalTrainer>> workers_;
+  std::vector<float> global_, update_;
+  RdpAccountant accountant_;
+  int64_t bytesUp_ = 0, bytesDown_ = 0;
+};
+
+}  // namespace dtrain::federated

@@ -1,0 +1,179 @@
+// The simulated FedAvg runner on the synthetic dataset (no data files, a few seconds).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <vector>
+
+#include "autograd/Ops.h"
+#include "federated/FederatedRunner.h"
+#include "federated/PrivacyAccountant.h"
+#include "runtime/Task.h"
+
+namespace dtrain::federated {
+namespace {
+
+runtime::TrainConfig smallConfig() {
+  runtime::TrainConfig c;
+  c.model = "mlp";
+  c.dataset = "synthetic";
+  c.syntheticSize = 600;
+  c.lr = 0.1;
+  c.seed = 5;
+  c.progress = runtime::TrainConfig::Progress::Off;
+  return c;
+}
+
+std::vector<float> flat(nn::Module& m) {
+  std::vector<float> v(static_cast<size_t>(flatSize(m)));
+  readFlat(m, v);
+  return v;
+}
+
+TEST(FederatedRunner, FedSgdRoundIsOneFullBatchStepWeightedBySamples) {
+  // E = 1, B = 0, every client, server averaging: the n_k-weighted mean of the clients'
+  // one-step deltas is -lr times the gradient of the mean loss over all their samples.
+  auto c = smallConfig();
+  FederatedOptions o;
+  o.clients = 3;
+  o.clientFraction = 1;
+  o.localEpochs = 1;
+  o.localBatch = 0;
+  o.quantitySkew = 1.0;  // unequal n_k: the weighting matters
+  FederatedRunner runner(c, o);
+  const auto before = flat(runner.globalModel());
+  runner.runRound(1);
+  const auto after = flat(runner.globalModel());
+
+  auto data = runtime::loadTaskData(c, false);
+  auto model = nn::buildModel(c.model, {}, c.seed);
+  writeFlat(*model, before);
+  std::vector<int64_t> all;
+  for (const auto& part : runner.clientSamples()) all.insert(all.end(), part.begin(), part.end());
+  ASSERT_EQ(all.size(), 600u);
+  ASSERT_NE(runner.clientSamples()[0].size(), runner.clientSamples()[1].size());
+  data::Batch b = data.train->batch(all);
+  model->zeroGrad();
+  autograd::crossEntropy(model->forward(autograd::Variable(b.x)), b.y).backward();
+  size_t at = 0;
+  double maxErr = 0, maxStep = 0;
+  for (auto& [name, p] : model->namedParameters()) {
+    const float* g = p.grad().data<float>();
+    for (int64_t k = 0; k < p.numel(); ++k, ++at) {
+      const double expected = before[at] - c.lr * g[k];
+      maxErr = std::max(maxErr, std::fabs(static_cast<double>(after[at]) - expected));
+      maxStep = std::max(maxStep, std::fabs(static_cast<double>(after[at]) - before[at]));
+    }
+  }
+  EXPECT_GT(maxStep, 1e-4);
+  EXPECT_LT(maxErr, 1e-5);
+}
+
+TEST(FederatedRunner, WorkerThreadsDoNotChangeTheResult) {
+  FederatedOptions o;
+  o.clients = 12;
+  o.clientFraction = 0.5;
+  o.clientDropout = 0.2;
+  o.partition = "shards";
+  std::vector<float> results[2];
+  for (int workers : {1, 2}) {
+    auto c = smallConfig();
+    c.workers = workers;
+    FederatedRunner runner(c, o);
+    for (int64_t r = 1; r <= 2; ++r) runner.runRound(r);
+    results[workers - 1] = flat(runner.globalModel());
+  }
+  EXPECT_EQ(results[0], results[1]);
+}
+
+TEST(FederatedRunner, LearnsAndCountsBytesAndDropouts) {
+  auto c = smallConfig();
+  FederatedOptions o;
+  o.clients = 10;
+  o.clientFraction = 0.5;
+  o.clientDropout = 0.5;
+  FederatedRunner runner(c, o);
+  const double before = runner.evaluate()["test_accuracy"].get<double>();
+  int reported = 0, selected = 0;
+  for (int64_t r = 1; r <= 6; ++r) {
+    const RoundStats s = runner.runRound(r);
+    EXPECT_EQ(s.selected, 5);
+    EXPECT_EQ(s.bytesDown, 5 * 4 * runner.globalModel().parameterCount());
+    EXPECT_EQ(s.bytesUp, s.reported * 4 * runner.globalModel().parameterCount());
+    reported += s.reported;
+    selected += s.selected;
+  }
+  EXPECT_LT(reported, selected);  // some dropped out
+  EXPECT_GT(reported, 0);
+  const double after = runner.evaluate()["test_accuracy"].get<double>();
+  EXPECT_GT(after, before + 0.3);
+}
+
+double accuracyUnderAttack(std::string aggregator) {
+  auto c = smallConfig();
+  FederatedOptions o;
+  o.clients = 10;
+  o.clientFraction = 1;
+  o.attack = aggregator == "none" ? "none" : "sign-flip";
+  o.attackers = aggregator == "none" ? 0 : 0.3;
+  if (aggregator == "none") aggregator = "mean";
+  o.aggregator = aggregator;
+  o.byzantine = 3;
+  FederatedRunner runner(c, o);
+  for (int64_t r = 1; r <= 4; ++r) runner.runRound(r);
+  return runner.evaluate()["test_accuracy"].get<double>();
+}
+
+TEST(FederatedRunner, MedianSurvivesASignFlipAttackThatBreaksTheMean) {
+  const double mean = accuracyUnderAttack("mean");
+  const double median = accuracyUnderAttack("median");
+  const double krum = accuracyUnderAttack("multi-krum");
+  const double honest = accuracyUnderAttack("none");
+  // Without attackers the task is learned; the attack pulls the mean far off, the
+  // median (biased by the attackers, still pointing the right way) and multi-krum
+  // (which drops them) keep learning.
+  EXPECT_GT(honest, 0.9);
+  EXPECT_LT(mean, 0.4);
+  EXPECT_GT(median, 0.6);
+  EXPECT_GT(krum, 0.9);
+}
+
+TEST(FederatedRunner, DpEpsilonFollowsTheAccountant) {
+  auto c = smallConfig();
+  FederatedOptions o;
+  o.clients = 20;
+  o.clientFraction = 0.25;
+  o.dpClip = 1.0;
+  o.dpNoise = 1.0;
+  FederatedRunner runner(c, o);
+  RdpAccountant reference;
+  for (int64_t r = 1; r <= 3; ++r) {
+    const RoundStats s = runner.runRound(r);
+    reference.step(0.25, 1.0);
+    ASSERT_TRUE(s.epsilon);
+    EXPECT_DOUBLE_EQ(*s.epsilon, reference.epsilon(1e-5));
+  }
+  o.dpNoise = 0;  // clipping only: no privacy
+  FederatedRunner clipped(c, o);
+  EXPECT_EQ(*clipped.runRound(1).epsilon, std::numeric_limits<double>::infinity());
+}
+
+TEST(FederatedRunner, BadOptionsAreUsageErrors) {
+  auto c = smallConfig();
+  FederatedOptions o;
+  o.clients = 10;
+  o.clientFraction = 0.3;
+  o.aggregator = "krum";
+  o.byzantine = 1;  // needs 5 per round, gets 3
+  EXPECT_THROW(FederatedRunner(c, o), UsageError);
+  o = {};
+  o.dpNoise = 1;  // without --dp-clip
+  EXPECT_THROW(FederatedRunner(c, o), UsageError);
+  o = {};
+  o.clients = 601;
+  EXPECT_THROW(FederatedRunner(c, o), UsageError);
+}
+
+}  // namespace
+}  // namespace dtrain::federated
