@@ -116,11 +116,11 @@ Variable Sequential::forward(const Variable& x) {
     // first runs the ReLU and its backward on a k*k times smaller tensor.
     if (i + 1 < layers_.size() && dynamic_cast<ReLU*>(layers_[i].get()) &&
         dynamic_cast<MaxPool2d*>(layers_[i + 1].get())) {
-      h = autograd::relu(layers_[i + 1]->forward(h));
+      h = autograd::relu((*layers_[i + 1])(h));
       ++i;
       continue;
     }
-    h = layers_[i]->forward(h);
+    h = (*layers_[i])(h);
   }
   return h;
 }
