@@ -1,10 +1,11 @@
 // Times one training step of a GPT preset: forward + backward (and the Adam
 // update separately) on a fixed random byte batch, one thread by default.
 //   gpt_step_bench [--size gpt-small] [--batch 16] [--steps 20] [--threads 1] [--gemm auto]
-//                  [--precision fp32]
+//                  [--precision fp32] [--recompute none|blocks|all]
 // Prints per-phase medians and one JSON line (ms per fwd+bwd step, tokens/s, and
 // the allocator's peak during the timed steps: parameters, gradients, optimizer
-// state and the activations a step keeps for backward).
+// state and the activations a step keeps for backward; activations_mib: what
+// forward left allocated for backward, which --recompute cuts).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -16,6 +17,7 @@
 #include "autograd/Precision.h"
 #include "core/Memory.h"
 #include "nn/Gpt.h"
+#include "nn/Recompute.h"
 #include "optim/Factory.h"
 #include "tensor/cpu/Blas.h"
 
@@ -38,7 +40,7 @@ double median(std::vector<double> v) {
 int main(int argc, char** argv) {
   std::string size = "gpt-small";
   int64_t batch = 16, steps = 20, threads = 1;
-  std::string gemm = "auto", precision = "fp32";
+  std::string gemm = "auto", precision = "fp32", recompute = "none";
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
     if (a == "--size") size = v;
@@ -47,6 +49,7 @@ int main(int argc, char** argv) {
     else if (a == "--threads") threads = std::atoll(v.c_str());
     else if (a == "--gemm") gemm = v;
     else if (a == "--precision") precision = v;
+    else if (a == "--recompute") recompute = v;
     else {
       std::fprintf(stderr, "unknown flag %s\n", a.c_str());
       return 2;
@@ -56,6 +59,7 @@ int main(int argc, char** argv) {
   autograd::setPrecision(autograd::parsePrecision(precision));
   const nn::GptConfig cfg = nn::gptConfig(size);
   auto model = nn::makeGpt(cfg, 1337);
+  nn::applyRecompute(*model, recompute);
   auto opt = optim::makeOptimizer("adamw", model->namedParameters(), {.lr = 1e-3});
   const int64_t T = cfg.blockSize;
   Tensor x = Tensor::empty({batch, T}, DType::I32), y = Tensor::empty({batch, T}, DType::I32);
@@ -65,13 +69,15 @@ int main(int argc, char** argv) {
     y.data<int32_t>()[i] = static_cast<int32_t>(rng.below(256));
   }
   std::vector<double> fwd, bwd, upd;
-  int64_t peakBytes = 0;
+  int64_t peakBytes = 0, keptBytes = 0;
   float loss = 0;
   for (int64_t s = 0; s < steps + 3; ++s) {  // 3 warm-up steps, untimed
     opt->zeroGrad();
+    const int64_t beforeForward = memory::stats().currentBytes;
     auto t0 = Clock::now();
     autograd::Variable l = model->loss(x, y);
     auto t1 = Clock::now();
+    keptBytes = memory::stats().currentBytes - beforeForward;
     l.backward();
     auto t2 = Clock::now();
     opt->step();
@@ -94,9 +100,11 @@ int main(int argc, char** argv) {
                static_cast<long long>(threads), median(fwd), median(bwd), median(upd), loss);
   std::printf("{\"size\": \"%s\", \"gemm\": \"%s\", \"precision\": \"%s\", \"batch\": %lld, "
               "\"block\": %lld, \"threads\": %lld, \"ms_fwd_bwd\": %.2f, \"ms_adamw\": %.2f, "
-              "\"tokens_per_s_fwd_bwd\": %.0f, \"peak_mib\": %.1f}\n",
+              "\"tokens_per_s_fwd_bwd\": %.0f, \"peak_mib\": %.1f, \"recompute\": \"%s\", "
+              "\"activations_mib\": %.1f}\n",
               size.c_str(), gemm.c_str(), precision.c_str(), static_cast<long long>(batch),
               static_cast<long long>(T), static_cast<long long>(threads), step, median(upd),
-              batch * T / step * 1e3, peakBytes / 1048576.0);
+              batch * T / step * 1e3, peakBytes / 1048576.0, recompute.c_str(),
+              keptBytes / 1048576.0);
   return 0;
 }

@@ -147,6 +147,18 @@ class Node {
 
 // Grad mode is per thread (ranks of the local backend are threads).
 bool gradEnabled();
+// Turns grad mode on for a scope (activation recomputation records the
+// recomputed forward while the engine runs backward, which turned it off).
+class EnableGradGuard {
+ public:
+  EnableGradGuard();
+  ~EnableGradGuard();
+  EnableGradGuard(const EnableGradGuard&) = delete;
+  EnableGradGuard& operator=(const EnableGradGuard&) = delete;
+
+ private:
+  bool prev_;
+};
 class NoGradGuard {
  public:
   NoGradGuard();

@@ -370,6 +370,18 @@ void addTrainCommand(CLI::App& app) {
       ->capture_default_str();
   sub->add_flag("--scale-lr", c.scaleLr, "Linear scaling rule: multiply --lr by the workers");
   sub->add_option("--timeline", c.timeline, "Write a Chrome trace-event JSON timeline to FILE");
+  // Memory: activation recomputation and LoRA (README: "LoRA and activation recomputation").
+  sub->add_option("--recompute", c.recompute,
+                  "Activation recomputation: none, blocks (each transformer block / layer) or all "
+                  "(each block's sub-layers)")
+      ->capture_default_str();
+  sub->add_option("--lora-rank", c.loraRank,
+                  "LoRA: train rank-R adapters of the targeted Linear layers, everything else frozen");
+  sub->add_option("--lora-alpha", c.loraAlpha, "LoRA: scale alpha (updates are alpha/R x B A; default 8)");
+  sub->add_option("--lora-targets", c.loraTargets,
+                  "LoRA: attn, mlp or attn,mlp (default: every target the model has)");
+  sub->add_option("--save-adapters", c.saveAdapters, "LoRA: write the adapters alone to FILE at the end");
+  sub->add_option("--load-adapters", c.loadAdapters, "LoRA: start from adapters saved with --save-adapters");
   // Parameter servers (README: "Parameter servers").
   sub->add_option("--servers", c.servers, "ps: server ranks (local: threads; mpi: the first S of -np)")
       ->capture_default_str();

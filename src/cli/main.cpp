@@ -9,6 +9,7 @@
 #include <string>
 
 #include "cli/BenchCommand.h"
+#include "cli/ExportCommand.h"
 #include "cli/GenerateCommand.h"
 #include "cli/TrainCommand.h"
 #include "comm/Registry.h"
@@ -43,6 +44,7 @@ int main(int argc, char** argv) {
   dtrain::cli::addTrainCommand(app);
   dtrain::cli::addBenchCommand(app);
   dtrain::cli::addGenerateCommand(app);
+  dtrain::cli::addExportCommand(app);
   try {
     checkCommand(app, argc, argv);
     app.parse(argc, argv);

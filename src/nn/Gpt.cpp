@@ -90,7 +90,7 @@ CausalSelfAttention::CausalSelfAttention(int64_t nEmbd, int64_t nHead_, Rng& rng
   registerModule("c_proj", cProj);
 }
 Variable CausalSelfAttention::forward(const Variable& x) {
-  return cProj->forward(autograd::causalSelfAttention(cAttn->forward(x), nHead));
+  return (*cProj)(autograd::causalSelfAttention((*cAttn)(x), nHead));
 }
 std::string CausalSelfAttention::describe() const {
   return "CausalSelfAttention(heads=" + std::to_string(nHead) + ")";
@@ -104,7 +104,7 @@ GptMlp::GptMlp(int64_t nEmbd, Rng& rng) {
   registerModule("c_proj", cProj);
 }
 Variable GptMlp::forward(const Variable& x) {
-  return cProj->forward(autograd::gelu(cFc->forward(x)));
+  return (*cProj)(autograd::gelu((*cFc)(x)));
 }
 
 GptBlock::GptBlock(const GptConfig& c, Rng& rng) {
@@ -118,8 +118,8 @@ GptBlock::GptBlock(const GptConfig& c, Rng& rng) {
   registerModule("mlp", mlp);
 }
 Variable GptBlock::forward(const Variable& x) {
-  Variable h = add(x, attn->forward(ln1->forward(x)));
-  return add(h, mlp->forward(ln2->forward(h)));
+  Variable h = add(x, (*attn)((*ln1)(x)));
+  return add(h, (*mlp)((*ln2)(h)));
 }
 
 GptTransformer::GptTransformer(const GptConfig& c, Rng& rng) {
@@ -134,7 +134,7 @@ GptTransformer::GptTransformer(const GptConfig& c, Rng& rng) {
   registerModule("ln_f", lnF);
 }
 
-Variable GptTransformer::forward(const Variable& tokens) { return lnF->forward(h->forward(embed(tokens))); }
+Variable GptTransformer::forward(const Variable& tokens) { return (*lnF)((*h)(embed(tokens))); }
 
 Variable GptTransformer::embed(const Variable& tokens) {
   Tensor ids = tokenIds(tokens.data());

@@ -13,16 +13,16 @@ std::vector<SequenceLayer> layerSequence(Module& model) {
                    {{"transformer.wte", t->wte}, {"transformer.wpe", t->wpe}}});
     for (const auto& [index, block] : t->h->children()) {
       const std::string name = "transformer.h." + index;
-      out.push_back({name, [b = block](const Variable& x) { return b->forward(x); }, {{name, block}}});
+      out.push_back({name, [b = block](const Variable& x) { return (*b)(x); }, {{name, block}}});
     }
     out.push_back({"head",
-                   [gpt, t](const Variable& x) { return gpt->head(t->lnF->forward(x)); },
+                   [gpt, t](const Variable& x) { return gpt->head((*t->lnF)(x)); },
                    {{"transformer.ln_f", t->lnF}, {"transformer.wte", t->wte}}});
     return out;
   }
   if (auto* seq = dynamic_cast<Sequential*>(&model)) {
     for (const auto& [name, layer] : seq->children())
-      out.push_back({name, [l = layer](const Variable& x) { return l->forward(x); }, {{name, layer}}});
+      out.push_back({name, [l = layer](const Variable& x) { return (*l)(x); }, {{name, layer}}});
     return out;
   }
   throw UsageError("this model is not a sequence of layers: a pipeline cannot cut it");

@@ -28,7 +28,19 @@ Linear::Linear(int64_t in, int64_t out, Rng& rng, bool withBias) {
     bias = registerParameter("bias", b);
   }
 }
-Variable Linear::forward(const Variable& x) { return autograd::linear(x, weight, bias); }
+Variable Linear::forward(const Variable& x) {
+  Variable y = autograd::linear(x, weight, bias);
+  if (!loraA) return y;
+  return autograd::add(y, autograd::scale((*loraB)((*loraA)(x)), loraScale));
+}
+void Linear::attachLowRank(std::shared_ptr<Linear> a, std::shared_ptr<Linear> b, float scale) {
+  DTRAIN_CHECK(!loraA, "Linear: low-rank adapters attached twice");
+  loraA = std::move(a);
+  loraB = std::move(b);
+  loraScale = scale;
+  registerModule("lora_A", loraA);
+  registerModule("lora_B", loraB);
+}
 std::string Linear::describe() const { return fmt("Linear", {weight.shape()[1], weight.shape()[0]}); }
 
 Conv2d::Conv2d(int64_t in, int64_t out, int64_t kernel, Rng& rng, int64_t stride_, int64_t padding_,
@@ -116,11 +128,11 @@ Variable Sequential::forward(const Variable& x) {
     // first runs the ReLU and its backward on a k*k times smaller tensor.
     if (i + 1 < layers_.size() && dynamic_cast<ReLU*>(layers_[i].get()) &&
         dynamic_cast<MaxPool2d*>(layers_[i + 1].get())) {
-      h = autograd::relu(layers_[i + 1]->forward(h));
+      h = autograd::relu((*layers_[i + 1])(h));
       ++i;
       continue;
     }
-    h = layers_[i]->forward(h);
+    h = (*layers_[i])(h);
   }
   return h;
 }

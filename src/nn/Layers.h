@@ -15,6 +15,13 @@ class Linear : public Module {
   Variable forward(const Variable& x) override;
   std::string describe() const override;
   Variable weight, bias;  // [out, in], [out]
+
+  // LoRA (nn/Lora.h): output += scale * x A^T B^T, A = loraA->weight [r, in],
+  // B = loraB->weight [out, r], registered as children "lora_A" and "lora_B"
+  // (peft's names). Null without adapters.
+  void attachLowRank(std::shared_ptr<Linear> a, std::shared_ptr<Linear> b, float scale);
+  std::shared_ptr<Linear> loraA, loraB;
+  float loraScale = 0;
 };
 
 class Conv2d : public Module {

@@ -2,7 +2,14 @@
 
 #include <sstream>
 
+#include "autograd/Recompute.h"
+
 namespace dtrain::nn {
+
+Variable Module::operator()(const Variable& x) {
+  if (!recompute_) return forward(x);
+  return autograd::recompute([this](const Variable& in) { return forward(in); }, x);
+}
 
 Variable Module::registerParameter(const std::string& name, Tensor value) {
   Variable v(std::move(value), true);
@@ -56,7 +63,8 @@ void Module::train(bool on) {
 }
 
 void Module::zeroGrad() {
-  for (auto& v : parameters()) v.zeroGrad();
+  for (auto& v : parameters())
+    if (v.requiresGrad()) v.zeroGrad();  // frozen ones (LoRA's base) get no gradient buffer
 }
 
 int64_t Module::parameterCount() const {

@@ -18,7 +18,11 @@ class Module {
  public:
   virtual ~Module() = default;
   virtual Variable forward(const Variable& x) = 0;
-  Variable operator()(const Variable& x) { return forward(x); }
+  // forward(x), under activation recomputation when setRecompute(true) was
+  // called (autograd/Recompute.h; --recompute, nn/Recompute.h).
+  Variable operator()(const Variable& x);
+  void setRecompute(bool on) { recompute_ = on; }
+  bool recomputes() const { return recompute_; }
   // One line describing this module's own configuration, e.g. "Linear(784, 256)".
   virtual std::string describe() const = 0;
   // (alias, parameter) names of tied weights that PyTorch's state_dict lists
@@ -57,6 +61,7 @@ class Module {
   std::vector<std::pair<std::string, std::unique_ptr<Tensor>>> buffers_;  // stable addresses
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
   bool training_ = true;
+  bool recompute_ = false;
 };
 
 }  // namespace dtrain::nn

@@ -4,6 +4,7 @@
 
 #include "core/Error.h"
 #include "data/KjvCorpus.h"
+#include "runtime/LoraSetup.h"
 #include "runtime/Trainer.h"
 
 namespace dtrain::runtime {
@@ -53,6 +54,7 @@ std::map<std::string, std::string> modelMetadata(const TrainConfig& c) {
   const nn::ModelOverrides o = modelOverrides(c);
   for (const auto& [key, member] : kArchitectureKeys)
     if (o.*member) m[key] = std::to_string(*(o.*member));
+  m.merge(loraMetadata(c));  // LoRA runs: rank, alpha, targets (export --merge-lora reads them)
   return m;
 }
 

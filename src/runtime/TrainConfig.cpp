@@ -6,6 +6,7 @@
 #include "comm/Types.h"
 #include "autograd/Precision.h"
 #include "core/Error.h"
+#include "runtime/LoraSetup.h"
 #include "runtime/Trainer.h"
 #include "tensor/cpu/Blas.h"
 
@@ -30,6 +31,7 @@ void TrainConfig::validate(bool workersKnown) const {
                      ")");
   DTRAIN_CHECK_USAGE(dataset == "fashion-mnist" || dataset == "synthetic" || dataset == "text",
                      "unknown --dataset '", dataset, "' (known: fashion-mnist, synthetic, text)");
+  validateMemoryOptions(*this);  // --recompute, --lora-* (runtime/LoraSetup.h)
   DTRAIN_CHECK_USAGE(evalBatches > 0, "--eval-batches must be positive (got ", evalBatches, ")");
   DTRAIN_CHECK_USAGE(std::isfinite(clipGradNorm) && clipGradNorm >= 0,
                      "--clip-grad-norm must be a finite number >= 0 (got ", clipGradNorm, ")");

@@ -71,6 +71,14 @@ struct TrainConfig {
   std::vector<int> pipelineSplit;       // first layer of stages 1..P-1; empty: balanced by time
   std::string placement = "pack";       // pack: a pipeline's stages on neighbouring ranks; spread
 
+  // Memory: activation recomputation and LoRA (runtime/LoraSetup.h, README
+  // "LoRA and activation recomputation").
+  std::string recompute = "none";    // none, blocks, all (nn/Recompute.h)
+  std::optional<int64_t> loraRank;   // unset: no LoRA
+  std::optional<double> loraAlpha;   // default 8 (peft)
+  std::string loraTargets;           // "attn,mlp"; "": every target the model has
+  std::string saveAdapters, loadAdapters;
+
   // Parameter servers (README "Parameter servers"): ranks 0..servers-1 serve,
   // the next `workers` ranks train.
   int servers = 1;

@@ -11,6 +11,7 @@
 #include "optim/Factory.h"
 #include "runtime/Checkpoint.h"
 #include "runtime/GradClip.h"
+#include "runtime/LoraSetup.h"
 #include "runtime/Metrics.h"
 #include "runtime/Progress.h"
 #include "tensor/cpu/Blas.h"
@@ -24,7 +25,10 @@ nlohmann::json TrainResult::toJson() const {
                    {"epochs", epochs},
                    {"seconds", seconds},
                    {"samples_per_s", samplesPerS},
-                   {"train_loss", trainLoss}};
+                   {"train_loss", trainLoss},
+                   {"parameters", parameters},
+                   {"trainable_parameters", trainableParameters},
+                   {"optimizer_state_bytes", optimizerStateBytes}};
   for (const auto& [k, v] : evaluation.items()) j[k] = v;
   for (const auto& [k, v] : strategyStats) j[k] = v;
   for (const auto& [k, v] : strategyReport.items()) j[k] = v;
@@ -36,7 +40,10 @@ Trainer::Trainer(TrainConfig config, std::unique_ptr<parallel::Strategy> strateg
   config_.validate();
   modelInfo_ = nn::modelInfo(config_.model, modelOverrides(config_));
   model_ = nn::buildModel(config_.model, modelOverrides(config_), config_.seed);
-  optimizer_ = optim::makeOptimizer(config_.optimizer, model_->namedParameters(),
+  // --recompute and LoRA (runtime/LoraSetup.h): a LoRA run's --load is its base
+  // model, loaded there; the optimizer gets the trainable parameters only.
+  if (prepareModel(config_, *model_)) config_.load.clear();
+  optimizer_ = optim::makeOptimizer(config_.optimizer, nn::trainableParameters(*model_),
                                     optimizerOptions(config_));
 }
 
@@ -300,6 +307,9 @@ TrainResult Trainer::run() {
   if (!c.save.empty()) state.strategyState = strategy_->checkpointState();
   r.strategyStats = strategy_->stats();
   r.strategyReport = strategy_->report();
+  r.parameters = model_->parameterCount();
+  r.trainableParameters = nn::trainableParameterCount(*model_);
+  for (auto& [name, t] : optimizer_->namedState()) r.optimizerStateBytes += t->nbytes();
   progress.finish();
 
   if (reporter) {
@@ -334,6 +344,7 @@ TrainResult Trainer::run() {
       saveCheckpoint(c.save, *model_, optimizer_.get(), state);
       log::info("saved checkpoint ", c.save, " at step ", step);
     }
+    if (!c.saveAdapters.empty()) saveAdapters(c.saveAdapters, c, *model_);  // LoRA
   }
   return r;
 }

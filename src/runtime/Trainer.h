@@ -37,6 +37,9 @@ struct TrainResult {
   // The strategy's figures (parallel::Strategy::stats) at the end of the run.
   std::map<std::string, double> strategyStats;
   nlohmann::json strategyReport = nlohmann::json::object();  // Strategy::report
+  // Model states (LoRA trains a few): every parameter, those trained, and the
+  // optimizer state's bytes on this rank.
+  int64_t parameters = 0, trainableParameters = 0, optimizerStateBytes = 0;
   nlohmann::json toJson() const;
 };
 

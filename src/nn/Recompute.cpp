@@ -1,0 +1,84 @@
+#include "nn/Recompute.h"
+
+#include <functional>
+#include <utility>
+
+#include "core/Error.h"
+#include "nn/Layers.h"
+
+namespace dtrain::nn {
+namespace {
+
+// Calls fn on every block: every child of a Sequential anywhere in the tree.
+void forEachBlock(Module& m, const std::function<void(Module&)>& fn) {
+  const bool sequential = dynamic_cast<Sequential*>(&m) != nullptr;
+  for (const auto& [name, child] : m.children()) {
+    if (sequential) fn(*child);
+    else forEachBlock(*child, fn);
+  }
+}
+
+void clearAll(Module& m) {
+  m.setRecompute(false);
+  for (const auto& [name, child] : m.children()) clearAll(*child);
+}
+
+using Marker = std::function<int(Module&)>;
+
+// The modes, each a rule for which modules to mark.
+const std::vector<std::pair<std::string, Marker>>& modes() {
+  static const std::vector<std::pair<std::string, Marker>> m{
+      {"none", [](Module&) { return 0; }},
+      {"blocks",
+       [](Module& model) {
+         int n = 0;
+         forEachBlock(model, [&](Module& block) {
+           block.setRecompute(true);
+           ++n;
+         });
+         return n;
+       }},
+      {"all",
+       [](Module& model) {
+         int n = 0;
+         forEachBlock(model, [&](Module& block) {
+           if (block.children().empty()) {
+             block.setRecompute(true);
+             ++n;
+           }
+           for (const auto& [name, part] : block.children()) {
+             part->setRecompute(true);
+             ++n;
+           }
+         });
+         return n;
+       }}};
+  return m;
+}
+
+}  // namespace
+
+const std::vector<std::string>& recomputeModeNames() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (const auto& [name, rule] : modes()) out.push_back(name);
+    return out;
+  }();
+  return names;
+}
+
+void checkRecomputeMode(const std::string& mode) {
+  for (const auto& [name, rule] : modes())
+    if (name == mode) return;
+  throw UsageError("unknown --recompute '" + mode + "' (known: none, blocks, all)");
+}
+
+int applyRecompute(Module& model, const std::string& mode) {
+  checkRecomputeMode(mode);
+  clearAll(model);
+  for (const auto& [name, rule] : modes())
+    if (name == mode) return rule(model);
+  return 0;
+}
+
+}  // namespace dtrain::nn
