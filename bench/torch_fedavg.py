@@ -5,30 +5,20 @@ as a straightforward simulation does (mlp or lenet, IID partition of Fashion-MNI
 100 clients of 600 samples, plain SGD on the clients, averaging weighted by n_k).
 Usage: torch_fedavg.py {mlp|lenet} E B clients_per_round rounds [threads] [lr]
 Prints one JSON line: median round seconds (evaluation excluded), final test accuracy."""
-import gzip, json, os, struct, sys, time
+import json, os, sys, time
 os.environ["OPENBLAS_NUM_THREADS"] = os.environ["OMP_NUM_THREADS"] = sys.argv[6] if len(sys.argv) > 6 else "1"
 import numpy as np
 import torch, torch.nn as nn, torch.nn.functional as F
-
-D = "/usr/share/datasets/fashion-mnist/"
-def idx(path):
-    with gzip.open(D + path) as f:
-        data = f.read()
-    magic, n = struct.unpack(">II", data[:8])
-    if magic == 2051:
-        r, c = struct.unpack(">II", data[8:16])
-        return np.frombuffer(data, np.uint8, offset=16).reshape(n, 1, r, c)
-    return np.frombuffer(data, np.uint8, offset=8)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts"))
+from torch_interop import fashion  # Fashion-MNIST as float tensors in [0, 1] and labels
 
 model_name, E, B, m, rounds = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
 threads = int(sys.argv[6]) if len(sys.argv) > 6 else 1
 lr = float(sys.argv[7]) if len(sys.argv) > 7 else 0.05
 torch.set_num_threads(threads)
 torch.manual_seed(0)
-xtr = torch.tensor(idx("train-images-idx3-ubyte.gz"), dtype=torch.float32) / 255.0
-ytr = torch.tensor(idx("train-labels-idx1-ubyte.gz"), dtype=torch.long)
-xte = torch.tensor(idx("t10k-images-idx3-ubyte.gz"), dtype=torch.float32) / 255.0
-yte = torch.tensor(idx("t10k-labels-idx1-ubyte.gz"), dtype=torch.long)
+xtr, ytr = fashion("train")
+xte, yte = fashion("test")
 
 def make():
     if model_name == "mlp":

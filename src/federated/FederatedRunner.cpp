@@ -190,6 +190,14 @@ RoundStats FederatedRunner::runRound(int64_t round) {
       at += static_cast<size_t>(p.numel());
     }
     serverOptimizer_->step();
+    // A non-finite model (an attack the rule let through, too high an lr) would only
+    // turn every later round into NaNs: stop here, naming the round.
+    readFlat(*server_, global_);
+    const bool finite = std::all_of(global_.begin(), global_.end(), [](float v) { return std::isfinite(v); });
+    DTRAIN_CHECK(finite, "round ", round, ": the global model diverged (not finite) with --aggregator ",
+                 options_.aggregator,
+                 options_.attack != "none" ? " under --attack " + options_.attack : std::string(),
+                 "; try a robust --aggregator or a lower --lr");
   }
   if (options_.dp()) {
     // Without noise clipping alone protects nothing: epsilon is infinite.

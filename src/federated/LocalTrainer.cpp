@@ -76,7 +76,8 @@ void LocalTrainer::train(std::span<const float> global, const ClientJob& job, Cl
       autograd::Variable loss = task_.loss(*model_, batch_.x, batch_.y);
       const float l = loss.item();
       DTRAIN_CHECK(std::isfinite(l), "a client's local loss became ", l,
-                   "; try a lower --lr (now ", optimizer_->lr(), ")");
+                   " (the global model may have diverged: an attack the --aggregator let through, "
+                   "or too high an --lr, now ", optimizer_->lr(), ")");
       loss.backward();
       if (options_.proxMu > 0) {
         // FedProx: the gradient of mu/2 ||w - w_global||^2 is mu (w - w_global).

@@ -159,6 +159,44 @@ TEST(FederatedRunner, DpEpsilonFollowsTheAccountant) {
   EXPECT_EQ(*clipped.runRound(1).epsilon, std::numeric_limits<double>::infinity());
 }
 
+std::vector<std::vector<float>> modelsAfterRounds(FederatedOptions o, int rounds) {
+  o.clients = 6;
+  o.clientFraction = 0.5;
+  FederatedRunner runner(smallConfig(), o);
+  std::vector<std::vector<float>> out{flat(runner.globalModel())};
+  for (int64_t r = 1; r <= rounds; ++r) {
+    runner.runRound(r);
+    out.push_back(flat(runner.globalModel()));
+  }
+  return out;
+}
+
+double distance(const std::vector<float>& a, const std::vector<float>& b) {
+  double d = 0;
+  for (size_t i = 0; i < a.size(); ++i) d += (a[i] - b[i]) * static_cast<double>(a[i] - b[i]);
+  return std::sqrt(d);
+}
+
+TEST(FederatedRunner, ServerMomentumStartsAsAveragingThenDiffers) {
+  FederatedOptions avg, momentum;
+  momentum.serverOptimizer = "momentum";
+  const auto a = modelsAfterRounds(avg, 2), m = modelsAfterRounds(momentum, 2);
+  EXPECT_EQ(a[1], m[1]);  // the first momentum buffer is the first delta
+  EXPECT_GT(distance(a[2], m[2]), 1e-4);
+  FederatedOptions adam;
+  adam.serverOptimizer = "adam";
+  const auto d = modelsAfterRounds(adam, 1);
+  EXPECT_GT(distance(d[0], d[1]), 1e-3);
+}
+
+TEST(FederatedRunner, ProximalTermKeepsClientsNearTheGlobalModel) {
+  FederatedOptions plain, prox;
+  plain.localEpochs = prox.localEpochs = 3;
+  prox.proxMu = 5.0;
+  const auto a = modelsAfterRounds(plain, 1), p = modelsAfterRounds(prox, 1);
+  EXPECT_LT(distance(p[0], p[1]), 0.8 * distance(a[0], a[1]));
+}
+
 TEST(FederatedRunner, BadOptionsAreUsageErrors) {
   auto c = smallConfig();
   FederatedOptions o;
