@@ -104,6 +104,12 @@ TEST_F(Pipeline, DataParallelTimesPipelineEqualsOneProcessWithDpBatch) {
     EXPECT_EQ(p.line.at("pipeline_replicas"), 2);
     EXPECT_EQ(p.line.at("global_batch"), 32);
   }
+  // gpt: each stage's replicas average their gradients (the tied wte's on both
+  // of its stages) before the first and the last stage add their wte gradients.
+  const Finished gptRef = dtrain(kGpt + "--max-steps 6 --batch-size 8", "gpt-ref");
+  const Finished gpt = dtrain(kGpt + "--max-steps 6 --batch-size 4 --workers 4 --pipeline-stages 2 "
+                              "--micro-batches 2", "gpt");
+  expectClose(gpt.params, gptRef.params, 1e-5, "gpt-tiny dp 2 x pp 2");
 }
 
 TEST_F(Pipeline, SavedPipelineResumesLikeOneUninterruptedRun) {
