@@ -81,6 +81,13 @@ TEST_F(Pipeline, MlpThreeStagesByHandEqualOneProcess) {
   EXPECT_EQ(p.line.at("pipeline_cuts"), nlohmann::json({0, 2, 4}));
 }
 
+TEST_F(Pipeline, AFirstStageWithoutParametersWorks) {
+  // Stage 0 = Flatten alone (a noisy profile can choose that cut too).
+  expectLikeOneProcess(kMlp + "--max-steps 5 ", "--batch-size 32",
+                       "--batch-size 16 --workers 4 --pipeline-stages 2 --micro-batches 2 "
+                       "--pipeline-split 1");
+}
+
 TEST_F(Pipeline, LenetThreeBalancedStagesEqualOneProcess) {
   std::string lenet = kMlp;
   lenet.replace(lenet.find("mlp"), 3, "lenet");
