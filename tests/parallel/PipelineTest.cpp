@@ -45,6 +45,15 @@ class Pipeline : public ::testing::Test {
   Finished dtrain(const std::string& args, const std::string& name) {
     return train(std::string(DTRAIN_BIN), args, dir_, name);
   }
+  // `args + single` in one process and `args + pipeline` end with the same
+  // parameters; returns the pipeline's run.
+  Finished expectLikeOneProcess(const std::string& args, const std::string& single,
+                                const std::string& pipeline) {
+    const Finished ref = dtrain(args + single, "ref");
+    Finished p = dtrain(args + pipeline, "pipeline");
+    expectClose(p.params, ref.params, 1e-5, args + pipeline);
+    return p;
+  }
   std::string dir_;
 };
 
@@ -67,20 +76,23 @@ TEST_F(Pipeline, MlpTwoStagesBothSchedulesEqualOneProcess) {
 }
 
 TEST_F(Pipeline, MlpThreeStagesByHandEqualOneProcess) {
-  const Finished ref = dtrain(kMlp + "--max-steps 20 --batch-size 12", "ref");
-  const Finished p = dtrain(kMlp + "--max-steps 20 --batch-size 12 --pipeline-stages 3 --micro-batches 3 "
-                       "--pipeline-split 2,4", "p3");
-  expectClose(p.params, ref.params, 1e-5, "mlp pp=3 split 2,4");
+  const Finished p = expectLikeOneProcess(kMlp + "--max-steps 20 --batch-size 12 ", "",
+                                          "--pipeline-stages 3 --micro-batches 3 --pipeline-split 2,4");
   EXPECT_EQ(p.line.at("pipeline_cuts"), nlohmann::json({0, 2, 4}));
+}
+
+TEST_F(Pipeline, AFirstStageWithoutParametersWorks) {
+  // Stage 0 = Flatten alone (a noisy profile can choose that cut too).
+  expectLikeOneProcess(kMlp + "--max-steps 5 ", "--batch-size 32",
+                       "--batch-size 16 --workers 4 --pipeline-stages 2 --micro-batches 2 "
+                       "--pipeline-split 1");
 }
 
 TEST_F(Pipeline, LenetThreeBalancedStagesEqualOneProcess) {
   std::string lenet = kMlp;
   lenet.replace(lenet.find("mlp"), 3, "lenet");
-  const Finished ref = dtrain(lenet + "--max-steps 10 --batch-size 16", "ref");
-  const Finished p = dtrain(lenet + "--max-steps 10 --batch-size 16 --pipeline-stages 3 "
-                            "--micro-batches 4", "p");
-  expectClose(p.params, ref.params, 1e-5, "lenet pp=3 balanced");
+  expectLikeOneProcess(lenet + "--max-steps 10 --batch-size 16 ", "",
+                       "--pipeline-stages 3 --micro-batches 4");
 }
 
 TEST_F(Pipeline, GptTiedEmbeddingAcrossStagesEqualsOneProcess) {
@@ -104,6 +116,10 @@ TEST_F(Pipeline, DataParallelTimesPipelineEqualsOneProcessWithDpBatch) {
     EXPECT_EQ(p.line.at("pipeline_replicas"), 2);
     EXPECT_EQ(p.line.at("global_batch"), 32);
   }
+  // gpt: each stage's replicas average their gradients (the tied wte's on both
+  // of its stages) before the first and the last stage add their wte gradients.
+  expectLikeOneProcess(kGpt + "--max-steps 6 ", "--batch-size 8",
+                       "--batch-size 4 --workers 4 --pipeline-stages 2 --micro-batches 2");
 }
 
 TEST_F(Pipeline, SavedPipelineResumesLikeOneUninterruptedRun) {

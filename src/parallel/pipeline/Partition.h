@@ -18,7 +18,7 @@ struct LayerProfile {
   Shape output;                 // output shape for one micro-batch
 };
 
-// Runs every layer once to warm up, then once timed, on micro-batch `x`.
+// Runs every layer once to warm up, then twice timed (keeping the faster), on micro-batch `x`.
 // Accumulates gradients into the parameters: the caller zeroes them after.
 std::vector<LayerProfile> profileLayers(const std::vector<nn::SequenceLayer>& layers, const Tensor& x);
 

@@ -148,7 +148,8 @@ double PipelineParallel::forwardBackward(nn::Module& model, const StepWork& w) {
       if (stage < last) wait(gradReady[i], "wait gradient ", i);
       if (dataParallel_) dataParallel_->beginMicroStep(i, m);
       OpSpan s(w.spans, "B", i);
-      if (finite) {
+      // A first stage without parameters (mlp's Flatten alone) has nothing to differentiate.
+      if (finite && stageOutputs[i].requiresGrad()) {
         if (stage == last) stageOutputs[i].backward(seed.reshape(stageOutputs[i].shape()));
         else stageOutputs[i].backward(outputGrads[i]);
       }

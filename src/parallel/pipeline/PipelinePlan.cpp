@@ -78,7 +78,8 @@ void PipelineParallel::plan(const Tensor& microBatch) {
     for (auto& [name, p] : stageModules_.namedParameters()) names.insert(name);
     const auto& params = optimizer_->params();
     if (stage == lastStage() && stage != 0) {
-      // Mine but owned by stage 0: used by both.
+      // Mine but owned by an earlier stage: stage 0 (a layer sequence's one tie,
+      // gpt's wte, joins its first and its last layer; nn/LayerSequence.h).
       for (size_t i = 0; i < params.size(); ++i)
         if (names.count(params[i].first) && !owned.count(i)) tied_.push_back(i);
     } else if (stage == 0 && lastStage() != 0) {
