@@ -12,10 +12,8 @@ thread_local bool tGradEnabled = true;
 }
 
 bool gradEnabled() { return tGradEnabled; }
-NoGradGuard::NoGradGuard() : prev_(tGradEnabled) { tGradEnabled = false; }
-NoGradGuard::~NoGradGuard() { tGradEnabled = prev_; }
-EnableGradGuard::EnableGradGuard() : prev_(tGradEnabled) { tGradEnabled = true; }
-EnableGradGuard::~EnableGradGuard() { tGradEnabled = prev_; }
+GradModeGuard::GradModeGuard(bool enabled) : prev_(tGradEnabled) { tGradEnabled = enabled; }
+GradModeGuard::~GradModeGuard() { tGradEnabled = prev_; }
 
 Variable::Variable(Tensor data, bool requiresGrad)
     : impl_(std::make_shared<detail::VariableImpl>()) {

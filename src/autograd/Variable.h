@@ -147,27 +147,24 @@ class Node {
 
 // Grad mode is per thread (ranks of the local backend are threads).
 bool gradEnabled();
-// Turns grad mode on for a scope (activation recomputation records the
-// recomputed forward while the engine runs backward, which turned it off).
-class EnableGradGuard {
+// Sets grad mode for a scope and restores the previous one.
+class GradModeGuard {
  public:
-  EnableGradGuard();
-  ~EnableGradGuard();
-  EnableGradGuard(const EnableGradGuard&) = delete;
-  EnableGradGuard& operator=(const EnableGradGuard&) = delete;
+  explicit GradModeGuard(bool enabled);
+  ~GradModeGuard();
+  GradModeGuard(const GradModeGuard&) = delete;
+  GradModeGuard& operator=(const GradModeGuard&) = delete;
 
  private:
   bool prev_;
 };
-class NoGradGuard {
- public:
-  NoGradGuard();
-  ~NoGradGuard();
-  NoGradGuard(const NoGradGuard&) = delete;
-  NoGradGuard& operator=(const NoGradGuard&) = delete;
-
- private:
-  bool prev_;
+struct NoGradGuard : GradModeGuard {
+  NoGradGuard() : GradModeGuard(false) {}
+};
+// Activation recomputation records the recomputed forward while the engine
+// runs backward, which turned grad mode off.
+struct EnableGradGuard : GradModeGuard {
+  EnableGradGuard() : GradModeGuard(true) {}
 };
 
 // True when any input requires grad and grad mode is on: the op must record.
