@@ -5,6 +5,7 @@
 #include "parallel/allreduce/DataParallel.h"
 #include "parallel/ps/Server.h"
 #include "parallel/ps/Worker.h"
+#include "parallel/zero/ZeroDataParallel.h"
 
 namespace dtrain::cli {
 
@@ -58,6 +59,14 @@ std::optional<runtime::TrainResult> runRank(const runtime::TrainConfig& c, comm:
   if (c.strategy == "hogwild") {
     DTRAIN_CHECK(shared.hogwild, "--strategy hogwild: no shared parameter set");
     return train(c, std::make_unique<parallel::Hogwild>(comm, shared.hogwild), shared);
+  }
+  if (c.zero > 0) {  // ZeRO (issue 14)
+    parallel::zero::ZeroOptions z;
+    z.stage = c.zero;
+    z.fusionMb = c.fusionMb;
+    z.optimizer = c.optimizer;
+    z.optimizerOptions = runtime::optimizerOptions(c);
+    return train(c, std::make_unique<parallel::zero::ZeroDataParallel>(comm, std::move(z)), shared);
   }
   return train(c, std::make_unique<parallel::DataParallel>(comm, dataParallelOptions(c, comm)),
                shared);

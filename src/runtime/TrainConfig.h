@@ -61,6 +61,8 @@ struct TrainConfig {
   double compressRatio = 0.01;     // topk, randomk
   int compressRank = 1;            // powersgd
   int64_t compressStartStep = 10;  // powersgd: plain allreduce steps first
+  // ZeRO (parallel/zero/ZeroDataParallel.h): 0 off, 1 or 2 on the allreduce strategy.
+  int zero = 0;
 
   // Parameter servers (README "Parameter servers"): ranks 0..servers-1 serve,
   // the next `workers` ranks train.

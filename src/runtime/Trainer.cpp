@@ -9,6 +9,7 @@
 #include "core/Log.h"
 #include "core/Timer.h"
 #include "optim/Factory.h"
+#include "parallel/MemoryGather.h"
 #include "runtime/Checkpoint.h"
 #include "runtime/GradClip.h"
 #include "runtime/Metrics.h"
@@ -28,6 +29,7 @@ nlohmann::json TrainResult::toJson() const {
   for (const auto& [k, v] : evaluation.items()) j[k] = v;
   for (const auto& [k, v] : strategyStats) j[k] = v;
   for (const auto& [k, v] : strategyReport.items()) j[k] = v;
+  j["memory_per_rank"] = memoryPerRank;
   return j;
 }
 
@@ -35,7 +37,10 @@ Trainer::Trainer(TrainConfig config, std::unique_ptr<parallel::Strategy> strateg
     : config_(std::move(config)), strategy_(std::move(strategy)) {
   config_.validate();
   modelInfo_ = nn::modelInfo(config_.model, modelOverrides(config_));
-  model_ = nn::buildModel(config_.model, modelOverrides(config_), config_.seed);
+  {
+    memory::CategoryScope accounted(memory::Category::Parameters);  // memory_per_rank
+    model_ = nn::buildModel(config_.model, modelOverrides(config_), config_.seed);
+  }
   optimizer_ = optim::makeOptimizer(config_.optimizer, model_->namedParameters(),
                                     optimizerOptions(config_));
 }
@@ -230,6 +235,7 @@ TrainResult Trainer::run() {
       model_->zeroGrad();
       double stepLoss = 0;
       for (int k = 0; k < accumulate; ++k) {
+        memory::CategoryScope activations(memory::Category::Activations);  // memory_per_rank
         strategy_->beginMicroStep(k, accumulate);
         Tensor x = b.x, y = b.y;
         if (accumulate > 1) {
@@ -322,6 +328,9 @@ TrainResult Trainer::run() {
   if (!c.save.empty()) state.strategyState = strategy_->checkpointState();
   r.strategyStats = strategy_->stats();
   r.strategyReport = strategy_->report();
+  // memory_per_rank: after stats(), so its collective is not counted there.
+  r.memoryPerRank = parallel::memoryPerRankJson(
+      strategy_->gatherMemory(memory::snapshot(*memoryDomain_)));
   progress.finish();
 
   if (reporter) {

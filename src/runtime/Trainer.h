@@ -37,6 +37,7 @@ struct TrainResult {
   // The strategy's figures (parallel::Strategy::stats) at the end of the run.
   std::map<std::string, double> strategyStats;
   nlohmann::json strategyReport = nlohmann::json::object();  // Strategy::report
+  nlohmann::json memoryPerRank = nlohmann::json::array();    // parallel/MemoryGather.h
   nlohmann::json toJson() const;
 };
 
@@ -73,6 +74,10 @@ class Trainer {
   optim::Optimizer& optimizer() { return *optimizer_; }
 
  private:
+  // memory_per_rank: this rank's accounting domain, installed on the thread
+  // that constructs and runs the trainer (core/Memory.h).
+  memory::Domain* memoryDomain_ = memory::newDomain();
+  memory::DomainScope memoryScope_{memoryDomain_};
   TrainConfig config_;
   std::unique_ptr<parallel::Strategy> strategy_;
   nn::ModelInfo modelInfo_;

@@ -7,6 +7,7 @@
 
 #include "core/Error.h"
 #include "core/Timer.h"
+#include "parallel/MemoryGather.h"
 
 namespace dtrain::parallel {
 
@@ -86,7 +87,11 @@ void DataParallel::setup(nn::Module& model, optim::Optimizer& optimizer) {
       for (auto& p : buckets_[i].params)
         p.addGradReadyHook([this, i](autograd::Variable&) { onGradReady(i); });
   }
-  thread_ = std::thread([this] { commLoop(); });
+  // The communication thread's buffers count in this rank's memory.
+  thread_ = std::thread([this, domain = memory::currentDomain()] {
+    memory::DomainScope accounted(domain);
+    commLoop();
+  });
 }
 
 void DataParallel::beginStep(int64_t step) {
@@ -249,6 +254,10 @@ void DataParallel::loadCheckpointState(const std::map<std::string, Tensor>& save
                  " (resume with the --compress, --fusion-mb and --workers it was saved with)");
     t->copyFrom(it->second);
   }
+}
+
+std::vector<memory::RankMemory> DataParallel::gatherMemory(const memory::RankMemory& mine) {
+  return allgatherMemory(comm_, mine);  // between steps: the communication thread is idle
 }
 
 double DataParallel::reduceMetric(double localValue) {
