@@ -41,6 +41,14 @@ struct DataParallelOptions {
   compress::CompressOptions compress;
 };
 
+// Makes replicas start from rank 0's state whatever their seeds (and whatever a
+// rank's --load said): parameters, buffers, optimizer state and step count.
+// Collective. Returns whether there was optimizer state (then every rank has it).
+bool broadcastReplicaState(comm::Communicator& comm, nn::Module& model,
+                           optim::Optimizer& optimizer);
+// The mean over ranks of a per-rank scalar (the loss). Collective.
+double meanOverRanks(comm::Communicator& comm, double localValue);
+
 class DataParallel final : public Strategy {
  public:
   // `comm` must outlive the strategy.

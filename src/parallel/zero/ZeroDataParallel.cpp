@@ -6,12 +6,11 @@
 
 #include "core/Error.h"
 #include "parallel/MemoryGather.h"
+#include "parallel/allreduce/DataParallel.h"
 
 namespace dtrain::parallel::zero {
 
 namespace {
-constexpr int kSetupTag = (1 << 20) + 1;  // as DataParallel's
-constexpr int kMetricTag = 1 << 20;
 constexpr int kNormTag = (1 << 20) + 3;
 constexpr int kGatherTag = 1 << 19;       // + bucket: the parameter allgathers
 constexpr int kStateTag = (1 << 19) + (1 << 18);
@@ -48,22 +47,8 @@ ZeroDataParallel::~ZeroDataParallel() {
 
 void ZeroDataParallel::setup(nn::Module& model, optim::Optimizer& optimizer) {
   DTRAIN_CHECK(buckets_.empty(), "ZeroDataParallel::setup called twice");
-  comm::Options o;
-  o.root = 0;
-  o.tag = kSetupTag;
-  // As DataParallel: replicas start from rank 0's state (a --load included).
-  for (auto& [name, p] : model.namedParameters()) comm_.broadcast(p.data(), o);
-  for (auto& [name, t] : model.namedBuffers()) comm_.broadcast(*t, o);
-  int32_t hasState = optimizer.size() > 0 && optimizer.hasState(0) ? 1 : 0;
-  comm_.broadcast(&hasState, 1, DType::I32, o);
-  if (hasState) {
-    optimizer.ensureState();
-    for (auto& [name, t] : optimizer.namedState()) comm_.broadcast(*t, o);
-  }
-  int64_t stepCount = optimizer.stepCount();
-  comm_.broadcast(&stepCount, 1, DType::I64, o);
-  optimizer.setStepCount(stepCount);
-
+  const bool hasState = broadcastReplicaState(comm_, model, optimizer);
+  const int64_t stepCount = optimizer.stepCount();
   const size_t bytes = static_cast<size_t>(std::max(1.0, opts_.fusionMb * 1024 * 1024));
   buckets_ = makeFusionBuckets(model.parameters(), bytes, comm_.size());
   // Parameters move into padded flat buffers, one per bucket, laid out as the
@@ -256,11 +241,7 @@ void ZeroDataParallel::applyUpdate(optim::Optimizer& optimizer) {
 }
 
 double ZeroDataParallel::reduceMetric(double localValue) {
-  float v = static_cast<float>(localValue);
-  comm::Options o;
-  o.tag = kMetricTag;
-  comm_.allreduce(&v, &v, 1, DType::F32, o);
-  return static_cast<double>(v) / comm_.size();
+  return meanOverRanks(comm_, localValue);
 }
 
 std::vector<memory::RankMemory> ZeroDataParallel::gatherMemory(const memory::RankMemory& mine) {
