@@ -155,6 +155,14 @@ TEST(Zero, MpiMatchesLocalAllreduce) {
   EXPECT_EQ(z.at("memory_per_rank").size(), 2u);
   expectClose(loadAll(dir + "/z.safetensors"), loadAll(dir + "/ref.safetensors"), 1e-5,
               "mpi --zero 2");
+  // gpt-tiny, stage 1.
+  const std::string gpt = gptArgs(dir);
+  ASSERT_FALSE(
+      run(std::string(DTRAIN_BIN) + gpt + " --workers 2 --save " + dir + "/gref.safetensors").is_null());
+  ASSERT_FALSE(run(mpirun(2) + gpt + " --backend mpi --zero 1 --save " + dir + "/gz.safetensors")
+                   .is_null());
+  expectClose(loadAll(dir + "/gz.safetensors"), loadAll(dir + "/gref.safetensors"), 1e-5,
+              "mpi gpt-tiny --zero 1");
   std::filesystem::remove_all(dir);
 }
 #endif
