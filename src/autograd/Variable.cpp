@@ -32,8 +32,10 @@ void Variable::setRequiresGrad(bool r) {
 void Variable::zeroGrad() {
   if (impl_->grad.defined())
     impl_->gradStale = true;
-  else
+  else {
+    memory::CategoryScope accounted(memory::Category::Gradients);
     impl_->grad = Tensor::zeros(impl_->shape);
+  }
 }
 
 Tensor& Variable::grad() const {

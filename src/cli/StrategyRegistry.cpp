@@ -9,6 +9,7 @@
 #include "parallel/pipeline/PipelineParallel.h"
 #include "parallel/ps/Server.h"
 #include "parallel/ps/Worker.h"
+#include "parallel/zero/ZeroDataParallel.h"
 
 namespace dtrain::cli {
 
@@ -34,8 +35,18 @@ std::unique_ptr<parallel::Strategy> makeSingle(const TrainConfig&, comm::Communi
   return std::make_unique<parallel::SingleProcess>();
 }
 
+// --zero 1|2 shards the optimizer state (and gradients) of the same allreduce
+// data parallelism (parallel/zero/).
 std::unique_ptr<parallel::Strategy> makeAllreduce(const TrainConfig& c, comm::Communicator& comm,
                                                   const SharedRun&) {
+  if (c.zero > 0) {
+    parallel::zero::ZeroOptions z;
+    z.stage = c.zero;
+    z.fusionMb = c.fusionMb;
+    z.optimizer = c.optimizer;
+    z.optimizerOptions = runtime::optimizerOptions(c);
+    return std::make_unique<parallel::zero::ZeroDataParallel>(comm, std::move(z));
+  }
   return std::make_unique<parallel::DataParallel>(comm, dataParallelOptions(c, comm));
 }
 

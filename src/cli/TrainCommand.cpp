@@ -349,6 +349,11 @@ void addTrainCommand(CLI::App& app) {
                   "hogwild or single");
   sub->add_option("--fusion-mb", c.fusionMb, "Fusion bucket size in MiB (allreduce)")
       ->capture_default_str();
+  // ZeRO (issue 14).
+  sub->add_option("--zero", c.zero,
+                  "ZeRO stage on the allreduce strategy: 1 shards the optimizer state, 2 also "
+                  "the gradients (0: off)")
+      ->capture_default_str();
   sub->add_flag("--no-overlap", flags->noOverlap,
                 "Allreduce only after the whole backward (for comparison)");
   sub->add_option("--allreduce-algo", c.allreduceAlgo, "auto, ring, rhd, tree, hier, shm or native (mpi)")

@@ -50,6 +50,62 @@ void* allocate(size_t bytes, DeviceType device) {
   return p;
 }
 
+namespace {
+thread_local Domain* tDomain = nullptr;
+thread_local Category tCategory = Category::Other;
+
+void raise(std::atomic<int64_t>& peak, int64_t now) {
+  int64_t prev = peak.load(std::memory_order_relaxed);
+  while (now > prev && !peak.compare_exchange_weak(prev, now, std::memory_order_relaxed)) {
+  }
+}
+}  // namespace
+
+const char* categoryName(Category c) {
+  static constexpr const char* kNames[kCategories] = {"parameters", "gradients",
+                                                      "optimizer_state", "activations", "other"};
+  return kNames[static_cast<int>(c)];
+}
+
+Domain* newDomain() { return new Domain(); }  // never freed: see Memory.h
+
+RankMemory snapshot(const Domain& d) {
+  RankMemory m;
+  for (int i = 0; i < kCategories; ++i) m.current[i] = d.current[i].load();
+  m.activationsPeak = d.peak[static_cast<int>(Category::Activations)].load();
+  m.peak = d.totalPeak.load();
+  return m;
+}
+
+Tag currentTag() { return {tDomain, tCategory}; }
+Domain* currentDomain() { return tDomain; }
+
+DomainScope::DomainScope(Domain* d) : previous_(tDomain) { tDomain = d; }
+DomainScope::~DomainScope() { tDomain = previous_; }
+CategoryScope::CategoryScope(Category c) : previous_(tCategory) { tCategory = c; }
+CategoryScope::~CategoryScope() { tCategory = previous_; }
+
+void* allocate(size_t bytes, DeviceType device, const Tag& tag) {
+  void* p = allocate(bytes, device);
+  if (Domain* d = tag.domain) {
+    const auto n = static_cast<int64_t>(bytes);
+    const int c = static_cast<int>(tag.category);
+    raise(d->peak[c], d->current[c].fetch_add(n, std::memory_order_relaxed) + n);
+    raise(d->totalPeak, d->total.fetch_add(n, std::memory_order_relaxed) + n);
+  }
+  return p;
+}
+
+void release(void* ptr, size_t bytes, DeviceType device, const Tag& tag) {
+  if (!ptr) return;
+  if (Domain* d = tag.domain) {
+    const auto n = static_cast<int64_t>(bytes);
+    d->current[static_cast<int>(tag.category)].fetch_sub(n, std::memory_order_relaxed);
+    d->total.fetch_sub(n, std::memory_order_relaxed);
+  }
+  release(ptr, bytes, device);
+}
+
 void release(void* ptr, size_t bytes, DeviceType device) {
   if (!ptr) return;
   std::free(ptr);

@@ -86,6 +86,7 @@ void Optimizer::ensureState() {
 }
 
 void Optimizer::ensureState(const std::vector<size_t>& which) {
+  memory::CategoryScope accounted(memory::Category::OptimizerState);
   for (size_t i : which) {
     DTRAIN_CHECK(i < params_.size(), "optimizer: parameter index ", i, " out of range (",
                  params_.size(), " parameters)");

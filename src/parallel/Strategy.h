@@ -19,9 +19,11 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "core/Memory.h"
 #include "nn/Module.h"
 #include "optim/Optimizer.h"
 #include "parallel/SpanRecorder.h"
@@ -95,6 +97,24 @@ class Strategy {
       for (int64_t i = 0, n = c.numel(); i < n; ++i) sum += static_cast<double>(x[i]) * x[i];
     }
     return sum;
+  }
+  // After finish(), on every rank: every rank's memory figures (memory_per_rank),
+  // in rank order, at least on the reporter. Collective where a strategy makes
+  // it so (parallel/MemoryGather.h). Default: this rank's only.
+  virtual std::vector<memory::RankMemory> gatherMemory(const memory::RankMemory& mine) {
+    return {mine};
+  }
+  // Multiplies the gradients that the update will read by coef (--clip-grad-norm);
+  // strategies whose ranks keep only a shard of them (ZeRO-2) scale that.
+  virtual void scaleGradients(nn::Module& model, float coef) {
+    for (auto& [name, p] : model.namedParameters()) {
+      Tensor& g = p.grad();
+      if (!g.defined()) continue;
+      // Gradients are contiguous (the optimizer requires it); they may be views
+      // into fusion buckets, which scaling in place keeps.
+      float* x = g.data<float>();
+      for (int64_t i = 0, n = g.numel(); i < n; ++i) x[i] *= coef;
+    }
   }
   // Combines a per-rank scalar (e.g. the loss) into the global mean. Collective
   // for multi-rank strategies: every rank calls it at the same steps.

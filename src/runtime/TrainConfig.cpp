@@ -68,6 +68,23 @@ void TrainConfig::validate(bool workersKnown) const {
                            ? std::string(" (this run has one worker: add --workers N)")
                            : " (not yet to --strategy " + strategy + ")");
   }
+  // ZeRO: the allreduce strategy, uncompressed, only (parallel/zero/).
+  if (zero != 0) {
+    DTRAIN_CHECK_USAGE(zero == 1 || zero == 2, "--zero ", zero,
+                       ": stages 1 and 2 are implemented (3 is not yet)");
+    const bool allreduce =
+        strategy == "allreduce" || (strategy.empty() && (workers > 1 || backend == "mpi"));
+    DTRAIN_CHECK_USAGE(allreduce, "--zero applies to the allreduce strategy only",
+                       strategy.empty() || strategy == "single"
+                           ? std::string(" (this run has one worker: add --workers N)")
+                           : " (not to --strategy " + strategy + ")");
+    DTRAIN_CHECK_USAGE(compress == "none", "--zero cannot be combined with --compress ", compress,
+                       " yet");
+    DTRAIN_CHECK_USAGE(pipelineStages <= 1, "--zero cannot be combined with --pipeline-stages yet");
+    DTRAIN_CHECK_USAGE(optimizer != "lars",
+                       "--zero does not support --optimizer lars (its trust ratio needs whole "
+                       "tensors; use sgd, adam, adamw or adagrad)");
+  }
   DTRAIN_CHECK_USAGE(accumulate >= 1, "--accumulate must be >= 1 (got ", accumulate, ")");
   DTRAIN_CHECK_USAGE(servers >= 1 && servers <= 4096, "--servers must be in [1, 4096] (got ",
                      servers, ")");

@@ -62,6 +62,8 @@ struct TrainConfig {
   double compressRatio = 0.01;     // topk, randomk
   int compressRank = 1;            // powersgd
   int64_t compressStartStep = 10;  // powersgd: plain allreduce steps first
+  // ZeRO (parallel/zero/ZeroDataParallel.h): 0 off, 1 or 2 on the allreduce strategy.
+  int zero = 0;
 
   // Pipeline parallelism (parallel/pipeline/, README "Pipeline parallelism"):
   // --pipeline-stages P > 1 runs the "pipeline" strategy on workers = dp x P ranks.

@@ -9,6 +9,7 @@
 #include "core/Log.h"
 #include "core/Timer.h"
 #include "optim/Factory.h"
+#include "parallel/MemoryGather.h"
 #include "runtime/Checkpoint.h"
 #include "runtime/GradClip.h"
 #include "runtime/LoraSetup.h"
@@ -32,6 +33,7 @@ nlohmann::json TrainResult::toJson() const {
   for (const auto& [k, v] : evaluation.items()) j[k] = v;
   for (const auto& [k, v] : strategyStats) j[k] = v;
   for (const auto& [k, v] : strategyReport.items()) j[k] = v;
+  j["memory_per_rank"] = memoryPerRank;
   return j;
 }
 
@@ -39,10 +41,13 @@ Trainer::Trainer(TrainConfig config, std::unique_ptr<parallel::Strategy> strateg
     : config_(std::move(config)), strategy_(std::move(strategy)) {
   config_.validate();
   modelInfo_ = nn::modelInfo(config_.model, modelOverrides(config_));
-  model_ = nn::buildModel(config_.model, modelOverrides(config_), config_.seed);
-  // --recompute and LoRA (runtime/LoraSetup.h): a LoRA run's --load is its base
-  // model, loaded there; the optimizer gets the trainable parameters only.
-  if (prepareModel(config_, *model_)) config_.load.clear();
+  {
+    memory::CategoryScope accounted(memory::Category::Parameters);  // memory_per_rank
+    model_ = nn::buildModel(config_.model, modelOverrides(config_), config_.seed);
+    // --recompute and LoRA (runtime/LoraSetup.h): a LoRA run's --load is its base
+    // model, loaded there; the optimizer gets the trainable parameters only.
+    if (prepareModel(config_, *model_)) config_.load.clear();
+  }
   optimizer_ = optim::makeOptimizer(config_.optimizer, nn::trainableParameters(*model_),
                                     optimizerOptions(config_));
 }
@@ -235,7 +240,11 @@ TrainResult Trainer::run() {
       strategy_->zeroGradients(*model_);
       work.x = b.x;
       work.y = b.y;
-      const double stepLoss = strategy_->forwardBackward(*model_, work);
+      double stepLoss;
+      {
+        memory::CategoryScope activations(memory::Category::Activations);  // memory_per_rank
+        stepLoss = strategy_->forwardBackward(*model_, work);
+      }
       if (!std::isfinite(stepLoss))
         throw Error(detail::concat("loss became ", std::isnan(stepLoss) ? "NaN" : "infinite",
                                    " at step ", step + 1, " (epoch ", epoch + 1,
@@ -310,6 +319,9 @@ TrainResult Trainer::run() {
   r.parameters = model_->parameterCount();
   r.trainableParameters = nn::trainableParameterCount(*model_);
   for (auto& [name, t] : optimizer_->namedState()) r.optimizerStateBytes += t->nbytes();
+  // memory_per_rank: after stats(), so its collective is not counted there.
+  r.memoryPerRank = parallel::memoryPerRankJson(
+      strategy_->gatherMemory(memory::snapshot(*memoryDomain_)));
   progress.finish();
 
   if (reporter) {

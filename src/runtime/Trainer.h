@@ -40,6 +40,7 @@ struct TrainResult {
   // Model states (LoRA trains a few): every parameter, those trained, and the
   // optimizer state's bytes on this rank.
   int64_t parameters = 0, trainableParameters = 0, optimizerStateBytes = 0;
+  nlohmann::json memoryPerRank = nlohmann::json::array();    // parallel/MemoryGather.h
   nlohmann::json toJson() const;
 };
 
@@ -76,6 +77,10 @@ class Trainer {
   optim::Optimizer& optimizer() { return *optimizer_; }
 
  private:
+  // memory_per_rank: this rank's accounting domain, installed on the thread
+  // that constructs and runs the trainer (core/Memory.h).
+  memory::Domain* memoryDomain_ = memory::newDomain();
+  memory::DomainScope memoryScope_{memoryDomain_};
   TrainConfig config_;
   std::unique_ptr<parallel::Strategy> strategy_;
   nn::ModelInfo modelInfo_;

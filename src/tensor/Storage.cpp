@@ -3,8 +3,11 @@
 namespace dtrain {
 
 Storage::Storage(size_t bytes, Device device)
-    : data_(memory::allocate(bytes, device.type)), bytes_(bytes), device_(device) {}
+    : tag_(memory::currentTag()),
+      data_(memory::allocate(bytes, device.type, tag_)),
+      bytes_(bytes),
+      device_(device) {}
 
-Storage::~Storage() { memory::release(data_, bytes_, device_.type); }
+Storage::~Storage() { memory::release(data_, bytes_, device_.type, tag_); }
 
 }  // namespace dtrain

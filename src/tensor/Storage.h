@@ -20,6 +20,7 @@ class Storage {
   Device device() const { return device_; }
 
  private:
+  memory::Tag tag_;  // the domain and category it was allocated under, released to
   void* data_;
   size_t bytes_;
   Device device_;

@@ -7,6 +7,7 @@
 
 #include "core/Error.h"
 #include "core/Timer.h"
+#include "parallel/MemoryGather.h"
 
 namespace dtrain::parallel {
 
@@ -50,25 +51,38 @@ DataParallel::~DataParallel() {
 
 bool DataParallel::ownsProcess() const { return std::string(comm_.backend()) != "local"; }
 
-void DataParallel::setup(nn::Module& model, optim::Optimizer& optimizer) {
-  DTRAIN_CHECK(buckets_.empty(), "DataParallel::setup called twice");
+bool broadcastReplicaState(comm::Communicator& comm, nn::Module& model,
+                           optim::Optimizer& optimizer) {
   comm::Options o;
   o.root = 0;
   o.tag = kSetupTag;
   // Replicas start from rank 0's state whatever their seeds (and whatever a
   // rank's --load said): parameters, buffers, and optimizer state.
-  for (auto& [name, p] : model.namedParameters()) comm_.broadcast(p.data(), o);
-  for (auto& [name, t] : model.namedBuffers()) comm_.broadcast(*t, o);
+  for (auto& [name, p] : model.namedParameters()) comm.broadcast(p.data(), o);
+  for (auto& [name, t] : model.namedBuffers()) comm.broadcast(*t, o);
   int32_t hasState = optimizer.size() > 0 && optimizer.hasState(0) ? 1 : 0;
-  comm_.broadcast(&hasState, 1, DType::I32, o);
+  comm.broadcast(&hasState, 1, DType::I32, o);
   if (hasState) {
     optimizer.ensureState();
-    for (auto& [name, t] : optimizer.namedState()) comm_.broadcast(*t, o);
+    for (auto& [name, t] : optimizer.namedState()) comm.broadcast(*t, o);
   }
   int64_t stepCount = optimizer.stepCount();
-  comm_.broadcast(&stepCount, 1, DType::I64, o);
+  comm.broadcast(&stepCount, 1, DType::I64, o);
   optimizer.setStepCount(stepCount);
+  return hasState != 0;
+}
 
+double meanOverRanks(comm::Communicator& comm, double localValue) {
+  float v = static_cast<float>(localValue);
+  comm::Options o;
+  o.tag = kMetricTag;
+  comm.allreduce(&v, &v, 1, DType::F32, o);
+  return static_cast<double>(v) / comm.size();
+}
+
+void DataParallel::setup(nn::Module& model, optim::Optimizer& optimizer) {
+  DTRAIN_CHECK(buckets_.empty(), "DataParallel::setup called twice");
+  broadcastReplicaState(comm_, model, optimizer);
   const size_t bytes = static_cast<size_t>(std::max(1.0, opts_.fusionMb * 1024 * 1024));
   buckets_ = makeFusionBuckets(model.parameters(), bytes);
   for (size_t i = 0; i < buckets_.size(); ++i) {
@@ -86,7 +100,11 @@ void DataParallel::setup(nn::Module& model, optim::Optimizer& optimizer) {
       for (auto& p : buckets_[i].params)
         p.addGradReadyHook([this, i](autograd::Variable&) { onGradReady(i); });
   }
-  thread_ = std::thread([this] { commLoop(); });
+  // The communication thread's buffers count in this rank's memory.
+  thread_ = std::thread([this, domain = memory::currentDomain()] {
+    memory::DomainScope accounted(domain);
+    commLoop();
+  });
 }
 
 void DataParallel::beginStep(int64_t step) {
@@ -251,14 +269,14 @@ void DataParallel::loadCheckpointState(const std::map<std::string, Tensor>& save
   }
 }
 
+std::vector<memory::RankMemory> DataParallel::gatherMemory(const memory::RankMemory& mine) {
+  return allgatherMemory(comm_, mine);  // between steps: the communication thread is idle
+}
+
 double DataParallel::reduceMetric(double localValue) {
   // Called between steps: the communication thread is idle, so this thread may
   // issue calls on the communicator.
-  float v = static_cast<float>(localValue);
-  comm::Options o;
-  o.tag = kMetricTag;
-  comm_.allreduce(&v, &v, 1, DType::F32, o);
-  return static_cast<double>(v) / comm_.size();
+  return meanOverRanks(comm_, localValue);
 }
 
 std::map<std::string, double> DataParallel::stats() const {

@@ -41,6 +41,14 @@ struct DataParallelOptions {
   compress::CompressOptions compress;
 };
 
+// Makes replicas start from rank 0's state whatever their seeds (and whatever a
+// rank's --load said): parameters, buffers, optimizer state and step count.
+// Collective. Returns whether there was optimizer state (then every rank has it).
+bool broadcastReplicaState(comm::Communicator& comm, nn::Module& model,
+                           optim::Optimizer& optimizer);
+// The mean over ranks of a per-rank scalar (the loss). Collective.
+double meanOverRanks(comm::Communicator& comm, double localValue);
+
 class DataParallel final : public Strategy {
  public:
   // `comm` must outlive the strategy.
@@ -59,6 +67,7 @@ class DataParallel final : public Strategy {
   void beginMicroStep(int index, int count) override;
   void finishGradients() override;
   double reduceMetric(double localValue) override;
+  std::vector<memory::RankMemory> gatherMemory(const memory::RankMemory& mine) override;
   // The compressors' state (compressorState()) of every rank.
   std::map<std::string, Tensor> checkpointState() override;
   void loadCheckpointState(const std::map<std::string, Tensor>& saved) override;

@@ -5,7 +5,7 @@
 namespace dtrain::parallel {
 
 std::vector<FusionBucket> makeFusionBuckets(const std::vector<autograd::Variable>& params,
-                                            size_t bucketBytes) {
+                                            size_t bucketBytes, int64_t padTo) {
   DTRAIN_CHECK(bucketBytes > 0, "fusion buckets need a positive size");
   // Group first (reverse registration order = the order gradients become final).
   std::vector<std::vector<autograd::Variable>> groups;
@@ -19,13 +19,14 @@ std::vector<FusionBucket> makeFusionBuckets(const std::vector<autograd::Variable
     groups.back().push_back(*it);
     open += static_cast<size_t>(it->numel()) * sizeof(float);
   }
+  memory::CategoryScope accounted(memory::Category::Gradients);
   std::vector<FusionBucket> buckets;
   buckets.reserve(groups.size());
   for (auto& g : groups) {
     int64_t n = 0;
     for (auto& p : g) n += p.numel();
     FusionBucket b;
-    b.buffer = Tensor::zeros({n});
+    b.buffer = Tensor::zeros({(n + padTo - 1) / padTo * padTo});
     int64_t off = 0;
     for (auto& p : g) {
       // setGradBuffer copies the current gradient in, so nothing accumulated is lost.

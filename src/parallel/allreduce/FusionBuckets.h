@@ -24,8 +24,9 @@ struct FusionBucket {
 // Splits `params` (model registration order) into buckets of about `bucketBytes`:
 // a bucket is closed once it holds at least that many bytes, so a tensor larger
 // than the limit gets a bucket of its own and none is ever split. Installs the
-// gradient buffers. Returns the buckets in launch order.
+// gradient buffers. Returns the buckets in launch order. Each buffer is padded
+// with zeros to a multiple of padTo floats (ZeRO splits it into equal slices).
 std::vector<FusionBucket> makeFusionBuckets(const std::vector<autograd::Variable>& params,
-                                            size_t bucketBytes);
+                                            size_t bucketBytes, int64_t padTo = 1);
 
 }  // namespace dtrain::parallel

@@ -6,6 +6,7 @@
 
 #include "core/Error.h"
 #include "core/Timer.h"
+#include "parallel/MemoryGather.h"
 
 namespace dtrain::parallel {
 
@@ -161,6 +162,10 @@ std::map<std::string, double> Hogwild::stats() const {
           {"hogwild_overlap_fraction",
            updates_ > 0 ? static_cast<double>(overlapped_) / static_cast<double>(updates_) : 0.0},
           {"hogwild_total_updates", static_cast<double>(shared_->totalUpdates())}};
+}
+
+std::vector<memory::RankMemory> Hogwild::gatherMemory(const memory::RankMemory& mine) {
+  return allgatherMemory(comm_, mine);  // every rank calls it once, after finish()
 }
 
 nlohmann::json Hogwild::report() const {

@@ -125,6 +125,7 @@ class Hogwild final : public Strategy {
   // This rank's own value: ranks are not in lockstep, so there is no
   // collective per logged step (rank 0 logs its own loss).
   double reduceMetric(double localValue) override { return localValue; }
+  std::vector<memory::RankMemory> gatherMemory(const memory::RankMemory& mine) override;
   // hogwild_updates (this rank), hogwild_updates_per_s (this rank, since
   // setup), hogwild_overlap_fraction (of this rank's updates, those that ran
   // concurrently with another rank's), hogwild_total_updates (all ranks so far).

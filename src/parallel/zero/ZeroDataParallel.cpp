@@ -1,0 +1,323 @@
+#include "parallel/zero/ZeroDataParallel.h"
+
+#include <algorithm>
+#include <cmath>
+#include <unordered_map>
+
+#include "core/Error.h"
+#include "parallel/MemoryGather.h"
+#include "parallel/allreduce/DataParallel.h"
+
+namespace dtrain::parallel::zero {
+
+namespace {
+constexpr int kNormTag = (1 << 20) + 3;
+constexpr int kGatherTag = 1 << 19;       // + bucket: the parameter allgathers
+constexpr int kStateTag = (1 << 19) + (1 << 18);
+
+void waitAll(std::vector<comm::WorkPtr>& work) {
+  for (auto& w : work)
+    if (w) w->wait();
+  for (auto& w : work) w.reset();
+}
+}  // namespace
+
+void validate(const ZeroOptions& o) {
+  DTRAIN_CHECK_USAGE(o.stage == 1 || o.stage == 2, "--zero ", o.stage,
+                     ": stages 1 and 2 are implemented (3 is not yet)");
+  DTRAIN_CHECK_USAGE(o.optimizer != "lars", "--zero does not support --optimizer lars ",
+                     "(its trust ratio needs whole tensors; use sgd, adam, adamw or adagrad)");
+}
+
+ZeroDataParallel::ZeroDataParallel(comm::Communicator& comm, ZeroOptions options)
+    : comm_(comm), opts_(std::move(options)) {
+  validate(opts_);
+  DTRAIN_CHECK_USAGE(std::isfinite(opts_.fusionMb) && opts_.fusionMb > 0,
+                     "--fusion-mb must be a positive number (got ", opts_.fusionMb, ")");
+}
+
+ZeroDataParallel::~ZeroDataParallel() {
+  try {
+    waitAll(work_);
+  } catch (...) {  // a failed run is already being reported
+  }
+  for (auto& b : buckets_)
+    for (auto& p : b.params) p.clearHooks();
+}
+
+void ZeroDataParallel::setup(nn::Module& model, optim::Optimizer& optimizer) {
+  DTRAIN_CHECK(buckets_.empty(), "ZeroDataParallel::setup called twice");
+  const bool hasState = broadcastReplicaState(comm_, model, optimizer);
+  const int64_t stepCount = optimizer.stepCount();
+  const size_t bytes = static_cast<size_t>(std::max(1.0, opts_.fusionMb * 1024 * 1024));
+  buckets_ = makeFusionBuckets(model.parameters(), bytes, comm_.size());
+  // Parameters move into padded flat buffers, one per bucket, laid out as the
+  // bucket's gradients are.
+  {
+    memory::CategoryScope accounted(memory::Category::Parameters);
+    for (auto& b : buckets_) {
+      Tensor flat = Tensor::zeros({b.numel()});
+      int64_t off = 0;
+      for (auto& p : b.params) {
+        Tensor view = flat.slice(0, off, off + p.numel()).view(p.shape());
+        view.copyFrom(p.data());
+        p.data() = view;
+        off += p.numel();
+      }
+      paramFlat_.push_back(std::move(flat));
+    }
+  }
+  buildShardOptimizer(optimizer);
+  if (hasState) {
+    // This rank's slices of the loaded state, then the full copy goes.
+    shard_->ensureState();
+    std::unordered_map<std::string, Tensor*> full, mine;
+    for (auto& [name, t] : optimizer.namedState()) full[name] = t;
+    for (auto& [name, t] : shard_->namedState()) mine[name] = t;
+    std::vector<std::string> slots = shard_->slotNames();
+    slots.insert(slots.begin(), "step");
+    for (size_t i = 0; i < pieces_.size(); ++i) {
+      const Piece& piece = pieces_[i];
+      for (const std::string& slot : slots) {
+        const Tensor src = full.at(piece.name + "." + slot)->contiguous();
+        Tensor& dst = *mine.at(shard_->paramName(i) + "." + slot);
+        dst.copyFrom(slot == "step" ? src
+                                    : src.view({src.numel()}).slice(0, piece.paramOffset,
+                                                                    piece.paramOffset + piece.length));
+      }
+    }
+    optimizer.resetState();
+  }
+  shard_->setStepCount(stepCount);
+  ready_.assign(buckets_.size(), 0);
+  work_.resize(buckets_.size());
+  for (size_t i = 0; i < buckets_.size(); ++i)
+    for (auto& p : buckets_[i].params)
+      p.addGradReadyHook([this, i](autograd::Variable&) { onGradReady(i); });
+}
+
+void ZeroDataParallel::buildShardOptimizer(const optim::Optimizer& full) {
+  std::unordered_map<const void*, std::string> names;
+  for (const auto& [name, v] : full.params()) names[v.impl()] = name;
+  const int64_t r = comm_.rank();
+  optim::NamedParameters params;
+  std::vector<int64_t> sourceDims;
+  {
+    memory::CategoryScope accounted(memory::Category::Gradients);
+    for (size_t b = 0; b < buckets_.size(); ++b) {
+      const int64_t s = shardSize(b), lo = r * s, hi = lo + s;
+      gradShard_.push_back(opts_.stage == 2 ? Tensor::zeros({s}) : Tensor());
+      int64_t off = 0;
+      bucketNames_.emplace_back();
+      for (auto& p : buckets_[b].params) {
+        bucketNames_.back().push_back(names.at(p.impl()));
+        const int64_t a = std::max(lo, off), e = std::min(hi, off + p.numel());
+        if (a < e) {
+          Piece piece{b, p, names.at(p.impl()), a - off, a, e - a};
+          autograd::Variable v(paramFlat_[b].slice(0, a, e), true);
+          // Stage 1: the owned range of the bucket; stage 2: the owned slice.
+          v.setGradBuffer(opts_.stage == 2 ? gradShard_[b].slice(0, a - lo, e - lo)
+                                           : buckets_[b].buffer.slice(0, a, e));
+          params.emplace_back(piece.name + "@" + std::to_string(piece.paramOffset), v);
+          sourceDims.push_back(static_cast<int64_t>(p.shape().size()));
+          pieces_.push_back(std::move(piece));
+        }
+        off += p.numel();
+      }
+    }
+  }
+  shard_ = optim::makeOptimizer(opts_.optimizer, std::move(params), opts_.optimizerOptions);
+  // Weight decay follows the full parameter's dimensions, not the 1-D piece's.
+  shard_->setDecay2dOnly(opts_.optimizerOptions.decay2dOnly.value_or(false), sourceDims);
+}
+
+void ZeroDataParallel::allocateGradBuckets() {
+  memory::CategoryScope accounted(memory::Category::Gradients);
+  for (auto& b : buckets_) {
+    if (b.buffer.defined()) continue;
+    b.buffer = Tensor::zeros({static_cast<int64_t>(paramFlat_[&b - buckets_.data()].numel())});
+    int64_t off = 0;
+    for (auto& p : b.params) {
+      p.setGradBuffer(b.buffer.slice(0, off, off + p.numel()).view(p.shape()));
+      off += p.numel();
+    }
+  }
+}
+
+void ZeroDataParallel::beginStep(int64_t) {
+  sentAtStepStart_ = comm_.bytesSent();
+  std::fill(ready_.begin(), ready_.end(), 0);
+  nextLaunch_ = 0;
+  allocateGradBuckets();  // stage 2 freed them after the last step
+}
+
+void ZeroDataParallel::onGradReady(size_t bucket) {
+  if (!syncing_) return;  // accumulation micro-step: gradients stay local
+  if (++ready_[bucket] == buckets_[bucket].params.size()) launchInOrder(false);
+}
+
+// Reduce-scatters complete buckets in bucket order (the ranks' collectives
+// must be issued in the same order), into a slice buffer of the shard's size.
+void ZeroDataParallel::launchInOrder(bool all) {
+  while (nextLaunch_ < buckets_.size() &&
+         (all || ready_[nextLaunch_] == buckets_[nextLaunch_].params.size())) {
+    const size_t b = nextLaunch_++;
+    if (all)
+      for (auto& p : buckets_[b].params) p.grad();  // materialize stale zeros
+    if (opts_.stage == 1) {
+      memory::CategoryScope accounted(memory::Category::Gradients);
+      gradShard_[b] = Tensor::empty({shardSize(b)});  // transient: copied into the bucket
+    }
+    comm::Options o;
+    o.tag = static_cast<int>(b);
+    work_[b] = comm_.reduceScatterAsync(buckets_[b].buffer.data<float>(),
+                                        gradShard_[b].data<float>(),
+                                        static_cast<size_t>(shardSize(b)), DType::F32, o);
+  }
+}
+
+void ZeroDataParallel::finishGradients() {
+  launchInOrder(true);
+  waitAll(work_);
+  const float scale = 1.0f / static_cast<float>(comm_.size());
+  const int64_t r = comm_.rank();
+  for (size_t b = 0; b < buckets_.size(); ++b) {
+    const int64_t s = shardSize(b);
+    float* g = gradShard_[b].data<float>();
+    for (int64_t i = 0; i < s; ++i) g[i] *= scale;
+    if (opts_.stage == 1) {
+      std::copy(g, g + s, buckets_[b].buffer.data<float>() + r * s);
+      gradShard_[b] = Tensor();
+    } else {
+      // Stage 2: only the owned slice stays; the full gradients go.
+      for (auto& p : buckets_[b].params) p.grad() = Tensor();
+      buckets_[b].buffer = Tensor();
+    }
+  }
+}
+
+double ZeroDataParallel::gradNormSquared(nn::Module&) {
+  double sum = 0;
+  for (size_t i = 0; i < shard_->size(); ++i) {
+    const Tensor& g = shard_->param(i).grad();
+    const float* x = g.data<float>();
+    for (int64_t k = 0, n = g.numel(); k < n; ++k) sum += static_cast<double>(x[k]) * x[k];
+  }
+  // The shards' sums in double, exchanged bit for bit (there is no f64
+  // reduction) and added in rank order: the same total on every rank.
+  std::vector<double> all(static_cast<size_t>(comm_.size()));
+  comm::Options o;
+  o.tag = kNormTag;
+  comm_.allgather(&sum, all.data(), 1, DType::I64, o);
+  double total = 0;
+  for (double x : all) total += x;
+  return total;
+}
+
+void ZeroDataParallel::scaleGradients(nn::Module&, float coef) {
+  for (size_t i = 0; i < shard_->size(); ++i) {
+    Tensor& g = shard_->param(i).grad();
+    float* x = g.data<float>();
+    for (int64_t k = 0, n = g.numel(); k < n; ++k) x[k] *= coef;
+  }
+}
+
+void ZeroDataParallel::applyUpdate(optim::Optimizer& optimizer) {
+  shard_->setLr(optimizer.lr());
+  shard_->step();
+  optimizer.setStepCount(optimizer.stepCount() + 1);
+  // Every rank's updated slice to every rank: in-place allgathers.
+  const int64_t r = comm_.rank();
+  for (size_t b = 0; b < buckets_.size(); ++b) {
+    const int64_t s = shardSize(b);
+    comm::Options o;
+    o.tag = kGatherTag + static_cast<int>(b);
+    float* flat = paramFlat_[b].data<float>();
+    work_[b] = comm_.allgatherAsync(flat + r * s, flat, static_cast<size_t>(s), DType::F32, o);
+  }
+  waitAll(work_);
+  ++steps_;
+  stepSent_ += comm_.bytesSent() - sentAtStepStart_;
+}
+
+double ZeroDataParallel::reduceMetric(double localValue) {
+  return meanOverRanks(comm_, localValue);
+}
+
+std::vector<memory::RankMemory> ZeroDataParallel::gatherMemory(const memory::RankMemory& mine) {
+  return allgatherMemory(comm_, mine);
+}
+
+std::map<std::string, double> ZeroDataParallel::stats() const {
+  const double n = static_cast<double>(std::max<int64_t>(1, steps_));
+  int64_t gradBytes = 0;
+  for (const auto& t : paramFlat_) gradBytes += t.numel() * 4;
+  return {{"zero_stage", opts_.stage},
+          {"bytes_sent_per_worker", static_cast<double>(stepSent_) / n},
+          {"bytes_sent_total", static_cast<double>(comm_.bytesSent())},
+          {"allreduce_bytes", static_cast<double>(gradBytes)},
+          {"optimizer_state_bytes", static_cast<double>(shard_ ? shard_->stateBytes() : 0)},
+          {"buckets", static_cast<double>(buckets_.size())},
+          {"fusion_mb", opts_.fusionMb}};
+}
+
+std::map<std::string, Tensor> ZeroDataParallel::checkpointState() {
+  // Collective. Per bucket and slot, the owned slices are allgathered into a
+  // padded flat buffer, then carved into full per-parameter tensors.
+  gathered_.clear();
+  if (shard_->size() == 0 || !shard_->hasState(0)) return {};
+  const int64_t r = comm_.rank();
+  const auto slots = shard_->slotNames();
+  auto mine = shard_->namedState();
+  std::unordered_map<std::string, Tensor*> byName(mine.begin(), mine.end());
+  for (const std::string& slot : slots) {
+    for (size_t b = 0; b < buckets_.size(); ++b) {
+      const int64_t s = shardSize(b);
+      Tensor flat = Tensor::zeros({s * comm_.size()});
+      for (size_t i = 0; i < pieces_.size(); ++i) {
+        const Piece& p = pieces_[i];
+        if (p.bucket != b) continue;
+        const Tensor& t = *byName.at(shard_->paramName(i) + "." + slot);
+        flat.slice(0, p.bucketOffset, p.bucketOffset + p.length).copyFrom(t);
+      }
+      comm::Options o;
+      o.tag = kStateTag;
+      float* f = flat.data<float>();
+      comm_.allgather(f + r * s, f, static_cast<size_t>(s), DType::F32, o);
+      if (!isReporter()) continue;
+      int64_t off = 0;
+      for (size_t k = 0; k < buckets_[b].params.size(); ++k) {
+        auto& param = buckets_[b].params[k];
+        Tensor t = Tensor::empty(param.shape());
+        t.view({t.numel()}).copyFrom(flat.slice(0, off, off + param.numel()));
+        gathered_[bucketNames_[b][k] + "." + slot] = std::move(t);
+        off += param.numel();
+      }
+    }
+  }
+  // Every piece is updated at every step: one step count serves all.
+  if (isReporter()) {
+    int64_t step = 0;
+    for (auto& [name, t] : mine)
+      if (name.size() > 5 && name.compare(name.size() - 5, 5, ".step") == 0) step = *t->data<int64_t>();
+    for (const auto& names : bucketNames_)
+      for (const auto& name : names) {
+        Tensor t = Tensor::zeros({1}, DType::I64);
+        *t.data<int64_t>() = step;
+        gathered_[name + ".step"] = std::move(t);
+      }
+  }
+  return {};
+}
+
+void ZeroDataParallel::syncModel(nn::Module&, optim::Optimizer* optimizer) {
+  if (!optimizer || gathered_.empty()) return;
+  optimizer->ensureState();
+  for (auto& [name, t] : optimizer->namedState()) {
+    auto it = gathered_.find(name);
+    if (it != gathered_.end()) t->copyFrom(it->second);
+  }
+  gathered_.clear();
+}
+
+}  // namespace dtrain::parallel::zero
