@@ -153,6 +153,22 @@ TEST_F(Pipeline, TimelineHasALanePerStageWithItsOps) {
   EXPECT_TRUE(ops[0].count("wait gradient 0"));
 }
 
+TEST_F(Pipeline, GpipeHoldsMoreActivationsPerStageThan1f1bByTheAllocator) {
+  // memory_per_rank is per world rank (= stage here), from each rank's allocator
+  // domain: GPipe keeps all M = 8 micro-batches' activations, 1F1B at most P - s.
+  std::map<std::string, nlohmann::json> lines;
+  for (const std::string s : {"gpipe", "1f1b"})
+    lines[s] = dtrain(kGpt + "--max-steps 2 --batch-size 16 --pipeline-stages 2 --micro-batches 8 "
+                      "--pipeline-schedule " + s, s).line;
+  for (int stage : {0, 1}) {
+    const auto& g = lines["gpipe"].at("memory_per_rank").at(stage);
+    const auto& f = lines["1f1b"].at("memory_per_rank").at(stage);
+    EXPECT_GT(g.at("activations_peak").get<double>(), 1.5 * f.at("activations_peak").get<double>())
+        << "stage " << stage << ": gpipe " << g << ", 1f1b " << f;
+  }
+  EXPECT_EQ(lines["1f1b"].at("memory_per_rank").size(), 2u);
+}
+
 TEST(PipelineUsage, BadFlagsAreOneLineErrors) {
   const std::string base = std::string(DTRAIN_BIN) + kMlp + "--max-steps 2 ";
   expectError(runShell(base + "--batch-size 10 --pipeline-stages 2 --micro-batches 4"), 2,

@@ -5,6 +5,7 @@
 
 #include "core/Error.h"
 #include "core/Timer.h"
+#include "parallel/MemoryGather.h"
 
 namespace dtrain::parallel::pipeline {
 
@@ -266,6 +267,10 @@ nlohmann::json PipelineParallel::report() const {
                          "pipeline_parameter_bytes_per_stage"};
   for (size_t k = 0; k < perStage_.size(); ++k) j[names[k]] = perStage_[k];
   return j;
+}
+
+std::vector<memory::RankMemory> PipelineParallel::gatherMemory(const memory::RankMemory& mine) {
+  return allgatherMemory(world_, mine);  // after finish(): no step's messages are in flight
 }
 
 }  // namespace dtrain::parallel::pipeline

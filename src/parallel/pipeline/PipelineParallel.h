@@ -82,6 +82,9 @@ class PipelineParallel final : public Strategy {
   // Per stage lists (gathered by finish()) and the plan: bubble, micro-batches
   // in flight, activation bytes, parameter bytes (what the stage trains).
   nlohmann::json report() const override;
+  // Every rank's allocator figures (memory_per_rank), by world rank: a stage's
+  // activations_peak is what its schedule really held.
+  std::vector<memory::RankMemory> gatherMemory(const memory::RankMemory& mine) override;
 
  private:
   void plan(const Tensor& microBatch);
