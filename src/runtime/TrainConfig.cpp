@@ -60,24 +60,22 @@ void TrainConfig::validate(bool workersKnown) const {
   DTRAIN_CHECK_USAGE(std::isfinite(fusionMb) && fusionMb > 0,
                      "--fusion-mb must be a positive number (got ", fusionMb, ")");
   parallel::compress::validate(compressOptions(*this));
-  if (compress != "none") {
+  // --compress and --zero modify the allreduce strategy (chosen by default for
+  // more than one worker): `what` names the flag in the message.
+  auto checkAllreduceOnly = [this](const std::string& what, const char* notTo) {
     const bool allreduce =
         strategy == "allreduce" || (strategy.empty() && (workers > 1 || backend == "mpi"));
-    DTRAIN_CHECK_USAGE(allreduce, "--compress ", compress, " applies to the allreduce strategy only",
+    DTRAIN_CHECK_USAGE(allreduce, what, " applies to the allreduce strategy only",
                        strategy.empty() || strategy == "single"
                            ? std::string(" (this run has one worker: add --workers N)")
-                           : " (not yet to --strategy " + strategy + ")");
-  }
+                           : std::string(" (") + notTo + " --strategy " + strategy + ")");
+  };
+  if (compress != "none") checkAllreduceOnly("--compress " + compress, "not yet to");
   // ZeRO: the allreduce strategy, uncompressed, only (parallel/zero/).
   if (zero != 0) {
     DTRAIN_CHECK_USAGE(zero == 1 || zero == 2, "--zero ", zero,
                        ": stages 1 and 2 are implemented (3 is not yet)");
-    const bool allreduce =
-        strategy == "allreduce" || (strategy.empty() && (workers > 1 || backend == "mpi"));
-    DTRAIN_CHECK_USAGE(allreduce, "--zero applies to the allreduce strategy only",
-                       strategy.empty() || strategy == "single"
-                           ? std::string(" (this run has one worker: add --workers N)")
-                           : " (not to --strategy " + strategy + ")");
+    checkAllreduceOnly("--zero", "not to");
     DTRAIN_CHECK_USAGE(compress == "none", "--zero cannot be combined with --compress ", compress,
                        " yet");
     DTRAIN_CHECK_USAGE(pipelineStages <= 1, "--zero cannot be combined with --pipeline-stages yet");

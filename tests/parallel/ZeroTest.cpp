@@ -88,6 +88,16 @@ void checkLocal(const std::string& args, int n, const std::string& what) {
   std::filesystem::remove_all(dir);
 }
 
+// `base` (a whole dtrain command line) with plain allreduce and with --zero 2
+// ends with the same checkpoint: parameters and the full optimizer state.
+void expectZero2MatchesPlain(const std::string& base, const std::string& what) {
+  const std::string dir = tempDir();
+  ASSERT_FALSE(run(base + " --save " + dir + "/plain.safetensors").is_null());
+  ASSERT_FALSE(run(base + " --zero 2 --save " + dir + "/z.safetensors").is_null());
+  expectClose(loadAll(dir + "/z.safetensors"), loadAll(dir + "/plain.safetensors"), 1e-5, what);
+  std::filesystem::remove_all(dir);
+}
+
 TEST(Zero, MlpTwoAndFourWorkersMatchAllreduce) {
   checkLocal(kMlp, 2, "mlp N=2");
   checkLocal(kMlp, 4, "mlp N=4");
@@ -101,28 +111,18 @@ TEST(Zero, GptTinyMatchesAllreduce) {
 
 TEST(Zero, ThreeWorkersSgdAndAccumulationMatchAllreduce) {
   // N = 3 pads every bucket; sgd's momentum and --accumulate go through the same slices.
-  const std::string dir = tempDir();
-  const std::string base = std::string(DTRAIN_BIN) +
-                           " train --model mlp --dataset synthetic --synthetic-size 512 "
-                           "--epochs 100 --max-steps 6 --batch-size 8 --progress off --workers 3 "
-                           "--fusion-mb 0.05 --optimizer sgd --momentum 0.9 --weight-decay 1e-3 "
-                           "--accumulate 2";
-  ASSERT_FALSE(run(base + " --save " + dir + "/plain.safetensors").is_null());
-  ASSERT_FALSE(run(base + " --zero 2 --save " + dir + "/z.safetensors").is_null());
-  expectClose(loadAll(dir + "/z.safetensors"), loadAll(dir + "/plain.safetensors"), 1e-5,
-              "N=3 sgd --accumulate 2 --zero 2");
-  std::filesystem::remove_all(dir);
+  expectZero2MatchesPlain(std::string(DTRAIN_BIN) +
+                              " train --model mlp --dataset synthetic --synthetic-size 512 "
+                              "--epochs 100 --max-steps 6 --batch-size 8 --progress off --workers 3 "
+                              "--fusion-mb 0.05 --optimizer sgd --momentum 0.9 --weight-decay 1e-3 "
+                              "--accumulate 2",
+                          "N=3 sgd --accumulate 2 --zero 2");
 }
 
 TEST(Zero, ClippingSeesTheGlobalNorm) {
   // A low threshold clips every step: a per-shard norm would clip differently.
-  const std::string dir = tempDir();
-  const std::string base = std::string(DTRAIN_BIN) + kMlp + " --workers 2 --clip-grad-norm 0.05";
-  ASSERT_FALSE(run(base + " --save " + dir + "/plain.safetensors").is_null());
-  ASSERT_FALSE(run(base + " --zero 2 --save " + dir + "/z.safetensors").is_null());
-  expectClose(loadAll(dir + "/z.safetensors"), loadAll(dir + "/plain.safetensors"), 1e-5,
-              "clip --zero 2");
-  std::filesystem::remove_all(dir);
+  expectZero2MatchesPlain(std::string(DTRAIN_BIN) + kMlp + " --workers 2 --clip-grad-norm 0.05",
+                          "clip --zero 2");
 }
 
 TEST(Zero, LoadRestoresTheShardedState) {
