@@ -4,6 +4,7 @@
 
 #include "cli/RankRunner.h"
 #include "core/Error.h"
+#include "core/Memory.h"
 #include "nn/ModelRegistry.h"
 #include "parallel/allreduce/DataParallel.h"
 #include "parallel/pipeline/PipelineParallel.h"
@@ -57,6 +58,9 @@ std::unique_ptr<parallel::Strategy> makePs(const TrainConfig& c, comm::Communica
   auto opts = runtime::psOptions(c, comm.rank());
   if (comm.rank() < c.servers) {
     auto model = nn::buildModel(c.model, runtime::modelOverrides(c), c.seed);
+    // memory_per_rank: the server's own figures (its shard), not the model it
+    // reads the names and shapes from.
+    memory::DomainScope accounted(memory::newDomain());
     parallel::ps::ParameterServer server(comm, *model, opts);
     server.run();
     return nullptr;

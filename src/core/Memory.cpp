@@ -77,6 +77,22 @@ RankMemory snapshot(const Domain& d) {
   return m;
 }
 
+std::array<int64_t, RankMemory::kFields> RankMemory::toArray() const {
+  std::array<int64_t, kFields> a{};
+  for (int i = 0; i < kCategories; ++i) a[i] = current[i];
+  a[kCategories] = activationsPeak;
+  a[kCategories + 1] = peak;
+  return a;
+}
+
+RankMemory RankMemory::fromArray(const std::array<int64_t, kFields>& a) {
+  RankMemory m;
+  for (int i = 0; i < kCategories; ++i) m.current[i] = a[i];
+  m.activationsPeak = a[kCategories];
+  m.peak = a[kCategories + 1];
+  return m;
+}
+
 Tag currentTag() { return {tDomain, tCategory}; }
 Domain* currentDomain() { return tDomain; }
 

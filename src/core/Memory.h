@@ -50,6 +50,11 @@ struct RankMemory {
   std::array<int64_t, kCategories> current{};
   int64_t activationsPeak = 0;
   int64_t peak = 0;
+
+  // As fixed-size integers, to travel in a message header (parameter servers).
+  static constexpr size_t kFields = kCategories + 2;
+  std::array<int64_t, kFields> toArray() const;
+  static RankMemory fromArray(const std::array<int64_t, kFields>& a);
 };
 RankMemory snapshot(const Domain& d);
 

@@ -5,6 +5,9 @@
 // names the dead rank.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
+#include "cli/CliRunner.h"
 #include "core/Error.h"
 #include "parallel/CpuHog.h"
 #include "parallel/PsTestUtil.h"
@@ -205,6 +208,37 @@ TEST(PsFaults, ADeadServerEndsTheJobNamingIt) {
           });
         },
         "parameter server 1 (rank 1) did not");
+  }
+}
+
+// memory_per_rank lists every rank of the world in rank order: the servers'
+// shards (parameters, their gradient and Adam's two slots: about 4P, 4P, 8P
+// over all servers) and each worker's full model (4P parameters, no optimizer
+// state: the update happens on the servers).
+TEST(PsMemory, MemoryPerRankListsServersThenWorkers) {
+  const auto r = runDtrain(
+      "train --model mlp --dataset synthetic --synthetic-size 256 --epochs 1000 --max-steps 6 "
+      "--batch-size 16 --optimizer adam --lr 0.01 --seed 5 --progress off --strategy ps "
+      "--servers 2 --workers 2 --consistency async");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto line = nlohmann::json::parse(r.lastLine());
+  const auto& ranks = line.at("memory_per_rank");
+  ASSERT_EQ(ranks.size(), 4u) << line.dump();
+  const auto bytesP = static_cast<double>(line.at("parameters").get<int64_t>()) * 4;
+  double serverParams = 0, serverGrads = 0, serverState = 0;
+  for (int s = 0; s < 2; ++s) {
+    serverParams += ranks[s].at("parameters").get<double>();
+    serverGrads += ranks[s].at("gradients").get<double>();
+    serverState += ranks[s].at("optimizer_state").get<double>();
+    EXPECT_GT(ranks[s].at("parameters").get<double>(), 0.3 * bytesP) << "server " << s;
+  }
+  EXPECT_NEAR(serverParams / bytesP, 1.0, 0.01);
+  EXPECT_NEAR(serverGrads / bytesP, 1.0, 0.01);
+  EXPECT_NEAR(serverState / bytesP, 2.0, 0.02);
+  for (int w = 2; w < 4; ++w) {
+    EXPECT_NEAR(ranks[w].at("parameters").get<double>() / bytesP, 1.0, 0.01) << "rank " << w;
+    EXPECT_EQ(ranks[w].at("optimizer_state").get<int64_t>(), 0) << "rank " << w;
+    EXPECT_GE(ranks[w].at("peak").get<int64_t>(), ranks[w].at("parameters").get<int64_t>());
   }
 }
 

@@ -15,9 +15,12 @@
 // Header::seq counts the pushes a worker sent to this server before the
 // message: a server handles a Pull or Done only after those pushes, so a worker
 // always reads its own writes although pushes and pulls travel on two tags.
+#include <array>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
+
+#include "core/Memory.h"
 
 namespace dtrain::parallel::ps {
 
@@ -47,6 +50,7 @@ struct Header {
   int64_t extra = 0;     // final: bytes of statistics JSON that follow
   double lr = 0;         // push: learning rate
   double waitS = 0;      // done: the worker's time blocked on the servers
+  std::array<int64_t, memory::RankMemory::kFields> memory{};  // done: the worker's memory_per_rank
   int32_t flags = 0;
   int32_t slots = 0;     // init/final: optimizer state arrays after the parameters
 };

@@ -9,6 +9,7 @@
 #include "core/Error.h"
 #include "parallel/ps/OptimizerState.h"
 #include "core/Log.h"
+#include "core/Memory.h"
 #include "optim/Factory.h"
 
 namespace dtrain::parallel::ps {
@@ -27,8 +28,14 @@ ParameterServer::ParameterServer(comm::Communicator& comm, const nn::Module& mod
   for (auto& [name, v] : named) sizes.push_back(v.data().numel());
   plan_ = planShards(sizes, opts_.servers);
   n_ = plan_.shardSize(server_);
-  params_ = Tensor::zeros({n_});
-  grad_ = Tensor::zeros({n_});
+  {
+    memory::CategoryScope accounted(memory::Category::Parameters);  // memory_per_rank
+    params_ = Tensor::zeros({n_});
+  }
+  {
+    memory::CategoryScope accounted(memory::Category::Gradients);
+    grad_ = Tensor::zeros({n_});
+  }
   // The optimizer sees each slice as a parameter of its own (a view into the
   // shard): elementwise update rules give exactly the whole-tensor result.
   optim::NamedParameters slices;
@@ -52,6 +59,7 @@ ParameterServer::ParameterServer(comm::Communicator& comm, const nn::Module& mod
   }
   stats_.server = server_;
   stats_.workerWaitS.assign(opts_.workers, -1);
+  stats_.workerMemory.assign(opts_.workers, {});
 }
 
 ParameterServer::~ParameterServer() {
@@ -288,6 +296,7 @@ bool ParameterServer::serveParked(int w) {
       p.done = true;
       anyDone_ = true;
       stats_.workerWaitS[w] = h.waitS;
+      stats_.workerMemory[w] = memory::RankMemory::fromArray(h.memory);
     } else {
       throw Error(concat("server ", server_, ": unexpected message kind ",
                          static_cast<int>(h.kind), " from ", workerName(w)));
@@ -419,6 +428,7 @@ void ParameterServer::sendFinal() {
       if (!peers_[w].dead && !waitForWorker(*work, w)) break;
   auto st = paramStates(*optimizer_);
   const auto slots = static_cast<int32_t>(optimizer_->slotNames().size());
+  if (const memory::Domain* d = memory::currentDomain()) stats_.memory = memory::snapshot(*d);
   const std::string json = stats_.toJson().dump();
   Header h;
   h.kind = Kind::Final;

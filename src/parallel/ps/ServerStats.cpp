@@ -3,6 +3,14 @@
 #include <algorithm>
 
 namespace dtrain::parallel::ps {
+namespace {
+std::vector<std::array<int64_t, memory::RankMemory::kFields>> memoryArrays(
+    const std::vector<memory::RankMemory>& ms) {
+  std::vector<std::array<int64_t, memory::RankMemory::kFields>> out;
+  for (const memory::RankMemory& m : ms) out.push_back(m.toArray());
+  return out;
+}
+}  // namespace
 
 void ServerStats::recordStaleness(int64_t versions) {
   const auto k = static_cast<size_t>(std::clamp<int64_t>(versions, 0, kStalenessBuckets - 1));
@@ -23,7 +31,9 @@ nlohmann::json ServerStats::toJson() const {
           {"ssp_max_ahead", sspMaxAhead},
           {"dead_workers", deadWorkers},
           {"readmitted_workers", readmittedWorkers},
-          {"worker_wait_s", workerWaitS}};
+          {"worker_wait_s", workerWaitS},
+          {"memory", memory.toArray()},
+          {"worker_memory", memoryArrays(workerMemory)}};
 }
 
 ServerStats ServerStats::fromJson(const nlohmann::json& j) {
@@ -42,6 +52,10 @@ ServerStats ServerStats::fromJson(const nlohmann::json& j) {
   s.deadWorkers = j.at("dead_workers").get<std::vector<int>>();
   s.readmittedWorkers = j.at("readmitted_workers").get<std::vector<int>>();
   s.workerWaitS = j.at("worker_wait_s").get<std::vector<double>>();
+  using Fields = std::array<int64_t, memory::RankMemory::kFields>;
+  s.memory = memory::RankMemory::fromArray(j.at("memory").get<Fields>());
+  for (const Fields& a : j.at("worker_memory").get<std::vector<Fields>>())
+    s.workerMemory.push_back(memory::RankMemory::fromArray(a));
   return s;
 }
 

@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/Memory.h"
+
 namespace dtrain::parallel::ps {
 
 // Staleness histogram buckets: [k] counts gradients applied k versions after the
@@ -25,6 +27,10 @@ struct ServerStats {
   std::vector<int> deadWorkers;        // every worker declared dead at some point
   std::vector<int> readmittedWorkers;  // one entry per re-admission
   std::vector<double> workerWaitS;  // per worker, from its Done message (-1: none)
+  // memory_per_rank: this server's accounting domain at the end of the run, and
+  // each worker's from its Done message (all zero: none arrived).
+  memory::RankMemory memory;
+  std::vector<memory::RankMemory> workerMemory;
 
   void recordStaleness(int64_t versions);
   nlohmann::json toJson() const;

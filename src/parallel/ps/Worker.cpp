@@ -148,6 +148,8 @@ void PsWorker::sendCtrl(int s, Kind kind, int64_t step) {
   h.step = step;
   h.seq = sent_[s];
   h.waitS = waitS_;
+  if (const memory::Domain* d = memory::currentDomain(); d && kind == Kind::Done)
+    h.memory = memory::snapshot(*d).toArray();
   writeHeader(ctrlBuf_[s].data(), h);
   ctrlWork_[s] = comm_.isend(ctrlBuf_[s].data(), ctrlBuf_[s].size(), DType::F32, s, kCtrlTag);
   bytesSent_ += static_cast<double>(ctrlBuf_[s].size() * sizeof(float));
@@ -406,6 +408,15 @@ std::map<std::string, double> PsWorker::stats() const {
   if (opts_.consistency == Consistency::Ssp)
     out["read_staleness_max"] = static_cast<double>(readStalenessMax_);
   return out;
+}
+
+std::vector<memory::RankMemory> PsWorker::gatherMemory(const memory::RankMemory& mine) {
+  if (serverStats_.empty()) return {mine};
+  std::vector<memory::RankMemory> ranks(opts_.servers + opts_.workers);
+  for (int s = 0; s < opts_.servers; ++s) ranks[s] = serverStats_[s].memory;
+  for (int w = 0; w < opts_.workers; ++w)
+    ranks[opts_.workerRank(w)] = w == 0 ? mine : serverStats_[0].workerMemory[w];
+  return ranks;
 }
 
 nlohmann::json PsWorker::report() const {

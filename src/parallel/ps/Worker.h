@@ -57,6 +57,9 @@ class PsWorker final : public Strategy {
   // (per step), and with ssp read_staleness_max (steps between the slowest
   // worker's clock in the cached parameters and this step; ssp keeps it <= s).
   std::map<std::string, double> stats() const override;
+  // Worker 0, after finish(): the servers' figures and the other workers' (from
+  // their Done messages, via server 0), in world rank order.
+  std::vector<memory::RankMemory> gatherMemory(const memory::RankMemory& mine) override;
   // Worker 0, after finish(): the servers' statistics (updates, bytes,
   // staleness histogram, wait per worker, dead workers).
   nlohmann::json report() const override;
