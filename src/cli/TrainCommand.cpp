@@ -362,7 +362,8 @@ void addTrainCommand(CLI::App& app) {
                   "Micro-steps of --batch-size per optimizer step (gradient accumulation)")
       ->capture_default_str();
   sub->add_option("--compress", c.compress,
-                  "Gradient compression (allreduce): " + parallel::compress::describeCompressors())
+                  "Gradient compression (allreduce; ps pushes: the allgather ones and the "
+                  "casts): " + parallel::compress::describeCompressors())
       ->capture_default_str();
   sub->add_option("--compress-bits", c.compressBits, "qsgd: bits per level (2^b - 1 levels per chunk)")
       ->capture_default_str();

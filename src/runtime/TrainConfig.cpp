@@ -70,7 +70,13 @@ void TrainConfig::validate(bool workersKnown) const {
                            ? std::string(" (this run has one worker: add --workers N)")
                            : std::string(" (") + notTo + " --strategy " + strategy + ")");
   };
-  if (compress != "none") checkAllreduceOnly("--compress " + compress, "not yet to");
+  // Parameter servers compress their pushes with the compressors that have a
+  // point-to-point form (parallel/ps/PushCodec.h).
+  if (compress != "none" && strategy == "ps") {
+    parallel::compress::requireMessageCodec(compress);
+  } else if (compress != "none") {
+    checkAllreduceOnly("--compress " + compress, "not yet to");
+  }
   // ZeRO: the allreduce strategy, uncompressed, only (parallel/zero/).
   if (zero != 0) {
     DTRAIN_CHECK_USAGE(zero == 1 || zero == 2, "--zero ", zero,

@@ -80,6 +80,7 @@ parallel::ps::PsOptions psOptions(const TrainConfig& c, int rank) {
   o.fetchEvery = c.fetchEvery;
   o.timeoutS = c.psTimeoutS;
   o.sspEagerReads = c.sspReads == "eager";
+  o.compress = compressOptions(c);  // the pushes (parallel/ps/PushCodec.h)
   o.optimizer = c.optimizer;
   o.optimizerOptions = optimizerOptions(c);
   const bool server = rank < c.servers;

@@ -118,8 +118,9 @@ TEST(ParallelErrors, Compression) {
   expectUsage(runDtrain(kQuick + "--workers 2 --compress twobit"),
               "unknown --compress 'twobit' (known: none, fp16, bf16, onebit, signsgd, qsgd, topk, "
               "randomk, powersgd)");
-  expectUsage(runDtrain(kQuick + "--workers 2 --strategy ps --compress onebit"),
-              "--compress onebit applies to the allreduce strategy only (not yet to --strategy ps)");
+  expectUsage(runDtrain(kQuick + "--workers 2 --strategy ps --compress powersgd"),
+              "--compress powersgd does not apply to parameter-server pushes (known there: fp16, "
+              "bf16, onebit, signsgd, qsgd, topk)");
   expectUsage(runDtrain(kQuick + "--workers 2 --strategy hogwild --compress topk"),
               "not yet to --strategy hogwild");
   expectUsage(runDtrain(kQuick + "--compress onebit"), "this run has one worker");

@@ -242,5 +242,44 @@ TEST(PsMemory, MemoryPerRankListsServersThenWorkers) {
   }
 }
 
+// --compress on the pushes. Sync with one server and onebit is allreduce with
+// onebit in one bucket: the same per-parameter chunks, signs and error
+// feedback, only the order of the sum differs. fp16 halves the bytes each
+// server receives and stays within fp16's rounding of the fp32 run.
+TEST(PsCompress, SyncOneBitWithOneServerIsAllreduceOneBit) {
+  runtime::TrainConfig c = psConfig("mlp", 2, 16);
+  c.maxSteps = 20;
+  parallel::ps::PsOptions o = psOptions(c, 1, Consistency::Sync);
+  o.compress.name = "onebit";
+  auto ps = runPs(c, o);
+  parallel::DataParallelOptions d;
+  d.fusionMb = 1000;  // one bucket: top-level chunks as the server's shard
+  d.compress.name = "onebit";
+  runtime::TrainConfig dpConfig = smallConfig("mlp", 16);
+  dpConfig.maxSteps = c.maxSteps;
+  auto dp = runDataParallel(dpConfig, 2, d);
+  auto plain = runPs(c, psOptions(c, 1, Consistency::Sync));
+  expectClose(ps.params, dp[0], 1e-5, "ps onebit vs allreduce onebit");
+  double diff = 0;
+  for (const auto& [name, v] : plain.params)
+    for (size_t i = 0; i < v.size(); ++i) diff += std::abs(v[i] - ps.params.at(name)[i]);
+  EXPECT_GT(diff, 1e-3) << "onebit pushes left the parameters as fp32 pushes do";
+}
+
+TEST(PsCompress, Fp16HalvesThePushBytesAndStaysClose) {
+  runtime::TrainConfig c = psConfig("mlp", 2, 16);
+  c.maxSteps = 20;
+  auto plain = runPs(c, psOptions(c, 2, Consistency::Sync));
+  parallel::ps::PsOptions o = psOptions(c, 2, Consistency::Sync);
+  o.compress.name = "fp16";
+  auto half = runPs(c, o);
+  expectClose(half.params, plain.params, 1e-3, "fp16 pushes");
+  for (size_t s = 0; s < 2; ++s) {
+    const double ratio = static_cast<double>(half.servers[s].bytesIn) / plain.servers[s].bytesIn;
+    EXPECT_NEAR(ratio, 0.5, 0.01) << "server " << s;
+    EXPECT_EQ(half.servers[s].bytesOut, plain.servers[s].bytesOut) << "parameters travel as fp32";
+  }
+}
+
 }  // namespace
 }  // namespace dtrain::test

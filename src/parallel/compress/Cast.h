@@ -6,7 +6,9 @@
 // and rounds back once per hop (as NCCL's and Gloo's fp16 sums, and PyTorch's
 // fp16_compress_hook). No error feedback (PyTorch's hook has none): the
 // rounding error is relative (2^-11 for fp16, 2^-8 for bf16), not a bias.
-// Message: 2 bytes per value.
+// Message: 2 bytes per value. As a parameter-server push (MessageCodec) the
+// gradient is cast as it is (the server applies it alone, no sum to overflow).
+#include <cstring>
 #include <vector>
 
 #include "parallel/compress/Compressor.h"
@@ -14,7 +16,7 @@
 namespace dtrain::parallel::compress {
 
 template <DType D, uint16_t (*Narrow)(float), float (*Widen)(uint16_t)>
-class CastCompressor final : public Compressor {
+class CastCompressor final : public Compressor, public MessageCodec {
  public:
   explicit CastCompressor(const BucketLayout& layout) : numel_(static_cast<size_t>(layout.numel())) {}
 
@@ -30,6 +32,21 @@ class CastCompressor final : public Compressor {
     for (size_t j = 0; j < numel_; ++j) grad[j] = Widen(half_[j]);
     traffic_ = {};
     traffic_.payload += static_cast<int64_t>(numel_ * sizeof(uint16_t));
+  }
+
+  size_t messageBytes() const override { return numel_ * sizeof(uint16_t); }
+  void encodeMessage(float* grad, uint8_t* msg, int64_t, int) override {
+    for (size_t j = 0; j < numel_; ++j) {
+      const uint16_t h = Narrow(grad[j]);
+      std::memcpy(msg + j * sizeof h, &h, sizeof h);  // msg may be unaligned
+    }
+  }
+  void decodeAdd(const uint8_t* msg, float* out) const override {
+    for (size_t j = 0; j < numel_; ++j) {
+      uint16_t h;
+      std::memcpy(&h, msg + j * sizeof h, sizeof h);
+      out[j] += Widen(h);
+    }
   }
 
  private:

@@ -69,6 +69,24 @@ class Compressor {
   Traffic traffic_;
 };
 
+// The point-to-point form of a compressor, for parameter-server pushes: a
+// worker encodes its gradient (of one server's shard) into one message, the
+// server decodes it; no collective, so only compressors whose message decodes
+// on its own implement it (the allgather ones and the casts; not randomk, whose
+// indices come from a shared seed, nor powersgd, whose factors need the sum).
+class MessageCodec {
+ public:
+  virtual ~MessageCodec() = default;
+  // Bytes of one message (the same for every call).
+  virtual size_t messageBytes() const = 0;
+  // Encodes grad into msg. With error feedback, grad += residual first and the
+  // residual becomes what the message does not carry (grad is clobbered).
+  // `sender` and `step` seed stochastic encoders.
+  virtual void encodeMessage(float* grad, uint8_t* msg, int64_t step, int sender) = 0;
+  // out += the decoded message.
+  virtual void decodeAdd(const uint8_t* msg, float* out) const = 0;
+};
+
 using CompressorFactory =
     std::unique_ptr<Compressor> (*)(const CompressOptions&, const BucketLayout&);
 
@@ -80,5 +98,10 @@ std::string describeCompressors();
 void validate(const CompressOptions& options);
 std::unique_ptr<Compressor> makeCompressor(const CompressOptions& options,
                                            const BucketLayout& layout);
+// Throws UsageError unless the compressor `name` has a MessageCodec
+// (parameter-server pushes), naming those that have one.
+void requireMessageCodec(const std::string& name);
+std::unique_ptr<MessageCodec> makeMessageCodec(const CompressOptions& options,
+                                               const BucketLayout& layout);
 
 }  // namespace dtrain::parallel::compress

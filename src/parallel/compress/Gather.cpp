@@ -14,14 +14,7 @@ void GatherCompressor::reduce(float* grad, comm::Communicator& comm, const Reduc
   const size_t bytes = messageBytes();
   gathered_.resize(bytes * static_cast<size_t>(n));
   uint8_t* mine = gathered_.data() + bytes * static_cast<size_t>(comm.rank());
-  if (feedback_) feedback_->addTo(grad);
-  encode(grad, mine, ctx, comm.rank());
-  if (feedback_) {
-    // The residual is x minus what this rank's message decodes to, exactly.
-    sent_.assign(static_cast<size_t>(numel_), 0.0f);
-    decodeAdd(mine, sent_.data());
-    feedback_->update(grad, sent_.data());
-  }
+  encodeWithFeedback(grad, mine, ctx, comm.rank());
   comm::Options o;
   o.tag = ctx.tag;
   comm.allgather(mine, gathered_.data(), bytes, DType::U8, o);
@@ -41,6 +34,24 @@ void GatherCompressor::reduce(float* grad, comm::Communicator& comm, const Reduc
   }
   traffic_ = {};
   traffic_.payload += static_cast<int64_t>(bytes);
+}
+
+void GatherCompressor::encodeWithFeedback(float* grad, uint8_t* msg, const ReduceContext& ctx,
+                                          int rank) {
+  if (feedback_) feedback_->addTo(grad);
+  encode(grad, msg, ctx, rank);
+  if (feedback_) {
+    // The residual is x minus what this rank's message decodes to, exactly.
+    sent_.assign(static_cast<size_t>(numel_), 0.0f);
+    decodeAdd(msg, sent_.data());
+    feedback_->update(grad, sent_.data());
+  }
+}
+
+void GatherCompressor::encodeMessage(float* grad, uint8_t* msg, int64_t step, int sender) {
+  ReduceContext ctx;
+  ctx.step = step;
+  encodeWithFeedback(grad, msg, ctx, sender);
 }
 
 std::vector<std::pair<std::string, Tensor*>> GatherCompressor::state() {

@@ -12,19 +12,20 @@ struct Entry {
   const char* name;
   CompressorFactory make;
   const char* help;
+  bool pointToPoint;  // the compressor is a MessageCodec too (parameter-server pushes)
 };
 
 const std::vector<Entry>& registry() {
   static const std::vector<Entry> entries = {
-      {"none", makeNone, "fp32 allreduce (no compression)"},
-      {"fp16", makeFp16, "IEEE half, summed in fp32 per hop"},
-      {"bf16", makeBf16, "bfloat16, summed in fp32 per hop"},
-      {"onebit", makeOneBit, "1-bit SGD, per-chunk means, error feedback"},
-      {"signsgd", makeSignSgd, "scaled sign, error feedback"},
-      {"qsgd", makeQsgd, "stochastic levels, --compress-bits, unbiased"},
-      {"topk", makeTopK, "largest --compress-ratio of values, error feedback"},
-      {"randomk", makeRandomK, "random --compress-ratio of values, error feedback"},
-      {"powersgd", makePowerSgd, "rank --compress-rank P/Q factors, error feedback"},
+      {"none", makeNone, "fp32 allreduce (no compression)", false},
+      {"fp16", makeFp16, "IEEE half, summed in fp32 per hop", true},
+      {"bf16", makeBf16, "bfloat16, summed in fp32 per hop", true},
+      {"onebit", makeOneBit, "1-bit SGD, per-chunk means, error feedback", true},
+      {"signsgd", makeSignSgd, "scaled sign, error feedback", true},
+      {"qsgd", makeQsgd, "stochastic levels, --compress-bits, unbiased", true},
+      {"topk", makeTopK, "largest --compress-ratio of values, error feedback", true},
+      {"randomk", makeRandomK, "random --compress-ratio of values, error feedback", false},
+      {"powersgd", makePowerSgd, "rank --compress-rank P/Q factors, error feedback", false},
   };
   return entries;
 }
@@ -77,6 +78,28 @@ std::unique_ptr<Compressor> makeCompressor(const CompressOptions& options,
                                            const BucketLayout& layout) {
   validate(options);
   return find(options.name)->make(options, layout);
+}
+
+void requireMessageCodec(const std::string& name) {
+  const Entry* e = find(name);
+  if (e && e->pointToPoint) return;
+  std::string known;
+  for (const auto& c : registry())
+    if (c.pointToPoint) known += detail::concat(known.empty() ? "" : ", ", c.name);
+  throw UsageError(detail::concat("--compress ", name,
+                                  " does not apply to parameter-server pushes (known there: ",
+                                  known, ")"));
+}
+
+std::unique_ptr<MessageCodec> makeMessageCodec(const CompressOptions& options,
+                                               const BucketLayout& layout) {
+  validate(options);
+  requireMessageCodec(options.name);
+  std::unique_ptr<Compressor> c = find(options.name)->make(options, layout);
+  auto* codec = dynamic_cast<MessageCodec*>(c.get());
+  DTRAIN_CHECK(codec, "compressor ", options.name, " is registered as point-to-point but is not");
+  c.release();
+  return std::unique_ptr<MessageCodec>(codec);
 }
 
 }  // namespace dtrain::parallel::compress

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "comm/Types.h"
+#include "parallel/compress/Compressor.h"
 #include "optim/Factory.h"
 
 namespace dtrain::parallel::ps {
@@ -31,6 +32,8 @@ struct PsOptions {
   // slowest worker is more than `staleness` steps behind (eager, ESSP as in
   // Petuum's Bosen); lazy: fetch only when the cached parameters are too stale.
   bool sspEagerReads = true;
+  // --compress on the pushes (parallel/ps/PushCodec.h); "none": fp32.
+  compress::CompressOptions compress;
   // Fault injection: this rank stops answering at this step (worker) or after
   // this many updates (server); -1: never.
   int64_t killAt = -1;

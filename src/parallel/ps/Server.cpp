@@ -53,8 +53,11 @@ ParameterServer::ParameterServer(comm::Communicator& comm, const nn::Module& mod
   if (opts_.optimizerOptions.decay2dOnly)
     optimizer_->setDecay2dOnly(*opts_.optimizerOptions.decay2dOnly, sourceDims);
   peers_.resize(opts_.workers);
+  codec_ = PushCodec::make(opts_, plan_, server_);
+  pushFloats_ = codec_ ? codec_->messageFloats() : kHeaderFloats + n_;
   for (Peer& p : peers_) {
-    p.pushBuf.resize(kHeaderFloats + n_);
+    // Room for the message and for its decoded shard (decoded in place).
+    p.pushBuf.resize(std::max(pushFloats_, kHeaderFloats + n_));
     p.ctrlBuf.resize(kHeaderFloats);
   }
   stats_.server = server_;
@@ -127,7 +130,7 @@ void ParameterServer::receiveInit() {
 
 void ParameterServer::postPush(int w) {
   Peer& p = peers_[w];
-  p.pushWork = comm_.irecv(p.pushBuf.data(), p.pushBuf.size(), DType::F32, opts_.workerRank(w),
+  p.pushWork = comm_.irecv(p.pushBuf.data(), pushFloats_, DType::F32, opts_.workerRank(w),
                            kPushTag);
 }
 
@@ -186,11 +189,12 @@ void ParameterServer::reply(int w, int32_t flags) {
 void ParameterServer::handlePush(int w) {
   Peer& p = peers_[w];
   const Header h = readHeader(p.pushBuf.data());
+  if (codec_) codec_->decodeInPlace(p.pushBuf.data());
   const float* grad = p.pushBuf.data() + kHeaderFloats;
   DTRAIN_CHECK(h.kind == Kind::Push && h.worker == w, "server ", server_, ": malformed push from ",
                workerName(w));
   ++stats_.pushes;
-  stats_.bytesIn += static_cast<int64_t>(p.pushBuf.size() * sizeof(float));
+  stats_.bytesIn += pushFloats_ * static_cast<int64_t>(sizeof(float));
   if (opts_.consistency == Consistency::Sync) return handleSyncPush(w, h, grad);
   if (opts_.consistency == Consistency::Ssp)
     stats_.sspMaxAhead = std::max(stats_.sspMaxAhead, h.step - minClock());

@@ -30,6 +30,7 @@
 #include "comm/Communicator.h"
 #include "nn/Module.h"
 #include "optim/Optimizer.h"
+#include "parallel/ps/PushCodec.h"
 #include "parallel/ps/Heartbeat.h"
 #include "parallel/ps/Outbox.h"
 #include "parallel/ps/Protocol.h"
@@ -99,6 +100,8 @@ class ParameterServer {
   int server_;
   ShardPlan plan_;
   int64_t n_ = 0;                  // floats in this shard
+  std::unique_ptr<PushCodec> codec_;  // --compress: decodes the pushes (null: fp32)
+  int64_t pushFloats_ = 0;            // floats of one push message
   Tensor params_, grad_;           // the shard, and the gradient it is updated with
   std::unique_ptr<optim::Optimizer> optimizer_;
   int64_t version_ = 0;            // updates applied

@@ -61,6 +61,10 @@ void PsWorker::setup(nn::Module& model, optim::Optimizer& optimizer) {
     ctrlBuf_[s].assign(kHeaderFloats, 0.0f);
     replyBuf_[s].assign(kHeaderFloats + n, 0.0f);
   }
+  for (int s = 0; s < S; ++s) codecs_.push_back(PushCodec::make(opts_, plan_, s));
+  codedBuf_.resize(S);
+  for (int s = 0; s < S; ++s)
+    if (codecs_[s]) codedBuf_[s].assign(codecs_[s]->messageFloats(), 0.0f);
   // Collective over the job (the servers split in run()): beats travel on a
   // communicator of their own, driven by a thread of their own.
   std::vector<int> serverRanks(S);
@@ -135,9 +139,11 @@ void PsWorker::push(int s, int32_t flags, double lr) {
   h.version = accumVersion_[s];  // the oldest parameters among the accumulated steps
   h.lr = lr;
   h.flags = flags;
-  writeHeader(pushBuf_[s].data(), h);
-  pushWork_[s] = comm_.isend(pushBuf_[s].data(), pushBuf_[s].size(), DType::F32, s, kPushTag);
-  bytesSent_ += static_cast<double>(pushBuf_[s].size() * sizeof(float));
+  std::vector<float>& msg = codecs_[s] ? codedBuf_[s] : pushBuf_[s];
+  if (codecs_[s]) codecs_[s]->encode(pushBuf_[s].data() + kHeaderFloats, msg.data(), step_, worker_);
+  writeHeader(msg.data(), h);
+  pushWork_[s] = comm_.isend(msg.data(), msg.size(), DType::F32, s, kPushTag);
+  bytesSent_ += static_cast<double>(msg.size() * sizeof(float));
 }
 
 void PsWorker::sendCtrl(int s, Kind kind, int64_t step) {

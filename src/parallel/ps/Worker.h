@@ -28,6 +28,7 @@
 #include "parallel/ps/Heartbeat.h"
 #include "parallel/ps/Protocol.h"
 #include "parallel/ps/PsOptions.h"
+#include "parallel/ps/PushCodec.h"
 #include "parallel/ps/ServerStats.h"
 #include "parallel/ps/ShardPlan.h"
 
@@ -98,6 +99,10 @@ class PsWorker final : public Strategy {
   // in place: the buffer is refilled only once its previous push has left).
   std::vector<std::vector<float>> pushBuf_, ctrlBuf_, replyBuf_;
   std::vector<comm::WorkPtr> pushWork_, ctrlWork_;
+  // --compress: per server, the codec and the encoded push in flight (the
+  // accumulation buffer above is then free as soon as it is encoded).
+  std::vector<std::unique_ptr<PushCodec>> codecs_;
+  std::vector<std::vector<float>> codedBuf_;
   std::vector<int64_t> sent_;                  // pushes sent, per server
   std::vector<int64_t> version_;               // version of the cached shard, per server
   std::vector<int64_t> accumVersion_;         // per server: version at the first accumulated step

@@ -344,5 +344,42 @@ TEST(Compressor, HalfPrecisionAllreduceSumsInFp32PerHop) {
   }
 }
 
+// The point-to-point form (parameter-server pushes): over several steps, one
+// codec's message decodes to exactly what the same compressor's reduce() gives
+// on a single rank (its own message, decoded), is as long as the allgather
+// payload, and carries the same error feedback from step to step.
+TEST(MessageCodec, DecodesToWhatTheCompressorSendsAlone) {
+  const BucketLayout l = mlpLikeLayout();
+  for (const char* name : {"fp16", "bf16", "onebit", "signsgd", "qsgd", "topk"}) {
+    CompressOptions o = named(name);
+    o.ratio = 0.05;
+    auto alone = run(o, l, 1, 3, [&](int, int s) { return randomGrad(l.numel(), 80 + s); });
+    auto codec = makeMessageCodec(o, l);
+    for (int s = 0; s < 3; ++s) {
+      Vec g = randomGrad(l.numel(), 80 + s);
+      std::vector<uint8_t> msg(codec->messageBytes());
+      codec->encodeMessage(g.data(), msg.data(), s, 0);
+      Vec decoded(static_cast<size_t>(l.numel()), 0.0f);
+      codec->decodeAdd(msg.data(), decoded.data());
+      EXPECT_EQ(decoded, alone[0].outputs[s]) << name << " step " << s;
+      EXPECT_EQ(static_cast<int64_t>(msg.size()), alone[0].payload[s]) << name;
+    }
+  }
+}
+
+TEST(MessageCodec, OnlyCompressorsWhoseMessageDecodesAloneHaveOne) {
+  for (const char* name : {"none", "randomk", "powersgd"}) {
+    try {
+      requireMessageCodec(name);
+      ADD_FAILURE() << name << " has no point-to-point form but was accepted";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find("parameter-server pushes"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("onebit"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_THROW(makeMessageCodec(named("powersgd"), mlpLikeLayout()), UsageError);
+  EXPECT_NO_THROW(requireMessageCodec("topk"));
+}
+
 }  // namespace
 }  // namespace dtrain::parallel::compress
