@@ -35,13 +35,9 @@ void TrainConfig::validate(bool workersKnown) const {
   DTRAIN_CHECK_USAGE(evalBatches > 0, "--eval-batches must be positive (got ", evalBatches, ")");
   DTRAIN_CHECK_USAGE(std::isfinite(clipGradNorm) && clipGradNorm >= 0,
                      "--clip-grad-norm must be a finite number >= 0 (got ", clipGradNorm, ")");
-  // Hogwild! clips each worker's own gradient before its update: every update
-  // is one SGD step, clipped as a single process clips its steps. Servers see
-  // flat shards of the averaged gradient and would have to combine their norms.
-  DTRAIN_CHECK_USAGE(clipGradNorm == 0 || strategy != "ps",
-                     "--clip-grad-norm needs the global gradient norm, which --strategy ps "
-                     "does not compute yet (servers update shards without combining norms); "
-                     "use --strategy allreduce or hogwild, or drop --clip-grad-norm");
+  // Hogwild! (and ps async/ssp) clip each worker's own gradient before its
+  // update: every update is one SGD step, clipped as a single process clips its
+  // steps. Sync parameter servers clip the mean by their combined norm.
   DTRAIN_CHECK_USAGE((!beta1 && !beta2) || optimizer == "adam" || optimizer == "adamw",
                      "--adam-betas applies to --optimizer adam and adamw (not ", optimizer, ")");
   DTRAIN_CHECK_USAGE(warmupSteps >= 0, "--warmup-steps must be >= 0 (got ", warmupSteps, ")");

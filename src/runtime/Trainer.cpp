@@ -81,6 +81,7 @@ parallel::ps::PsOptions psOptions(const TrainConfig& c, int rank) {
   o.timeoutS = c.psTimeoutS;
   o.sspEagerReads = c.sspReads == "eager";
   o.compress = compressOptions(c);  // the pushes (parallel/ps/PushCodec.h)
+  o.clipGradNorm = c.clipGradNorm;
   o.optimizer = c.optimizer;
   o.optimizerOptions = optimizerOptions(c);
   const bool server = rank < c.servers;

@@ -281,5 +281,43 @@ TEST(PsCompress, Fp16HalvesThePushBytesAndStaysClose) {
   }
 }
 
+// --clip-grad-norm under ps. Sync: the servers clip the mean gradient by the
+// norm over all their shards, as allreduce clips the averaged gradient. Async:
+// each push is one step, clipped by the worker's whole gradient, so one worker
+// trains as one process does.
+double maxAbsDiff(const Params& a, const Params& b) {
+  double d = 0;
+  for (const auto& [name, v] : a)
+    for (size_t i = 0; i < v.size(); ++i) d = std::max(d, std::abs(static_cast<double>(v[i]) - b.at(name)[i]));
+  return d;
+}
+
+TEST(PsClip, SyncClipsTheMeanByTheNormOverEveryServer) {
+  runtime::TrainConfig c = psConfig("mlp", 2, 16);
+  c.maxSteps = 20;
+  c.clipGradNorm = 0.05;  // below the mlp's gradient norms: every step clips
+  auto ps = runPs(c, psOptions(c, 2, Consistency::Sync));
+  runtime::TrainConfig dpConfig = smallConfig("mlp", 16);
+  dpConfig.maxSteps = c.maxSteps;
+  dpConfig.clipGradNorm = c.clipGradNorm;
+  auto dp = runDataParallel(dpConfig, 2);
+  expectClose(ps.params, dp[0], 1e-5, "sync ps vs allreduce, clipped");
+  dpConfig.clipGradNorm = 0;
+  auto unclipped = runDataParallel(dpConfig, 2);
+  EXPECT_GT(maxAbsDiff(unclipped[0], dp[0]), 1e-3) << "the clipping did not bind";
+}
+
+TEST(PsClip, AsyncWorkerClipsItsOwnGradient) {
+  runtime::TrainConfig c = psConfig("mlp", 1, 16);
+  c.maxSteps = 20;
+  c.clipGradNorm = 0.05;
+  auto ps = runPs(c, psOptions(c, 2, Consistency::Async));
+  runtime::TrainConfig single = smallConfig("mlp", 16);
+  single.maxSteps = c.maxSteps;
+  single.clipGradNorm = c.clipGradNorm;
+  auto one = runDataParallel(single, 1);
+  expectClose(ps.params, one[0], 1e-5, "async ps with one worker vs one process, clipped");
+}
+
 }  // namespace
 }  // namespace dtrain::test

@@ -6,6 +6,8 @@
 //  worker -> server   kInitTag   Init: worker 0's parameters (+ optimizer state)
 //                     kPushTag   Push: a gradient shard (flag kWantParams: reply with parameters)
 //                     kCtrlTag   Pull (parameters only), Done (end of this worker's run)
+//  server -> server   kNormTag   sync --clip-grad-norm: a double, the squared norm of
+//                                the sender's shard of the step's mean gradient
 //  server -> worker   kReplyTag  Params: the shard's current parameters
 //                     kFinalTag  Final (to worker 0): a header, then a payload of
 //                                parameters + optimizer state, then the statistics JSON
@@ -29,6 +31,7 @@ inline constexpr int kPushTag = 7002;
 inline constexpr int kCtrlTag = 7003;
 inline constexpr int kReplyTag = 7004;
 inline constexpr int kFinalTag = 7005;
+inline constexpr int kNormTag = 7006;
 inline constexpr int kNeverTag = 7099;  // never sent: a receive that fails only when the job aborts
 
 enum class Kind : int32_t { Init = 1, Push, Pull, Done, Params, Final };

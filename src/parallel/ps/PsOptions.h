@@ -34,6 +34,10 @@ struct PsOptions {
   bool sspEagerReads = true;
   // --compress on the pushes (parallel/ps/PushCodec.h); "none": fp32.
   compress::CompressOptions compress;
+  // --clip-grad-norm (0: off). Sync: the servers clip the step's mean gradient
+  // by its global norm (their shards' squares exchanged); async and ssp: each
+  // worker clips its own gradient before pushing it (each push is one step).
+  double clipGradNorm = 0;
   // Fault injection: this rank stops answering at this step (worker) or after
   // this many updates (server); -1: never.
   int64_t killAt = -1;

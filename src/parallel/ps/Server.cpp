@@ -1,6 +1,7 @@
 #include "parallel/ps/Server.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -270,6 +271,7 @@ void ParameterServer::closeSyncStep() {
     const float scale = 1.0f / static_cast<float>(accepted_);
     for (int64_t i = 0; i < n_; ++i) g[i] *= scale;
   }
+  if (opts_.clipGradNorm > 0) clipSyncGradient();
   apply(g, stepLr_);
   stats_.appliedPerStep.push_back(accepted_);
   if (static_cast<int64_t>(stats_.droppedPerStep.size()) <= step_)
@@ -285,6 +287,35 @@ void ParameterServer::closeSyncStep() {
     outbox_.send(comm_, buf, w, opts_.workerRank(w), kReplyTag);
     stats_.bytesOut += static_cast<int64_t>(buf->size() * sizeof(float));
   }
+}
+
+void ParameterServer::clipSyncGradient() {
+  const float* g = grad_.data<float>();
+  double mine = 0;
+  for (int64_t i = 0; i < n_; ++i) mine += static_cast<double>(g[i]) * g[i];
+  std::vector<double> norms(opts_.servers, 0.0);
+  norms[server_] = mine;
+  // Every server closes every step (each push reaches every server), so each
+  // waits here only for the others to close the same step.
+  std::vector<comm::WorkPtr> sends, recvs(opts_.servers);
+  for (int s = 0; s < opts_.servers; ++s) {
+    if (s == server_) continue;
+    sends.push_back(comm_.isend(&mine, sizeof mine, DType::U8, s, kNormTag));
+    recvs[s] = comm_.irecv(&norms[s], sizeof(double), DType::U8, s, kNormTag);
+  }
+  const auto limit = seconds(opts_.timeoutS);
+  for (int s = 0; s < opts_.servers; ++s)
+    if (recvs[s] && !recvs[s]->waitFor(limit))
+      throw Error(concat("server ", server_, ": parameter server ", s, " sent no gradient norm for ",
+                         "step ", step_, " within --ps-timeout ", opts_.timeoutS, " s"));
+  for (auto& w : sends) w->wait();
+  double total = 0;
+  for (double n : norms) total += n;
+  // torch's coefficient, in float (runtime/GradClip.cpp).
+  const float coef = static_cast<float>(opts_.clipGradNorm / (std::sqrt(total) + 1e-6));
+  if (coef >= 1.0f) return;
+  float* x = grad_.data<float>();
+  for (int64_t i = 0; i < n_; ++i) x[i] *= coef;
 }
 
 bool ParameterServer::serveParked(int w) {

@@ -74,6 +74,10 @@ class ParameterServer {
   void handleSyncPush(int w, const Header& h, const float* grad);
   void foldSync(bool closing);
   void closeSyncStep();
+  // Sync --clip-grad-norm: scales the step's mean gradient (grad_) by torch's
+  // coefficient for the global norm, the servers' squared norms summed in
+  // server order (the same sum, so the same coefficient, on every server).
+  void clipSyncGradient();
   bool serveParked(int w);
   // buf = a Params header (flags) + the shard's current parameters.
   void writeParams(std::vector<float>& buf, int32_t flags);

@@ -108,7 +108,11 @@ void PsWorker::sendInit(optim::Optimizer& optimizer) {
   }
 }
 
-void PsWorker::finishGradients() {
+void PsWorker::scaleGradients(nn::Module& model, float coef) {
+  if (opts_.consistency != Consistency::Sync) Strategy::scaleGradients(model, coef);
+}
+
+void PsWorker::stageGradients() {
   std::vector<const float*> grads;
   for (auto& p : params_) grads.push_back(p.grad().data<float>());
   for (int s = 0; s < opts_.servers; ++s) {
@@ -218,6 +222,7 @@ bool PsWorker::runOver() const {
 }
 
 void PsWorker::applyUpdate(optim::Optimizer& optimizer) {
+  stageGradients();
   ++steps_;
   const int64_t next = step_ + 1;  // the step the next fetch serves
   // sync applies the mean of W gradients per step; async and ssp apply each

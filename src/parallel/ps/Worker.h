@@ -49,7 +49,10 @@ class PsWorker final : public Strategy {
 
   void setup(nn::Module& model, optim::Optimizer& optimizer) override;
   void beginStep(int64_t step) override { step_ = step; }
-  void finishGradients() override;
+  // --clip-grad-norm: async and ssp clip this worker's gradient (the default
+  // norm and scaling over the model's gradients: they are copied into the push
+  // only in applyUpdate); sync leaves it to the servers, which clip the mean.
+  void scaleGradients(nn::Module& model, float coef) override;
   void applyUpdate(optim::Optimizer& optimizer) override;
   bool stopBefore(int64_t step) override;
   void syncModel(nn::Module& model, optim::Optimizer* optimizer) override;
@@ -69,6 +72,8 @@ class PsWorker final : public Strategy {
 
  private:
   void sendInit(optim::Optimizer& optimizer);
+  // Adds this step's gradients into the push buffers (after clipping).
+  void stageGradients();
   void push(int s, int32_t flags, double lr);
   void sendCtrl(int s, Kind kind, int64_t step);
   void receiveParams();
