@@ -111,6 +111,7 @@ nlohmann::json resultLine(const runtime::TrainConfig& c, const runtime::TrainRes
       out["compress_rank"] = c.compressRank;
       out["compress_start_step"] = c.compressStartStep;
     }
+    if (c.compressCollective != "allgather") out["compress_collective"] = c.compressCollective;
   }
   if (strategy == "ps") {
     out["servers"] = c.servers;
@@ -233,12 +234,15 @@ void run(const TrainFlags& f, const CLI::App& sub) {
       {"--compress-bits", {"qsgd"}},
       {"--compress-ratio", {"topk", "randomk"}},
       {"--compress-rank", {"powersgd"}},
-      {"--compress-start-step", {"powersgd"}}};
+      {"--compress-start-step", {"powersgd"}},
+      {"--compress-collective", {"onebit", "signsgd", "qsgd", "topk"}}};
   for (const auto& [flag, users] : compressFlags) {
     const bool applies = std::find(users.begin(), users.end(), c.compress) != users.end();
-    DTRAIN_CHECK_USAGE(!given(flag) || applies, flag, " applies to --compress ", users[0],
-                       users.size() > 1 ? " or " + users[1] : std::string(), " (got --compress ",
-                       c.compress, ")");
+    std::string names = users[0];
+    for (size_t i = 1; i < users.size(); ++i)
+      names += (i + 1 == users.size() ? " or " : ", ") + users[i];
+    DTRAIN_CHECK_USAGE(!given(flag) || applies, flag, " applies to --compress ", names,
+                       " (got --compress ", c.compress, ")");
   }
   // Defaults that depend on the model (gpt: text data, the peer's AdamW settings).
   runtime::applyTaskDefaults(c, given);
@@ -373,6 +377,10 @@ void addTrainCommand(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--compress-start-step", c.compressStartStep,
                   "powersgd: steps of plain allreduce before compressing")
+      ->capture_default_str();
+  sub->add_option("--compress-collective", c.compressCollective,
+                  "onebit, signsgd, qsgd, topk: allgather (every message to every rank) or "
+                  "two-stage (compressed reduce-scatter + allgather, 1-bit Adam's)")
       ->capture_default_str();
   sub->add_flag("--scale-lr", c.scaleLr, "Linear scaling rule: multiply --lr by the workers");
   sub->add_option("--timeline", c.timeline, "Write a Chrome trace-event JSON timeline to FILE");

@@ -70,6 +70,8 @@ void TrainConfig::validate(bool workersKnown) const {
   // point-to-point form (parallel/ps/PushCodec.h).
   if (compress != "none" && strategy == "ps") {
     parallel::compress::requireMessageCodec(compress);
+    DTRAIN_CHECK_USAGE(compressCollective == "allgather",
+                       "--compress-collective applies to allreduce (ps pushes go to one server)");
   } else if (compress != "none") {
     checkAllreduceOnly("--compress " + compress, "not yet to");
   }

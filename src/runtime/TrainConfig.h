@@ -62,6 +62,7 @@ struct TrainConfig {
   double compressRatio = 0.01;     // topk, randomk
   int compressRank = 1;            // powersgd
   int64_t compressStartStep = 10;  // powersgd: plain allreduce steps first
+  std::string compressCollective = "allgather";  // allgather compressors: or two-stage
   // ZeRO (parallel/zero/ZeroDataParallel.h): 0 off, 1 or 2 on the allreduce strategy.
   int zero = 0;
 

@@ -100,6 +100,7 @@ parallel::compress::CompressOptions compressOptions(const TrainConfig& c) {
   o.ratio = c.compressRatio;
   o.rank = c.compressRank;
   o.startStep = c.compressStartStep;
+  o.collective = c.compressCollective;
   o.seed = c.seed;
   return o;
 }

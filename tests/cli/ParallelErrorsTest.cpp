@@ -121,6 +121,14 @@ TEST(ParallelErrors, Compression) {
   expectUsage(runDtrain(kQuick + "--workers 2 --strategy ps --compress powersgd"),
               "--compress powersgd does not apply to parameter-server pushes (known there: fp16, "
               "bf16, onebit, signsgd, qsgd, topk)");
+  expectUsage(runDtrain(kQuick + "--workers 2 --compress fp16 --compress-collective two-stage"),
+              "--compress-collective applies to --compress onebit, signsgd, qsgd or topk (got "
+              "--compress fp16)");
+  expectUsage(runDtrain(kQuick + "--workers 2 --compress onebit --compress-collective tree"),
+              "unknown --compress-collective 'tree' (known: allgather, two-stage)");
+  expectUsage(runDtrain(kQuick + "--workers 2 --strategy ps --compress onebit "
+                                 "--compress-collective two-stage"),
+              "--compress-collective applies to allreduce (ps pushes go to one server)");
   expectUsage(runDtrain(kQuick + "--workers 2 --strategy hogwild --compress topk"),
               "not yet to --strategy hogwild");
   expectUsage(runDtrain(kQuick + "--compress onebit"), "this run has one worker");

@@ -90,7 +90,10 @@ void DataParallel::setup(nn::Module& model, optim::Optimizer& optimizer) {
     compress::BucketLayout layout;
     layout.index = static_cast<int>(i);
     for (auto& p : buckets_[i].params) layout.shapes.push_back(p.shape());
-    compressors_.push_back(compress::makeCompressor(opts_.compress, layout));
+    compress::CompressOptions o = opts_.compress;
+    o.commRank = comm_.rank();
+    o.commSize = comm_.size();
+    compressors_.push_back(compress::makeCompressor(o, layout));
   }
   ready_.assign(buckets_.size(), 0);
   startUs_.assign(buckets_.size(), 0);

@@ -30,6 +30,12 @@ struct CompressOptions {
   int64_t startStep = 10;        // powersgd: steps of plain allreduce first (PyTorch's default)
   double minCompressionRate = 2; // powersgd: a matrix is compressed only when n*m >= this * (n+m)*rank
   uint64_t seed = 0;             // randomk, qsgd, powersgd's initial Q (the run's --seed)
+  // How the allgather compressors aggregate: "allgather" (every rank's message
+  // to every rank) or "two-stage" (TwoStage.h: compressed reduce-scatter, then
+  // allgather of the compressed averages).
+  std::string collective = "allgather";
+  // Set by the strategy: this rank and the ranks of the bucket's communicator.
+  int commRank = 0, commSize = 1;
 };
 
 // What a compressor knows of its bucket: the parameters' shapes, in bucket order.

@@ -4,6 +4,7 @@
 
 #include "core/Error.h"
 #include "parallel/compress/Factories.h"
+#include "parallel/compress/TwoStage.h"
 
 namespace dtrain::parallel::compress {
 namespace {
@@ -13,19 +14,20 @@ struct Entry {
   CompressorFactory make;
   const char* help;
   bool pointToPoint;  // the compressor is a MessageCodec too (parameter-server pushes)
+  bool gathers;       // aggregates by allgather: --compress-collective two-stage applies
 };
 
 const std::vector<Entry>& registry() {
   static const std::vector<Entry> entries = {
-      {"none", makeNone, "fp32 allreduce (no compression)", false},
-      {"fp16", makeFp16, "IEEE half, summed in fp32 per hop", true},
-      {"bf16", makeBf16, "bfloat16, summed in fp32 per hop", true},
-      {"onebit", makeOneBit, "1-bit SGD, per-chunk means, error feedback", true},
-      {"signsgd", makeSignSgd, "scaled sign, error feedback", true},
-      {"qsgd", makeQsgd, "stochastic levels, --compress-bits, unbiased", true},
-      {"topk", makeTopK, "largest --compress-ratio of values, error feedback", true},
-      {"randomk", makeRandomK, "random --compress-ratio of values, error feedback", false},
-      {"powersgd", makePowerSgd, "rank --compress-rank P/Q factors, error feedback", false},
+      {"none", makeNone, "fp32 allreduce (no compression)", false, false},
+      {"fp16", makeFp16, "IEEE half, summed in fp32 per hop", true, false},
+      {"bf16", makeBf16, "bfloat16, summed in fp32 per hop", true, false},
+      {"onebit", makeOneBit, "1-bit SGD, per-chunk means, error feedback", true, true},
+      {"signsgd", makeSignSgd, "scaled sign, error feedback", true, true},
+      {"qsgd", makeQsgd, "stochastic levels, --compress-bits, unbiased", true, true},
+      {"topk", makeTopK, "largest --compress-ratio of values, error feedback", true, true},
+      {"randomk", makeRandomK, "random --compress-ratio of values, error feedback", false, false},
+      {"powersgd", makePowerSgd, "rank --compress-rank P/Q factors, error feedback", false, false},
   };
   return entries;
 }
@@ -72,11 +74,24 @@ void validate(const CompressOptions& o) {
                      "--compress-ratio must be in (0, 1] (got ", o.ratio, ")");
   DTRAIN_CHECK_USAGE(o.rank >= 1, "--compress-rank must be >= 1 (got ", o.rank, ")");
   DTRAIN_CHECK_USAGE(o.startStep >= 0, "--compress-start-step must be >= 0 (got ", o.startStep, ")");
+  DTRAIN_CHECK_USAGE(o.collective == "allgather" || o.collective == "two-stage",
+                     "unknown --compress-collective '", o.collective,
+                     "' (known: allgather, two-stage)");
+  if (o.collective == "two-stage" && !find(o.name)->gathers) {
+    std::string known;
+    for (const auto& e : registry())
+      if (e.gathers) known += detail::concat(known.empty() ? "" : ", ", e.name);
+    throw UsageError(detail::concat("--compress-collective two-stage applies to the compressors "
+                                    "aggregated by allgather (", known, "), not to --compress ",
+                                    o.name));
+  }
 }
 
 std::unique_ptr<Compressor> makeCompressor(const CompressOptions& options,
                                            const BucketLayout& layout) {
   validate(options);
+  if (options.collective == "two-stage")
+    return std::make_unique<TwoStageCompressor>(options, layout);
   return find(options.name)->make(options, layout);
 }
 

@@ -12,11 +12,13 @@ std::unique_ptr<PushCodec> PushCodec::make(const PsOptions& opts, const ShardPla
   if (opts.compress.name == "none") return nullptr;
   // One "bucket" per server shard; its slices are the compressor's tensors, so
   // per-chunk quantizers never mix two parameters.
+  compress::CompressOptions options = opts.compress;
+  options.collective = "allgather";  // one message to one server
   compress::BucketLayout layout;
   layout.index = server;
   for (const ShardSlice& sl : plan.slices[server]) layout.shapes.push_back({sl.length});
   return std::unique_ptr<PushCodec>(
-      new PushCodec(compress::makeMessageCodec(opts.compress, layout), plan.shardSize(server)));
+      new PushCodec(compress::makeMessageCodec(options, layout), plan.shardSize(server)));
 }
 
 PushCodec::PushCodec(std::unique_ptr<compress::MessageCodec> codec, int64_t shardSize)

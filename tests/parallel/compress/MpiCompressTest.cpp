@@ -39,6 +39,9 @@ void checkMpi(const std::string& compress, double tol, const std::string& mpiOnl
 }
 
 TEST(MpiCompress, OneBitIsBitwiseTheLocalRun) { checkMpi("onebit", 0); }
+TEST(MpiCompress, TwoStageQsgdIsBitwiseTheLocalRun) {
+  checkMpi("qsgd --compress-collective two-stage", 0);
+}
 TEST(MpiCompress, TopKIsBitwiseTheLocalRun) { checkMpi("topk --compress-ratio 0.05", 0); }
 TEST(MpiCompress, PowerSgd) { checkMpi("powersgd --compress-rank 2 --compress-start-step 5", 1e-4); }
 TEST(MpiCompress, Fp16WithNativeAlgorithm) { checkMpi("fp16", 1e-3, "--allreduce-algo native"); }

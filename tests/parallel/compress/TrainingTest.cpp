@@ -120,7 +120,8 @@ double bestAccuracy(const std::string& metricsFile) {
 // The mlp on 2 workers for `epochs` epochs (cosine schedule: the end of a
 // constant-lr run is noisy, compressed or not); the best evaluation must reach
 // `target`, the final one `target` - 1 point.
-void expectReaches(const std::string& compress, int64_t epochs, double target) {
+void expectReaches(const std::string& compress, int64_t epochs, double target,
+                   const std::string& collective = "allgather") {
   runtime::TrainConfig c;
   if (!std::filesystem::exists(c.dataDir)) GTEST_SKIP() << "Fashion-MNIST not at " << c.dataDir;
   c.model = "mlp";
@@ -133,6 +134,7 @@ void expectReaches(const std::string& compress, int64_t epochs, double target) {
   c.seed = 1;
   c.compress = compress;
   c.compressRank = 2;
+  c.compressCollective = collective;
   c.evalEvery = 234;  // half an epoch of batch 2 x 64
   c.progress = runtime::TrainConfig::Progress::Off;
   c.logEvery = 1000;
@@ -147,6 +149,9 @@ void expectReaches(const std::string& compress, int64_t epochs, double target) {
 
 // In the suite: one epoch (~10-30 s each), where uncompressed reaches ~84%.
 TEST(CompressConvergence, OneBitMlpReaches80PercentIn1Epoch) { expectReaches("onebit", 1, 0.80); }
+TEST(CompressConvergence, OneBitTwoStageMlpReaches80PercentIn1Epoch) {
+  expectReaches("onebit", 1, 0.80, "two-stage");
+}
 TEST(CompressConvergence, PowerSgdRank2MlpReaches80PercentIn1Epoch) {
   expectReaches("powersgd", 1, 0.80);
 }
