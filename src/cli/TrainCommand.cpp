@@ -16,6 +16,7 @@
 #include "comm/local/Local.h"
 #include "core/Timer.h"
 #include "nn/ModelRegistry.h"
+#include "runtime/CheckpointDir.h"
 #include "runtime/Task.h"
 #include "optim/Factory.h"
 #include "cli/RankRunner.h"
@@ -250,6 +251,7 @@ void run(const TrainFlags& f, const CLI::App& sub) {
   if (c.pipelineStages > 1 && !f.workersGiven) c.workers = c.pipelineStages;
   // Under mpi the workers are known only once MPI is up (runMpiRank validates again).
   c.validate(c.backend != "mpi");
+  runtime::resolveCheckpointFlags(c);  // --resume -> --load, --checkpoint-dir made
   if (c.pipelineStages > 1) c.strategy = "pipeline";
   const bool distributed = c.backend == "mpi" || c.workers > 1 || c.strategy == "allreduce";
   if (c.strategy.empty()) c.strategy = distributed ? "allreduce" : "single";
@@ -331,6 +333,17 @@ void addTrainCommand(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--save", c.save, "Write a safetensors checkpoint at the end");
   sub->add_option("--load", c.load, "Start from a safetensors checkpoint (dtrain's or a PyTorch state_dict)");
+  // Periodic checkpoints and resuming (runtime/CheckpointDir.h).
+  sub->add_option("--checkpoint-every", c.checkpointEvery,
+                  "Write a checkpoint every N steps into --checkpoint-dir (0: off)")
+      ->capture_default_str();
+  sub->add_option("--checkpoint-dir", c.checkpointDir,
+                  "Directory of the periodic checkpoints (step-<N>.safetensors)");
+  sub->add_option("--keep-checkpoints", c.keepCheckpoints, "Periodic checkpoints kept (the newest)")
+      ->capture_default_str();
+  sub->add_option("--resume", c.resume,
+                  "auto (the newest valid checkpoint in --checkpoint-dir; none: start fresh) or "
+                  "a checkpoint file: go on from its step, data position and optimizer state");
   sub->add_option("--metrics", c.metrics, "Write one JSON object per logged step to FILE");
   sub->add_flag("--eval-deferred", c.evalDeferred,
                 "With --eval-every: copy the parameters then and evaluate the copies after training "

@@ -23,6 +23,8 @@ const std::string kFormatKey = "dtrain.format";
 const std::string kStepKey = "dtrain.step";
 const std::string kEpochKey = "dtrain.epoch";
 const std::string kRngKey = "dtrain.rng";
+const std::string kWorldSizeKey = "dtrain.world_size";
+const std::string kGlobalBatchKey = "dtrain.global_batch";
 const std::string kOptimizerKey = "dtrain.optimizer";
 const std::string kOptimizerStepKey = "dtrain.optimizer.step";
 const std::string kOptimizerLrKey = "dtrain.optimizer.lr";
@@ -133,6 +135,8 @@ void saveCheckpoint(const std::string& path, nn::Module& model, optim::Optimizer
   meta[kStepKey] = std::to_string(state.step);
   meta[kEpochKey] = std::to_string(state.epoch);
   meta[kRngKey] = rngToString(state.rng);
+  if (state.worldSize > 0) meta[kWorldSizeKey] = std::to_string(state.worldSize);
+  if (state.globalBatch > 0) meta[kGlobalBatchKey] = std::to_string(state.globalBatch);
   if (optimizer) {
     for (auto& [name, t] : optimizer->namedState()) tensors.emplace_back(kOptimizerPrefix + name, *t);
     meta[kOptimizerKey] = optimizer->name();
@@ -251,6 +255,10 @@ CheckpointInfo loadCheckpoint(const std::string& path, nn::Module& model,
     loaded.step = parseInt(path, kStepKey, file.metadata.at(kStepKey));
     auto e = file.metadata.find(kEpochKey);
     if (e != file.metadata.end()) loaded.epoch = parseInt(path, kEpochKey, e->second);
+    for (auto [key, field] : {std::pair{&kWorldSizeKey, &loaded.worldSize},
+                              std::pair{&kGlobalBatchKey, &loaded.globalBatch}})
+      if (auto it = file.metadata.find(*key); it != file.metadata.end())
+        *field = parseInt(path, *key, it->second);
     auto r = file.metadata.find(kRngKey);
     if (r != file.metadata.end())
       loaded.rng = parseRng(path, r->second);

@@ -25,6 +25,10 @@ struct TrainState {
   int64_t step = 0;   // optimizer steps completed
   int64_t epoch = 0;  // epochs completed
   Rng::State rng{};   // the trainer's RNG, so a resumed run draws the same numbers
+  // The run that wrote it (0: unknown, a checkpoint from before they were
+  // saved): a run resumed with another world size or global batch says so.
+  int64_t worldSize = 0;    // data-parallel replicas
+  int64_t globalBatch = 0;  // samples per optimizer step
   // Free-form (e.g. "model": "mlp", "config": "..."); keys must not start with "dtrain.".
   std::map<std::string, std::string> metadata;
   // The strategy's state (Strategy::checkpointState), saved as "strategy.<name>".

@@ -42,6 +42,19 @@ void TrainConfig::validate(bool workersKnown) const {
                      "--adam-betas applies to --optimizer adam and adamw (not ", optimizer, ")");
   DTRAIN_CHECK_USAGE(warmupSteps >= 0, "--warmup-steps must be >= 0 (got ", warmupSteps, ")");
   DTRAIN_CHECK_USAGE(workers >= 1, "--workers must be >= 1 (got ", workers, ")");
+  // Periodic checkpoints and --resume (runtime/CheckpointDir.h).
+  DTRAIN_CHECK_USAGE(checkpointEvery >= 0, "--checkpoint-every must be >= 0 (got ", checkpointEvery, ")");
+  DTRAIN_CHECK_USAGE(checkpointEvery == 0 || !checkpointDir.empty(),
+                     "--checkpoint-every needs --checkpoint-dir DIR");
+  DTRAIN_CHECK_USAGE(keepCheckpoints >= 1, "--keep-checkpoints must be >= 1 (got ", keepCheckpoints, ")");
+  DTRAIN_CHECK_USAGE(resume != "auto" || !checkpointDir.empty(),
+                     "--resume auto needs --checkpoint-dir DIR (where to look)");
+  DTRAIN_CHECK_USAGE(resume.empty() || load.empty(),
+                     "--resume and --load both name a checkpoint: give one");
+  DTRAIN_CHECK_USAGE(checkpointEvery == 0 || ((strategy.empty() || strategy == "single" ||
+                                               strategy == "allreduce") && pipelineStages <= 1),
+                     "--checkpoint-every needs the single or allreduce strategy (not yet --strategy ",
+                     strategy, ": its state is not on one rank between steps)");
   DTRAIN_CHECK_USAGE(strategy.empty() || strategy == "single" || strategy == "allreduce" ||
                          strategy == "ps" || strategy == "hogwild" ||
                          strategy == "fedavg" ||  // federated learning (src/federated)

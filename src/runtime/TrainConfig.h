@@ -40,6 +40,13 @@ struct TrainConfig {
   bool shuffle = true;
   int prefetch = 2;
   std::string save, load, metrics;
+  // Periodic checkpoints (runtime/CheckpointDir.h): every N steps into the
+  // directory, the newest `keepCheckpoints` kept; resume: "auto" (the newest
+  // valid one there) or a checkpoint's path, with its training state.
+  int64_t checkpointEvery = 0;
+  std::string checkpointDir;
+  int keepCheckpoints = 3;
+  std::string resume;
   int64_t evalEvery = 0;   // steps; 0: only at the end
   bool evalDeferred = false;  // snapshot every evalEvery steps, evaluate after training
   int64_t logEvery = 100;  // steps between metric records / log lines

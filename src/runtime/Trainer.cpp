@@ -11,6 +11,7 @@
 #include "optim/Factory.h"
 #include "parallel/MemoryGather.h"
 #include "runtime/Checkpoint.h"
+#include "runtime/CheckpointDir.h"
 #include "runtime/GradClip.h"
 #include "runtime/LoraSetup.h"
 #include "runtime/Metrics.h"
@@ -143,7 +144,43 @@ void restoreState(nn::Module& m, const std::vector<Tensor>& state) {
   for (auto& [name, p] : m.namedParameters()) p.data().copyFrom(state.at(i++));
   for (auto& [name, t] : m.namedBuffers()) t->copyFrom(state.at(i++));
 }
+// Resuming with another number of workers: the data order is a function of the
+// global step (data/DistributedSampler.h) and the optimizer state is whole in
+// the file, so the run goes on as one of this size would; only per-rank
+// strategy state (compression residuals) has no meaning for other ranks.
+void noteWorldChange(TrainState& state, int64_t replicas, int64_t globalBatch, bool reporter) {
+  if (state.worldSize > 0 && state.worldSize != replicas) {
+    if (reporter)
+      log::info("the checkpoint was taken by ", state.worldSize, " workers, this run has ",
+                replicas, state.strategyState.empty()
+                              ? std::string()
+                              : ": their per-rank compression residuals start again at zero");
+    state.strategyState.clear();
+  }
+  if (state.globalBatch > 0 && state.globalBatch != globalBatch && reporter)
+    log::warn("the checkpoint was taken with a global batch of ", state.globalBatch,
+              " samples, this run's is ", globalBatch,
+              ": it goes on from step ", state.step, ", so the samples it sees differ from the ",
+              "original run's");
+}
 }  // namespace
+
+void Trainer::saveCheckpointNow(TrainState state, int64_t step, int64_t perEpoch,
+                                int64_t globalBatch, bool reporter) {
+  const TrainConfig& c = config_;
+  state.strategyState = strategy_->checkpointState();  // collective
+  if (!reporter) return;
+  strategy_->syncModel(*model_, optimizer_.get());  // ZeRO: its gathered optimizer state
+  state.step = step;
+  state.epoch = step / perEpoch;
+  state.worldSize = strategy_->dataReplicas();
+  state.globalBatch = globalBatch;
+  for (auto& [k, v] : modelMetadata(c)) state.metadata[k] = v;
+  const std::string path = checkpointPath(c.checkpointDir, step);
+  saveCheckpoint(path, *model_, optimizer_.get(), state);
+  pruneCheckpoints(c.checkpointDir, c.keepCheckpoints);
+  log::info("checkpoint ", path);
+}
 
 TrainResult Trainer::run() {
   const TrainConfig& c = config_;
@@ -168,6 +205,7 @@ TrainResult Trainer::run() {
   if (!c.load.empty()) {
     loadCheckpoint(c.load, *model_, optimizer_.get(), &state);
     if (reporter) log::info("resumed from ", c.load, " at step ", state.step);
+    noteWorldChange(state, strategy_->dataReplicas(), task->globalBatch(), reporter);
   }
   strategy_->setup(*model_, *optimizer_);
   if (!state.strategyState.empty()) strategy_->loadCheckpointState(state.strategyState);
@@ -265,6 +303,10 @@ TrainResult Trainer::run() {
       ++step;
       windowLoss += stepLoss;
       ++windowSteps;
+      if (c.checkpointEvery > 0 && step % c.checkpointEvery == 0 && step < total) {
+        SpanScope s(spans, "checkpoint");
+        saveCheckpointNow(state, step, perEpoch, globalBatch, reporter);
+      }
 
       const bool logNow = step % c.logEvery == 0 || step == total;
       if (logNow || mode == Progress::Mode::Bar) {
@@ -312,6 +354,8 @@ TrainResult Trainer::run() {
   }
   r.seconds = clock.seconds() - evalSeconds;
   r.steps = step;
+  state.worldSize = strategy_->dataReplicas();
+  state.globalBatch = globalBatch;
   const int64_t ranSteps = step - state.step;
   r.samplesPerS = ranSteps * globalBatch / std::max(1e-9, r.seconds);
   strategy_->finish(*model_, *optimizer_);

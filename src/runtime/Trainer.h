@@ -16,6 +16,7 @@
 #include "parallel/Strategy.h"
 #include "parallel/compress/Compressor.h"
 #include "parallel/ps/PsOptions.h"
+#include "runtime/Checkpoint.h"
 #include "runtime/Task.h"
 #include "runtime/Timeline.h"
 #include "runtime/TrainConfig.h"
@@ -77,6 +78,10 @@ class Trainer {
   optim::Optimizer& optimizer() { return *optimizer_; }
 
  private:
+  // --checkpoint-every: checkpointState() is collective (every rank calls
+  // this); the reporter writes D/step-<step>.safetensors and prunes old ones.
+  void saveCheckpointNow(TrainState state, int64_t step, int64_t perEpoch, int64_t globalBatch,
+                         bool reporter);
   // memory_per_rank: this rank's accounting domain, installed on the thread
   // that constructs and runs the trainer (core/Memory.h).
   memory::Domain* memoryDomain_ = memory::newDomain();

@@ -52,6 +52,18 @@ inline Params loadModelParams(const std::string& path) {
   return p;
 }
 
+// Every tensor of a checkpoint but the strategy's: the model and the optimizer
+// state (integer step counts as one float each).
+inline Params loadCheckpointTensors(const std::string& path) {
+  Params p;
+  for (auto& [name, t] : runtime::loadSafetensors(path).tensors)
+    if (name.rfind("strategy.", 0) != 0)
+      p[name] = t.dtype() == DType::F32
+                    ? t.contiguous().toVector()
+                    : std::vector<float>{static_cast<float>(*t.contiguous().data<int64_t>())};
+  return p;
+}
+
 inline Params snapshot(nn::Module& m) {
   Params p;
   for (auto& [name, v] : m.namedParameters()) p[name] = v.data().contiguous().toVector();

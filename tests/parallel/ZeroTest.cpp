@@ -30,15 +30,7 @@ std::string gptArgs(const std::string& dir) {
          "--fusion-mb 0.05 ";
 }
 
-// Every tensor of a checkpoint (model and optimizer state).
-Params loadAll(const std::string& path) {
-  Params p;
-  for (auto& [name, t] : runtime::loadSafetensors(path).tensors)
-    if (name.rfind("strategy.", 0) != 0)
-      p[name] = t.dtype() == DType::F32 ? t.contiguous().toVector()
-                                         : std::vector<float>{static_cast<float>(*t.contiguous().data<int64_t>())};
-  return p;
-}
+Params loadAll(const std::string& path) { return loadCheckpointTensors(path); }
 
 nlohmann::json run(const std::string& command) {
   auto r = runShell(command);
