@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(build-essential cmake ninja-build pkg-config libopenblas-dev libdnnl-dev libgtest-dev zlib1g-dev
+packages=(build-essential cmake ninja-build pkg-config libopenblas-dev libdnnl-dev libsodium-dev libgtest-dev zlib1g-dev
           nlohmann-json3-dev libcli11-dev libopenmpi-dev openmpi-bin dataset-fashion-mnist bible-kjv
           iproute2
           ${DTRAIN_EXTRA_PACKAGES:-})

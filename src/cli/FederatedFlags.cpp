@@ -15,7 +15,8 @@ const char* const kFederatedFlags[] = {
     "--local-batch",    "--server-optimizer", "--server-lr",      "--server-momentum",
     "--prox-mu",        "--client-dropout", "--target-accuracy",  "--dp-clip",
     "--dp-noise",       "--dp-delta",      "--aggregator",        "--trim-fraction",
-    "--byzantine",      "--attack",        "--attackers",         "--attack-scale"};
+    "--byzantine",      "--attack",        "--attackers",         "--attack-scale",
+    "--secure-aggregation", "--secagg-threshold"};
 }  // namespace
 
 std::shared_ptr<federated::FederatedOptions> addFederatedFlags(CLI::App* sub) {
@@ -80,6 +81,12 @@ std::shared_ptr<federated::FederatedOptions> addFederatedFlags(CLI::App* sub) {
       ->capture_default_str();
   sub->add_option("--attack-scale", o->attackScale,
                   "fedavg: factor of sign-flip and scale, std of gaussian")
+      ->capture_default_str();
+  sub->add_flag("--secure-aggregation", o->secureAggregation,
+                "fedavg: Bonawitz et al.'s secure aggregation (pairwise X25519 masks, Shamir "
+                "shares for dropouts): the server learns only the sum");
+  sub->add_option("--secagg-threshold", o->secaggThreshold,
+                  "fedavg secure aggregation: Shamir threshold t (0: ceil(2m/3) of the m selected)")
       ->capture_default_str();
   return o;
 }

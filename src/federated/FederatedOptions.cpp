@@ -8,6 +8,11 @@
 
 namespace dtrain::federated {
 
+int FederatedOptions::secaggThresholdFor(int selected) const {
+  const int t = secaggThreshold > 0 ? secaggThreshold : (2 * selected + 2) / 3;
+  return std::clamp(t, 1, std::max(1, selected));
+}
+
 int FederatedOptions::clientsPerRound() const {
   return std::max(1, static_cast<int>(std::lround(clientFraction * clients)));
 }
@@ -68,6 +73,18 @@ void FederatedOptions::validate() const {
                      ")");
   DTRAIN_CHECK_USAGE(attackers == 0 || attack != "none", "--attackers needs --attack NAME");
   DTRAIN_CHECK_USAGE(finite(attackScale), "--attack-scale must be finite (got ", attackScale, ")");
+  // Secure aggregation hides the individual updates that robust rules inspect.
+  DTRAIN_CHECK_USAGE(!secureAggregation || aggregator == "mean",
+                     "--secure-aggregation gives the server only the sum of the updates; --aggregator ",
+                     aggregator, " needs each update (use --aggregator mean)");
+  DTRAIN_CHECK_USAGE(!secureAggregation || !dp(),
+                     "--secure-aggregation with --dp-clip is not built yet (the clients would "
+                     "clip, the server add the noise to the unmasked sum)");
+  DTRAIN_CHECK_USAGE(secaggThreshold >= 0, "--secagg-threshold must be >= 0 (got ", secaggThreshold, ")");
+  DTRAIN_CHECK_USAGE(secaggThreshold <= clientsPerRound(), "--secagg-threshold ", secaggThreshold,
+                     " exceeds the ", clientsPerRound(), " clients per round");
+  DTRAIN_CHECK_USAGE(secaggThreshold == 0 || secureAggregation,
+                     "--secagg-threshold needs --secure-aggregation");
 }
 
 }  // namespace dtrain::federated

@@ -39,6 +39,12 @@ struct FederatedOptions {
   double attackers = 0;              // fraction of the clients that are malicious
   double attackScale = 10;           // scale: factor; sign-flip: -factor; gaussian: std
 
+  // Secure aggregation (SecureAggregation.h): the server learns only the sum;
+  // threshold t of the m selected clients (0: ceil(2m/3), at least 1).
+  bool secureAggregation = false;
+  int secaggThreshold = 0;
+  int secaggThresholdFor(int selected) const;
+
   bool dp() const { return dpClip > 0; }
   // Throws UsageError naming the flag on an invalid value.
   void validate() const;

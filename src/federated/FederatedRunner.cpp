@@ -13,6 +13,8 @@
 #include "data/Partition.h"
 #include "federated/Aggregators.h"
 #include "federated/Attacks.h"
+#include "federated/SecureAggregation.h"
+#include "core/Log.h"
 #include "optim/Factory.h"
 #include "runtime/Metrics.h"
 #include "runtime/Progress.h"
@@ -126,6 +128,57 @@ void FederatedRunner::aggregate(std::vector<ClientResult>& results,
   aggregator(options_.aggregator)(set, {options_.trimFraction, options_.byzantine}, out);
 }
 
+bool FederatedRunner::secureMean(const std::vector<int>& selected, const std::vector<int>& reporters,
+                                 const std::vector<ClientResult>& results, int64_t round,
+                                 RoundStats& s) {
+  // Each client's input is its delta weighted by n_k / (samples of the selected
+  // clients): the sum is the weighted mean had all reported, rescaled below to
+  // the reporters' samples. Weights are public (the server picks by them).
+  const int n = static_cast<int>(selected.size());
+  const int t = options_.secaggThresholdFor(n);
+  SecureAggregation sa(n, t, global_.size());
+  sa.setup();
+  double selectedSamples = 0, reportedSamples = 0;
+  for (int k : selected) selectedSamples += static_cast<double>(clients_[k].size());
+  std::vector<int> survivors;
+  std::vector<std::vector<uint32_t>> masked;
+  std::vector<float> x(global_.size());
+  for (size_t i = 0; i < reporters.size(); ++i) {
+    const int index = static_cast<int>(std::find(selected.begin(), selected.end(), reporters[i]) -
+                                       selected.begin());
+    const double w = static_cast<double>(clients_[reporters[i]].size()) / selectedSamples;
+    reportedSamples += static_cast<double>(clients_[reporters[i]].size());
+    for (size_t j = 0; j < x.size(); ++j) x[j] = static_cast<float>(w * results[i].delta[j]);
+    survivors.push_back(index);
+    masked.push_back(sa.maskedInput(index, x));
+  }
+  std::vector<size_t> order(survivors.size());  // survivors in client order
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return survivors[a] < survivors[b]; });
+  std::vector<int> sortedSurvivors;
+  std::vector<std::vector<uint32_t>> sortedMasked;
+  for (size_t i : order) {
+    sortedSurvivors.push_back(survivors[i]);
+    sortedMasked.push_back(std::move(masked[i]));
+  }
+  const SecAggTraffic traffic = sa.traffic();
+  s.bytesUp = static_cast<int64_t>(reporters.size()) * traffic.upPerClient +
+              static_cast<int64_t>(n - static_cast<int>(reporters.size())) *
+                  (traffic.upPerClient - traffic.maskedBytes);  // the dropped shared their keys
+  if (static_cast<int>(reporters.size()) < t) {
+    log::warn("round ", round, ": ", reporters.size(), " of ", n, " clients reported, fewer than "
+              "the secure-aggregation threshold ", t, ": the round cannot be unmasked and is skipped");
+    return false;
+  }
+  const std::vector<float> sum = sa.unmaskSum(sortedSurvivors, sortedMasked);
+  const float rescale = static_cast<float>(selectedSamples / reportedSamples);
+  for (size_t j = 0; j < update_.size(); ++j) update_[j] = sum[j] * rescale;
+  if (sa.clamped() > 0)
+    log::warn("round ", round, ": ", sa.clamped(), " update values exceeded the secure-aggregation "
+              "fixed-point range and were clamped");
+  return true;
+}
+
 RoundStats FederatedRunner::runRound(int64_t round) {
   Timer clock;
   RoundStats s;
@@ -179,8 +232,11 @@ RoundStats FederatedRunner::runRound(int64_t round) {
   s.trainLoss = results.empty() ? 0 : lossSum / static_cast<double>(results.size());
   const bool enough = reporters.size() >= minimumUpdates(options_.aggregator,
                                                          {options_.trimFraction, options_.byzantine});
-  if (options_.dp() || (enough && !reporters.empty())) {
-    aggregate(results, reporters, rng, update_);
+  bool unmasked = true;
+  if (options_.secureAggregation && !reporters.empty())
+    unmasked = secureMean(selected, reporters, results, round, s);
+  if (unmasked && (options_.dp() || (enough && !reporters.empty()))) {
+    if (!options_.secureAggregation) aggregate(results, reporters, rng, update_);
     // The pseudo-gradient -delta through the server optimizer.
     serverOptimizer_->zeroGrad();
     size_t at = 0;
@@ -290,6 +346,10 @@ nlohmann::json FederatedRunner::run() {
   out["aggregator"] = o.aggregator;
   if (o.proxMu > 0) out["prox_mu"] = o.proxMu;
   if (o.clientDropout > 0) out["client_dropout"] = o.clientDropout;
+  if (o.secureAggregation) {
+    out["secure_aggregation"] = true;
+    out["secagg_threshold"] = o.secaggThresholdFor(o.clientsPerRound());
+  }
   if (o.attack != "none") {
     out["attack"] = o.attack;
     out["attackers"] = o.attackers;

@@ -57,6 +57,10 @@ class FederatedRunner {
   std::vector<int> selectClients(Rng& rng) const;
   void aggregate(std::vector<ClientResult>& results, const std::vector<int>& reporters,
                  Rng& rng, std::span<float> out);
+  // --secure-aggregation: the weighted mean into update_ through the protocol;
+  // false when too few clients reported to unmask (the round is skipped).
+  bool secureMean(const std::vector<int>& selected, const std::vector<int>& reporters,
+                  const std::vector<ClientResult>& results, int64_t round, RoundStats& s);
 
   runtime::TrainConfig config_;
   FederatedOptions options_;

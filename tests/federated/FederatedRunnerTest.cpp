@@ -197,6 +197,51 @@ TEST(FederatedRunner, ProximalTermKeepsClientsNearTheGlobalModel) {
   EXPECT_LT(distance(p[0], p[1]), 0.8 * distance(a[0], a[1]));
 }
 
+// --secure-aggregation: the same global model as plain FedAvg up to the fixed
+// point (2^-24 per client per value), with and without dropouts (the same
+// clients drop: the seed picks them); a round with fewer reporters than the
+// threshold is skipped, the model unchanged.
+TEST(FederatedRunner, SecureAggregationGivesThePlainMean) {
+  auto c = smallConfig();
+  for (double dropout : {0.0, 0.3}) {
+    FederatedOptions o;
+    o.clients = 10;
+    o.clientFraction = 0.6;
+    o.clientDropout = dropout;
+    FederatedRunner plain(c, o);
+    o.secureAggregation = true;
+    o.secaggThreshold = 2;
+    FederatedRunner secure(c, o);
+    for (int64_t r = 1; r <= 3; ++r) {
+      const RoundStats a = plain.runRound(r), b = secure.runRound(r);
+      EXPECT_EQ(a.reported, b.reported);
+      EXPECT_GT(b.bytesUp, a.bytesUp) << "keys and shares travel too";
+    }
+    const auto x = flat(plain.globalModel()), y = flat(secure.globalModel());
+    double maxDiff = 0;
+    for (size_t i = 0; i < x.size(); ++i) maxDiff = std::max(maxDiff, std::abs(double(x[i]) - y[i]));
+    EXPECT_LT(maxDiff, 1e-5) << "dropout " << dropout;
+    EXPECT_GT(maxDiff, 0.0) << "dropout " << dropout << ": no quantization at all?";
+  }
+  FederatedOptions o;
+  o.clients = 10;
+  o.clientFraction = 0.6;
+  o.clientDropout = 0.5;
+  o.secureAggregation = true;
+  o.secaggThreshold = 6;  // every selected client must report
+  FederatedRunner strict(c, o);
+  bool skipped = false;
+  for (int64_t r = 1; r <= 4 && !skipped; ++r) {
+    const auto before = flat(strict.globalModel());
+    const RoundStats s = strict.runRound(r);
+    if (s.reported < 6) {
+      EXPECT_EQ(flat(strict.globalModel()), before) << "round " << r;
+      skipped = true;
+    }
+  }
+  EXPECT_TRUE(skipped) << "no round lost a client at dropout 0.5";
+}
+
 TEST(FederatedRunner, BadOptionsAreUsageErrors) {
   auto c = smallConfig();
   FederatedOptions o;
@@ -210,6 +255,13 @@ TEST(FederatedRunner, BadOptionsAreUsageErrors) {
   EXPECT_THROW(FederatedRunner(c, o), UsageError);
   o = {};
   o.clients = 601;
+  EXPECT_THROW(FederatedRunner(c, o), UsageError);
+  o = {};
+  o.secureAggregation = true;
+  o.aggregator = "median";  // needs the individual updates
+  EXPECT_THROW(FederatedRunner(c, o), UsageError);
+  o = {};
+  o.secaggThreshold = 3;  // without --secure-aggregation
   EXPECT_THROW(FederatedRunner(c, o), UsageError);
 }
 
