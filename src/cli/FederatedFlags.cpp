@@ -16,7 +16,8 @@ const char* const kFederatedFlags[] = {
     "--prox-mu",        "--client-dropout", "--target-accuracy",  "--dp-clip",
     "--dp-noise",       "--dp-delta",      "--aggregator",        "--trim-fraction",
     "--byzantine",      "--attack",        "--attackers",         "--attack-scale",
-    "--secure-aggregation", "--secagg-threshold"};
+    "--secure-aggregation", "--secagg-threshold", "--round-deadline-s", "--client-speed",
+    "--slow-clients",   "--slow-factor"};
 }  // namespace
 
 std::shared_ptr<federated::FederatedOptions> addFederatedFlags(CLI::App* sub) {
@@ -81,6 +82,16 @@ std::shared_ptr<federated::FederatedOptions> addFederatedFlags(CLI::App* sub) {
       ->capture_default_str();
   sub->add_option("--attack-scale", o->attackScale,
                   "fedavg: factor of sign-flip and scale, std of gaussian")
+      ->capture_default_str();
+  sub->add_option("--round-deadline-s", o->roundDeadlineS,
+                  "fedavg: leave out updates arriving after S simulated seconds (0: no deadline)")
+      ->capture_default_str();
+  sub->add_option("--client-speed", o->clientSpeed,
+                  "fedavg deadline: samples per second of a client's local training (simulated)")
+      ->capture_default_str();
+  sub->add_option("--slow-clients", o->slowClients, "fedavg deadline: fraction of slow clients")
+      ->capture_default_str();
+  sub->add_option("--slow-factor", o->slowFactor, "fedavg deadline: how many times slower they train")
       ->capture_default_str();
   sub->add_flag("--secure-aggregation", o->secureAggregation,
                 "fedavg: Bonawitz et al.'s secure aggregation (pairwise X25519 masks, Shamir "

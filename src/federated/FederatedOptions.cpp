@@ -73,6 +73,14 @@ void FederatedOptions::validate() const {
                      ")");
   DTRAIN_CHECK_USAGE(attackers == 0 || attack != "none", "--attackers needs --attack NAME");
   DTRAIN_CHECK_USAGE(finite(attackScale), "--attack-scale must be finite (got ", attackScale, ")");
+  DTRAIN_CHECK_USAGE(finite(roundDeadlineS) && roundDeadlineS >= 0,
+                     "--round-deadline-s must be >= 0 (got ", roundDeadlineS, ")");
+  DTRAIN_CHECK_USAGE(finite(clientSpeed) && clientSpeed > 0,
+                     "--client-speed must be > 0 samples/s (got ", clientSpeed, ")");
+  DTRAIN_CHECK_USAGE(finite(slowClients) && slowClients >= 0 && slowClients <= 1,
+                     "--slow-clients must be a fraction in [0, 1] (got ", slowClients, ")");
+  DTRAIN_CHECK_USAGE(finite(slowFactor) && slowFactor >= 1, "--slow-factor must be >= 1 (got ",
+                     slowFactor, ")");
   // Secure aggregation hides the individual updates that robust rules inspect.
   DTRAIN_CHECK_USAGE(!secureAggregation || aggregator == "mean",
                      "--secure-aggregation gives the server only the sum of the updates; --aggregator ",

@@ -23,6 +23,14 @@ struct FederatedOptions {
   double serverMomentum = 0.9;       // momentum: beta of FedAvgM
   double proxMu = 0;                 // FedProx proximal term mu/2 ||w - w_global||^2
   double clientDropout = 0;          // probability that a selected client does not report
+  // Round deadline on a simulated clock: a client's local training takes
+  // samples x local epochs / clientSpeed seconds (slowFactor times longer for
+  // the slowClients fraction, chosen from the seed); updates that would arrive
+  // after roundDeadlineS are left out of the round (0: no deadline).
+  double roundDeadlineS = 0;
+  double clientSpeed = 1000;         // samples per second of a normal client
+  double slowClients = 0;            // fraction of slow clients
+  double slowFactor = 10;            // how many times slower they are
   double targetAccuracy = 0;         // > 0: stop at the first evaluation reaching it
 
   // DP-FedAvg (McMahan et al. 2018): clip each update to dpClip, add N(0, (z S)^2)

@@ -71,6 +71,8 @@ FederatedRunner::FederatedRunner(runtime::TrainConfig config, FederatedOptions o
   task_ = runtime::makeTask({config_, info, 0, 1, true}, data);
   clients_ = partitionClients(*train_, options_, config_.seed);
   malicious_ = chooseAttackers(options_.clients, options_.attackers, config_.seed);
+  // Slow clients: another draw from the seed (a different stream than the attackers').
+  slow_ = chooseAttackers(options_.clients, options_.slowClients, config_.seed ^ 0x510eULL);
   server_ = nn::buildModel(config_.model, runtime::modelOverrides(config_), config_.seed);
   serverOptimizer_ = makeServerOptimizer(options_, server_->namedParameters());
   global_.resize(static_cast<size_t>(flatSize(*server_)));
@@ -179,6 +181,11 @@ bool FederatedRunner::secureMean(const std::vector<int>& selected, const std::ve
   return true;
 }
 
+double FederatedRunner::clientSeconds(int k) const {
+  const double work = static_cast<double>(clients_[k].size() * options_.localEpochs);
+  return work / options_.clientSpeed * (slow_[k] ? options_.slowFactor : 1.0);
+}
+
 RoundStats FederatedRunner::runRound(int64_t round) {
   Timer clock;
   RoundStats s;
@@ -188,6 +195,15 @@ RoundStats FederatedRunner::runRound(int64_t round) {
   std::vector<int> reporters;
   for (int k : selected)
     if (rng.uniform() >= options_.clientDropout && !clients_[k].empty()) reporters.push_back(k);
+  if (options_.roundDeadlineS > 0) {
+    // Late clients are known from the simulated clock before anyone trains:
+    // their updates would be discarded, so they are not computed.
+    const auto late = std::remove_if(reporters.begin(), reporters.end(), [&](int k) {
+      return clientSeconds(k) > options_.roundDeadlineS;
+    });
+    s.late = static_cast<int>(reporters.end() - late);
+    reporters.erase(late, reporters.end());
+  }
   s.selected = static_cast<int>(selected.size());
   s.reported = static_cast<int>(reporters.size());
   const int64_t modelBytes = static_cast<int64_t>(global_.size() * sizeof(float));
@@ -292,13 +308,16 @@ nlohmann::json FederatedRunner::run() {
   std::optional<int64_t> roundsToTarget;
   nlohmann::json last;
   RoundStats s;
+  int64_t lateClients = 0;  // --round-deadline-s
   int64_t round = 1;
   for (; round <= o.rounds; ++round) {
     s = runRound(round);
     roundSeconds.push_back(s.seconds);
+    lateClients += s.late;
     nlohmann::json rec{{"round", round},
                        {"clients_selected", s.selected},
                        {"clients_reported", s.reported},
+                       {"clients_late", s.late},
                        {"train_loss", s.trainLoss},
                        {"bytes_up", s.bytesUp},
                        {"bytes_down", s.bytesDown},
@@ -346,6 +365,10 @@ nlohmann::json FederatedRunner::run() {
   out["aggregator"] = o.aggregator;
   if (o.proxMu > 0) out["prox_mu"] = o.proxMu;
   if (o.clientDropout > 0) out["client_dropout"] = o.clientDropout;
+  if (o.roundDeadlineS > 0) {
+    out["round_deadline_s"] = o.roundDeadlineS;
+    out["clients_late"] = lateClients;
+  }
   if (o.secureAggregation) {
     out["secure_aggregation"] = true;
     out["secagg_threshold"] = o.secaggThresholdFor(o.clientsPerRound());

@@ -30,6 +30,7 @@ namespace dtrain::federated {
 struct RoundStats {
   int64_t round = 0;  // 1-based
   int selected = 0, reported = 0;
+  int late = 0;                        // --round-deadline-s: trained too slowly, left out
   int64_t bytesUp = 0, bytesDown = 0;  // this round: deltas up, global model down (fp32)
   double trainLoss = 0;                // mean of the reporters' local losses
   double seconds = 0;
@@ -68,6 +69,9 @@ class FederatedRunner {
   std::unique_ptr<runtime::Task> task_;
   std::vector<std::vector<int64_t>> clients_;
   std::vector<char> malicious_;
+  std::vector<char> slow_;  // --slow-clients
+  // Simulated seconds of client k's local training (--round-deadline-s).
+  double clientSeconds(int k) const;
   std::shared_ptr<nn::Module> server_;
   std::unique_ptr<optim::Optimizer> serverOptimizer_;
   std::vector<std::unique_ptr<LocalTrainer>> workers_;

@@ -242,6 +242,39 @@ TEST(FederatedRunner, SecureAggregationGivesThePlainMean) {
   EXPECT_TRUE(skipped) << "no round lost a client at dropout 0.5";
 }
 
+// --round-deadline-s on the simulated clock: 10 clients of 60 samples, 3 of
+// them 10x slow: at 1000 samples/s a normal client needs 0.06 s, a slow one
+// 0.6 s, so a 0.1 s deadline leaves exactly the slow three out of every round
+// (their updates never count), and a 1 s deadline none.
+TEST(FederatedRunner, RoundDeadlineLeavesOutTheSlowClients) {
+  auto c = smallConfig();
+  FederatedOptions o;
+  o.clients = 10;
+  o.clientFraction = 1;
+  o.slowClients = 0.3;
+  o.slowFactor = 10;
+  o.clientSpeed = 1000;
+  o.roundDeadlineS = 0.1;
+  FederatedRunner tight(c, o);
+  for (int64_t r = 1; r <= 2; ++r) {
+    const RoundStats s = tight.runRound(r);
+    EXPECT_EQ(s.late, 3) << "round " << r;
+    EXPECT_EQ(s.reported, 7) << "round " << r;
+  }
+  o.roundDeadlineS = 1.0;
+  FederatedRunner loose(c, o);
+  o.roundDeadlineS = 0;
+  FederatedRunner none(c, o);
+  for (int64_t r = 1; r <= 2; ++r) {
+    const RoundStats s = loose.runRound(r);
+    EXPECT_EQ(s.late, 0);
+    EXPECT_EQ(s.reported, 10);
+    none.runRound(r);
+  }
+  EXPECT_EQ(flat(loose.globalModel()), flat(none.globalModel()));
+  EXPECT_NE(flat(tight.globalModel()), flat(none.globalModel()));
+}
+
 TEST(FederatedRunner, BadOptionsAreUsageErrors) {
   auto c = smallConfig();
   FederatedOptions o;
@@ -262,6 +295,9 @@ TEST(FederatedRunner, BadOptionsAreUsageErrors) {
   EXPECT_THROW(FederatedRunner(c, o), UsageError);
   o = {};
   o.secaggThreshold = 3;  // without --secure-aggregation
+  EXPECT_THROW(FederatedRunner(c, o), UsageError);
+  o = {};
+  o.slowFactor = 0.5;
   EXPECT_THROW(FederatedRunner(c, o), UsageError);
 }
 
