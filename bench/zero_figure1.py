@@ -4,7 +4,7 @@ optimizer state, from the final line's memory_per_rank) for plain allreduce and
 --zero 1, 2 at N local workers, against 16P, 8P + 8P/N, 4P + 12P/N (fp32, Adam),
 and bytes sent per step against plain allreduce.
 
-Usage: scripts/zero_figure1.py [--dtrain build/dtrain] [--models mlp,gpt-small] [--workers 2,4,8]
+Usage: bench/zero_figure1.py [--dtrain build/dtrain] [--models mlp,gpt-small] [--workers 2,4,8]
 Prints a markdown table (worst rank per run)."""
 import argparse, json, os, subprocess, tempfile
 

@@ -2,7 +2,7 @@
 # Pipeline throughput against one process (docs/PERFORMANCE.md, issue 13):
 # gpt-small, batch 32, 20 steps; one process, then 2 local stages with 1F1B and
 # GPipe (M = 8 = 4P), alternated for ROUNDS rounds; prints each run's figures
-# and the medians. Usage: bash scripts/bench_pipeline.sh [ROUNDS] [OUTDIR]
+# and the medians. Usage: bash bench/pipeline.sh [ROUNDS] [OUTDIR]
 set -euo pipefail
 rounds=${1:-3}
 out=${2:-$(mktemp -d /tmp/bench-pipeline-XXXXXX)}
