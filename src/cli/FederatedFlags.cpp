@@ -1,7 +1,9 @@
 #include "cli/FederatedFlags.h"
 
 #include <iostream>
+#include <memory>
 
+#include "comm/Registry.h"
 #include "core/Error.h"
 #include "federated/Aggregators.h"
 #include "federated/Attacks.h"
@@ -102,6 +104,38 @@ std::shared_ptr<federated::FederatedOptions> addFederatedFlags(CLI::App* sub) {
   return o;
 }
 
+namespace {
+// `mpirun -np N dtrain train --strategy fedavg --backend mpi`: rank 0 serves,
+// ranks 1..N-1 host the clients (FederatedRunner::setCommunicator).
+bool runFederatedMpi(const runtime::TrainConfig& c, const federated::FederatedOptions& o) {
+  DTRAIN_CHECK_USAGE(comm::hasBackend("mpi"), "--backend mpi: this dtrain was built without MPI");
+  std::unique_ptr<comm::Communicator> comm;
+  try {
+    comm = comm::makeCommunicator("mpi");
+    federated::FederatedRunner runner(c, o);
+    runner.setCommunicator(comm.get());
+    nlohmann::json out = runner.run();
+    if (comm->rank() == 0) {
+      out["model"] = c.model;
+      out["dataset"] = c.dataset;
+      out["threads"] = c.threads;
+      out["client_hosts"] = comm->size() - 1;
+      out["strategy"] = "fedavg";
+      out["backend"] = "mpi";
+      std::cout << out.dump() << std::endl;
+    }
+    comm.reset();
+    comm::shutdown(0);
+  } catch (const std::exception& e) {
+    const bool usage = dynamic_cast<const UsageError*>(&e) != nullptr;
+    comm.reset();
+    comm::shutdown(usage ? 2 : 1, std::string("dtrain: error: ") + e.what());
+    throw;
+  }
+  return true;
+}
+}  // namespace
+
 bool runFederatedIfChosen(const runtime::TrainConfig& c, const federated::FederatedOptions& o,
                           const std::function<bool(const char* flag)>& given) {
   if (c.strategy != "fedavg") {
@@ -116,8 +150,7 @@ bool runFederatedIfChosen(const runtime::TrainConfig& c, const federated::Federa
   for (const auto& [flag, instead] : replaced)
     DTRAIN_CHECK_USAGE(!given(flag), flag, " does not apply to --strategy fedavg (use ", instead,
                        ")");
-  DTRAIN_CHECK_USAGE(c.backend == "local", "--strategy fedavg runs simulated in one process "
-                     "(--backend local); distributed federated training is not built yet");
+  if (c.backend == "mpi") return runFederatedMpi(c, o);
   federated::FederatedRunner runner(c, o);
   nlohmann::json out = runner.run();
   out["model"] = c.model;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstring>
 #include <exception>
 #include <mutex>
 #include <thread>
@@ -168,14 +169,15 @@ bool FederatedRunner::secureMean(const std::vector<int>& selected, const std::ve
               static_cast<int64_t>(n - static_cast<int>(reporters.size())) *
                   (traffic.upPerClient - traffic.maskedBytes);  // the dropped shared their keys
   if (static_cast<int>(reporters.size()) < t) {
-    log::warn("round ", round, ": ", reporters.size(), " of ", n, " clients reported, fewer than "
+    if (!comm_ || comm_->rank() == 0)
+      log::warn("round ", round, ": ", reporters.size(), " of ", n, " clients reported, fewer than "
               "the secure-aggregation threshold ", t, ": the round cannot be unmasked and is skipped");
     return false;
   }
   const std::vector<float> sum = sa.unmaskSum(sortedSurvivors, sortedMasked);
   const float rescale = static_cast<float>(selectedSamples / reportedSamples);
   for (size_t j = 0; j < update_.size(); ++j) update_[j] = sum[j] * rescale;
-  if (sa.clamped() > 0)
+  if (sa.clamped() > 0 && (!comm_ || comm_->rank() == 0))
     log::warn("round ", round, ": ", sa.clamped(), " update values exceeded the secure-aggregation "
               "fixed-point range and were clamped");
   return true;
@@ -184,6 +186,49 @@ bool FederatedRunner::secureMean(const std::vector<int>& selected, const std::ve
 double FederatedRunner::clientSeconds(int k) const {
   const double work = static_cast<double>(clients_[k].size() * options_.localEpochs);
   return work / options_.clientSpeed * (slow_[k] ? options_.slowFactor : 1.0);
+}
+
+void FederatedRunner::setCommunicator(comm::Communicator* comm) {
+  DTRAIN_CHECK_USAGE(comm->size() >= 2, "--strategy fedavg --backend mpi: rank 0 serves, the others "
+                     "host the clients: run at least 2 processes (mpirun -np N, N >= 2)");
+  comm_ = comm;
+  workers_.resize(1);  // one process per host: one local trainer each
+}
+
+bool FederatedRunner::hosts(size_t i) const {
+  if (!comm_) return true;
+  return comm_->rank() != 0 && static_cast<int>(i % (comm_->size() - 1)) == comm_->rank() - 1;
+}
+
+void FederatedRunner::exchangeResults(std::vector<ClientResult>& results) {
+  // Per rank, its reporters in order, each as [mean loss, steps, delta...]
+  // (the two doubles bit for bit in two floats each: the loss is reported).
+  const size_t record = 4 + global_.size();
+  std::vector<float> mine;
+  for (size_t i = 0; i < results.size(); ++i) {
+    if (!hosts(i)) continue;
+    const double head[2] = {results[i].meanLoss, static_cast<double>(results[i].steps)};
+    const size_t at = mine.size();
+    mine.resize(at + 4);
+    std::memcpy(mine.data() + at, head, sizeof head);
+    mine.insert(mine.end(), results[i].delta.begin(), results[i].delta.end());
+  }
+  const int p = comm_->size();
+  std::vector<size_t> counts(static_cast<size_t>(p), 0);
+  for (size_t i = 0; i < results.size(); ++i) counts[1 + i % (p - 1)] += record;
+  std::vector<float> all(results.size() * record);
+  comm_->allgatherv(mine.data(), all.data(), counts, DType::F32);
+  std::vector<size_t> at(static_cast<size_t>(p), 0);
+  for (int r = 1; r < p; ++r) at[r] = at[r - 1] + counts[r - 1];
+  for (size_t i = 0; i < results.size(); ++i) {
+    const float* rec = all.data() + at[1 + i % (p - 1)];
+    at[1 + i % (p - 1)] += record;
+    double head[2];
+    std::memcpy(head, rec, sizeof head);
+    results[i].meanLoss = head[0];
+    results[i].steps = static_cast<int64_t>(head[1]);
+    results[i].delta.assign(rec + 4, rec + record);
+  }
 }
 
 RoundStats FederatedRunner::runRound(int64_t round) {
@@ -221,6 +266,7 @@ RoundStats FederatedRunner::runRound(int64_t round) {
   auto work = [&](LocalTrainer& trainer) {
     try {
       for (size_t i; (i = next.fetch_add(1)) < reporters.size();) {
+        if (!hosts(i)) continue;  // --backend mpi: another rank trains it
         const int client = reporters[i];
         const bool bad = malicious_[client] != 0;
         const uint64_t seed = mix(mix(config_.seed, static_cast<uint64_t>(round)), client + 1);
@@ -242,6 +288,7 @@ RoundStats FederatedRunner::runRound(int64_t round) {
   if (threads > 0) work(*workers_[0]);
   for (auto& t : pool) t.join();
   if (failure) std::rethrow_exception(failure);
+  if (comm_) exchangeResults(results);
 
   double lossSum = 0;
   for (const auto& r : results) lossSum += r.meanLoss;
@@ -293,8 +340,9 @@ nlohmann::json FederatedRunner::run() {
                     : c.progress == P::Bar   ? runtime::Progress::Mode::Bar
                     : c.progress == P::Lines ? runtime::Progress::Mode::Lines
                                              : runtime::Progress::Mode::Off;
-  runtime::Progress progress(mode, o.rounds);
-  runtime::MetricsWriter metrics(c.metrics);
+  runtime::Progress progress(comm_ && comm_->rank() != 0 ? runtime::Progress::Mode::Off : mode,
+                            o.rounds);
+  runtime::MetricsWriter metrics(comm_ && comm_->rank() != 0 ? "" : c.metrics);
   progress.message(detail::concat(
       "fedavg: ", c.model, " (", server_->parameterCount(), " parameters) on ",
       task_->describeData(), ", ", o.clients, " clients (", o.partition, "), ",

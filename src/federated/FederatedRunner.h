@@ -18,6 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "comm/Communicator.h"
 #include "core/Rng.h"
 #include "federated/FederatedOptions.h"
 #include "federated/LocalTrainer.h"
@@ -43,6 +44,13 @@ class FederatedRunner {
   FederatedRunner(runtime::TrainConfig config, FederatedOptions options,
                   runtime::TaskData data = {});
   ~FederatedRunner();
+
+  // --backend mpi: every rank runs this runner; rank 0 serves (hosts no
+  // clients, writes metrics and progress), ranks 1..P-1 train the round's
+  // reporters round-robin, and an allgatherv gives every rank every update,
+  // so each applies the same aggregate (identical global models, no broadcast).
+  // Call before the first round; comm must have at least 2 ranks.
+  void setCommunicator(comm::Communicator* comm);
 
   // One round (1-based numbers, in order).
   RoundStats runRound(int64_t round);
@@ -70,6 +78,10 @@ class FederatedRunner {
   std::vector<std::vector<int64_t>> clients_;
   std::vector<char> malicious_;
   std::vector<char> slow_;  // --slow-clients
+  comm::Communicator* comm_ = nullptr;  // --backend mpi (null: simulated in this process)
+  // --backend mpi: the reporters' results trained elsewhere, from their hosts.
+  void exchangeResults(std::vector<ClientResult>& results);
+  bool hosts(size_t reporterIndex) const;
   // Simulated seconds of client k's local training (--round-deadline-s).
   double clientSeconds(int k) const;
   std::shared_ptr<nn::Module> server_;

@@ -1,0 +1,42 @@
+// `mpirun -np N dtrain train --strategy fedavg --backend mpi`: rank 0 serves,
+// ranks 1..N-1 host the clients; every rank applies the same aggregate, so the
+// run ends where the simulated one does (the same losses, to the last bit),
+// with secure aggregation too (its masks cancel exactly whatever the keys).
+#include <nlohmann/json.hpp>
+
+#include "cli/CliRunner.h"
+#include "parallel/ParallelTestUtil.h"
+
+namespace dtrain::test {
+namespace {
+
+#ifdef DTRAIN_MPIEXEC
+const std::string kFed =
+    " train --strategy fedavg --model mlp --dataset synthetic --synthetic-size 600 --progress off "
+    "--lr 0.1 --clients 10 --client-fraction 0.5 --rounds 3 ";
+
+void expectSameAsSimulated(const std::string& extra, int processes) {
+  auto sim = runShell(std::string(DTRAIN_BIN) + kFed + extra);
+  ASSERT_EQ(sim.code, 0) << sim.err;
+  auto mpi = runShell(mpirun(processes) + kFed + extra + " --backend mpi");
+  ASSERT_EQ(mpi.code, 0) << mpi.err;
+  const auto a = nlohmann::json::parse(sim.lastLine()), b = nlohmann::json::parse(mpi.lastLine());
+  EXPECT_EQ(b.at("backend"), "mpi");
+  EXPECT_EQ(b.at("client_hosts"), processes - 1);
+  for (const char* key : {"test_loss", "test_accuracy", "train_loss", "bytes_up", "bytes_down"})
+    EXPECT_EQ(b.at(key), a.at(key)) << key << " " << extra;
+}
+
+TEST(FederatedMpi, ClientsOnTwoHostsEndAsTheSimulatedRun) { expectSameAsSimulated("", 3); }
+TEST(FederatedMpi, SecureAggregationWithDropoutsAcrossProcesses) {
+  expectSameAsSimulated("--secure-aggregation --client-dropout 0.2", 3);
+}
+TEST(FederatedMpi, OneProcessIsAUsageError) {
+  auto r = runShell(mpirun(1) + kFed + " --backend mpi");
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("at least 2 processes"), std::string::npos) << r.err;
+}
+#endif
+
+}  // namespace
+}  // namespace dtrain::test
