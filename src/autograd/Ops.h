@@ -3,6 +3,7 @@
 // requires grad (and grad mode is on) and otherwise just computes. Inputs are
 // f32; 2-d ops take [rows, cols], spatial ops take NCHW.
 #include <cstdint>
+#include <functional>
 
 #include "autograd/Variable.h"
 #include "core/Rng.h"
@@ -64,5 +65,15 @@ Variable logSoftmax(const Variable& x);
 // logits [..., classes] and I32 labels with one entry per row (e.g. [B, T, V] with [B, T]).
 Variable crossEntropy(const Variable& logits, const Tensor& labels);
 Variable mseLoss(const Variable& pred, const Tensor& target);
+
+// Tensor parallelism (Megatron's f and g; ops/TensorParallel.cpp). `sum` adds
+// n floats in place over the ranks of a tensor-parallel group.
+using SumAcrossRanks = std::function<void(float* data, int64_t n)>;
+// Identity forward; the backward sums the gradient over the group.
+Variable copyToTensorParallel(const Variable& x, const SumAcrossRanks& sum);
+// Forward: the sum over the group of `partial` [..., C], plus bias [C] (may be
+// undefined) once; the backward passes the gradient through.
+Variable reduceFromTensorParallel(const Variable& partial, const Variable& bias,
+                                  const SumAcrossRanks& sum);
 
 }  // namespace dtrain::autograd

@@ -77,6 +77,12 @@ class Variable {
   const std::string& name() const { return impl_->name; }
   void setName(std::string n) { impl_->name = std::move(n); }
 
+  // Replaces the data and its shape, leaving .grad alone (tensor parallelism
+  // swaps a parameter between its shard and the whole tensor).
+  void setData(Tensor data) {
+    impl_->shape = data.shape();
+    impl_->data = std::move(data);
+  }
   // Zeroes .grad, keeping its buffer (grads may be views into a communication
   // bucket); allocates it when there is none yet.
   void zeroGrad();

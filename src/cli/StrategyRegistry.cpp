@@ -10,6 +10,7 @@
 #include "parallel/pipeline/PipelineParallel.h"
 #include "parallel/ps/Server.h"
 #include "parallel/ps/Worker.h"
+#include "parallel/tensor/TensorParallel.h"
 #include "parallel/zero/ZeroDataParallel.h"
 
 namespace dtrain::cli {
@@ -92,6 +93,21 @@ std::unique_ptr<parallel::Strategy> makePipeline(const TrainConfig& c, comm::Com
   return std::make_unique<parallel::pipeline::PipelineParallel>(comm, std::move(o));
 }
 
+// --tensor-parallel T: world = dp x tp; the dp dimension averages gradients
+// with the allreduce strategy on the ranks holding the same slices.
+std::unique_ptr<parallel::Strategy> makeTensor(const TrainConfig& c, comm::Communicator& comm,
+                                               const SharedRun&) {
+  parallel::tensor::TensorParallelOptions o;
+  o.size = c.tensorParallel;
+  o.spread = c.placement == "spread";
+  o.gatherEvery = c.evalEvery;
+  o.gatherOptimizer = !c.save.empty();
+  o.makeDataParallel = [&c](comm::Communicator& dp) {
+    return std::make_unique<parallel::DataParallel>(dp, dataParallelOptions(c, dp));
+  };
+  return std::make_unique<parallel::tensor::TensorParallel>(comm, std::move(o));
+}
+
 const std::map<std::string, StrategyEntry>& registry() {
   static const std::map<std::string, StrategyEntry> r{
       {"single", {[](const TrainConfig&) { return 1; }, makeSingle}},
@@ -99,6 +115,7 @@ const std::map<std::string, StrategyEntry>& registry() {
       {"ps", {[](const TrainConfig& c) { return c.servers + c.workers; }, makePs}},
       {"hogwild", {workers, makeHogwild}},
       {"pipeline", {workers, makePipeline}},
+      {"tensor", {workers, makeTensor}},
   };
   return r;
 }

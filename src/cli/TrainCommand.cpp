@@ -100,7 +100,8 @@ nlohmann::json resultLine(const runtime::TrainConfig& c, const runtime::TrainRes
   out["backend"] = backend;
   // A pipeline's stages of one replica share its batch.
   if (strategy != "single")
-    out["global_batch"] = c.batchSize * c.accumulate * (workers / c.pipelineStages);
+    out["global_batch"] =
+        c.batchSize * c.accumulate * (workers / c.pipelineStages / c.tensorParallel);
   if (strategy == "allreduce") {
     out["accumulate"] = c.accumulate;
     out["overlap"] = c.overlap;
@@ -249,10 +250,13 @@ void run(const TrainFlags& f, const CLI::App& sub) {
   runtime::applyTaskDefaults(c, given);
   // A pipeline without --workers: one replica, one rank per stage.
   if (c.pipelineStages > 1 && !f.workersGiven) c.workers = c.pipelineStages;
+  // Tensor parallelism without --workers: one group.
+  if (c.tensorParallel > 1 && !f.workersGiven) c.workers = c.tensorParallel;
   // Under mpi the workers are known only once MPI is up (runMpiRank validates again).
   c.validate(c.backend != "mpi");
   runtime::resolveCheckpointFlags(c);  // --resume -> --load, --checkpoint-dir made
   if (c.pipelineStages > 1) c.strategy = "pipeline";
+  if (c.tensorParallel > 1) c.strategy = "tensor";
   const bool distributed = c.backend == "mpi" || c.workers > 1 || c.strategy == "allreduce";
   if (c.strategy.empty()) c.strategy = distributed ? "allreduce" : "single";
   if (runFederatedIfChosen(c, *f.federated, given)) return;  // federated learning
@@ -463,7 +467,13 @@ void addTrainCommand(CLI::App& app) {
                   "measured per-layer time)")
       ->delimiter(',');
   sub->add_option("--placement", c.placement,
-                  "pack (a pipeline's stages on neighbouring ranks) or spread (replicas first)")
+                  "pack (a pipeline's stages or a tensor-parallel group on neighbouring ranks) or "
+                  "spread (replicas first)")
+      ->capture_default_str();
+  // Tensor parallelism (README "Tensor parallelism"; parallel/tensor/).
+  sub->add_option("--tensor-parallel", c.tensorParallel,
+                  "Cut the model's layers across T ranks, Megatron-style (workers = data-parallel "
+                  "replicas x T; default workers T)")
       ->capture_default_str();
   flags->federated = addFederatedFlags(sub);  // federated learning (cli/FederatedFlags.cpp)
   sub->callback([flags, sub] { run(*flags, *sub); });

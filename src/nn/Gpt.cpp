@@ -90,7 +90,17 @@ CausalSelfAttention::CausalSelfAttention(int64_t nEmbd, int64_t nHead_, Rng& rng
   registerModule("c_proj", cProj);
 }
 Variable CausalSelfAttention::forward(const Variable& x) {
-  return (*cProj)(autograd::causalSelfAttention((*cAttn)(x), nHead));
+  // Under tensor parallelism c_attn yields this rank's heads only.
+  const int64_t heads = cAttn->tensorParallel() ? nHead / cAttn->tp->size : nHead;
+  return (*cProj)(autograd::causalSelfAttention((*cAttn)(x), heads));
+}
+void CausalSelfAttention::tensorParallelize(const std::string& prefix,
+                                            const std::shared_ptr<TensorParallelGroup>& group,
+                                            TensorParallelPlan& plan) {
+  DTRAIN_CHECK_USAGE(nHead % group->size == 0, "--tensor-parallel ", group->size,
+                     ": the attention's ", nHead, " heads do not split evenly");
+  cAttn->splitColumns(prefix + "c_attn.", group, 3, plan);
+  cProj->splitRows(prefix + "c_proj.", group, plan);
 }
 std::string CausalSelfAttention::describe() const {
   return "CausalSelfAttention(heads=" + std::to_string(nHead) + ")";
@@ -105,6 +115,12 @@ GptMlp::GptMlp(int64_t nEmbd, Rng& rng) {
 }
 Variable GptMlp::forward(const Variable& x) {
   return (*cProj)(autograd::gelu((*cFc)(x)));
+}
+void GptMlp::tensorParallelize(const std::string& prefix,
+                               const std::shared_ptr<TensorParallelGroup>& group,
+                               TensorParallelPlan& plan) {
+  cFc->splitColumns(prefix + "c_fc.", group, 1, plan);
+  cProj->splitRows(prefix + "c_proj.", group, plan);
 }
 
 GptBlock::GptBlock(const GptConfig& c, Rng& rng) {

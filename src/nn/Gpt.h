@@ -48,6 +48,10 @@ class CausalSelfAttention : public Module {
   CausalSelfAttention(int64_t nEmbd, int64_t nHead, Rng& rng);
   Variable forward(const Variable& x) override;  // [B, T, C] -> [B, T, C]
   std::string describe() const override;
+  // Heads split across the group: c_attn column-parallel (each rank's q, k
+  // and v of its heads), c_proj row-parallel.
+  void tensorParallelize(const std::string& prefix, const std::shared_ptr<TensorParallelGroup>& group,
+                         TensorParallelPlan& plan) override;
   std::shared_ptr<Linear> cAttn, cProj;
   int64_t nHead;
 };
@@ -57,6 +61,9 @@ class GptMlp : public Module {
   GptMlp(int64_t nEmbd, Rng& rng);
   Variable forward(const Variable& x) override;
   std::string describe() const override { return "MLP"; }
+  // c_fc column-parallel, c_proj row-parallel: GELU runs on each rank's slice.
+  void tensorParallelize(const std::string& prefix, const std::shared_ptr<TensorParallelGroup>& group,
+                         TensorParallelPlan& plan) override;
   std::shared_ptr<Linear> cFc, cProj;
 };
 

@@ -29,6 +29,11 @@ Linear::Linear(int64_t in, int64_t out, Rng& rng, bool withBias) {
   }
 }
 Variable Linear::forward(const Variable& x) {
+  if (tensorParallel()) {
+    return rowParallel ? autograd::reduceFromTensorParallel(autograd::linear(x, weight, Variable()),
+                                                            bias, tp->sum)
+                       : autograd::linear(autograd::copyToTensorParallel(x, tp->sum), weight, bias);
+  }
   Variable y = autograd::linear(x, weight, bias);
   if (!loraA) return y;
   return autograd::add(y, autograd::scale((*loraB)((*loraA)(x)), loraScale));

@@ -22,6 +22,19 @@ class Linear : public Module {
   void attachLowRank(std::shared_ptr<Linear> a, std::shared_ptr<Linear> b, float scale);
   std::shared_ptr<Linear> loraA, loraB;
   float loraScale = 0;
+
+  // Tensor parallelism (nn/TensorParallel.h): keep only this rank's slice of
+  // the output features (column-parallel; `groups` interleaved pieces, as
+  // c_attn's q | k | v) or of the input features (row-parallel), and record
+  // the cut parameters in `plan` under `prefix`.
+  void splitColumns(const std::string& prefix, const std::shared_ptr<TensorParallelGroup>& group,
+                    int64_t groups, TensorParallelPlan& plan);
+  void splitRows(const std::string& prefix, const std::shared_ptr<TensorParallelGroup>& group,
+                 TensorParallelPlan& plan);
+  // Whether the layer computes its slice now (cut, and the group active).
+  bool tensorParallel() const { return tp && tp->active; }
+  std::shared_ptr<TensorParallelGroup> tp;  // null: the whole layer
+  bool rowParallel = false;
 };
 
 class Conv2d : public Module {
@@ -54,24 +67,28 @@ class ReLU : public Module {
  public:
   Variable forward(const Variable& x) override { return autograd::relu(x); }
   std::string describe() const override { return "ReLU()"; }
+  bool isElementwise() const override { return true; }
 };
 
 class Sigmoid : public Module {
  public:
   Variable forward(const Variable& x) override { return autograd::sigmoid(x); }
   std::string describe() const override { return "Sigmoid()"; }
+  bool isElementwise() const override { return true; }
 };
 
 class Tanh : public Module {
  public:
   Variable forward(const Variable& x) override { return autograd::tanh(x); }
   std::string describe() const override { return "Tanh()"; }
+  bool isElementwise() const override { return true; }
 };
 
 class GELU : public Module {
  public:
   Variable forward(const Variable& x) override { return autograd::gelu(x); }
   std::string describe() const override { return "GELU()"; }
+  bool isElementwise() const override { return true; }
 };
 
 class Flatten : public Module {
@@ -127,6 +144,10 @@ class Sequential : public Module {
   Variable forward(const Variable& x) override;
   std::string describe() const override { return "Sequential"; }
   size_t size() const { return layers_.size(); }
+  // Each Linear -> elementwise activation -> Linear run becomes a column- then
+  // a row-parallel pair; the other layers recurse.
+  void tensorParallelize(const std::string& prefix, const std::shared_ptr<TensorParallelGroup>& group,
+                         TensorParallelPlan& plan) override;
 
  private:
   std::vector<std::shared_ptr<Module>> layers_;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "autograd/Variable.h"
+#include "nn/TensorParallel.h"
 
 namespace dtrain::nn {
 
@@ -29,6 +30,15 @@ class Module {
   // twice (GPT's lm_head.weight = transformer.wte.weight): checkpoints write
   // the alias too, so load_state_dict(strict=True) accepts them. None by default.
   virtual std::vector<std::pair<std::string, std::string>> parameterAliases() const { return {}; }
+  // Tensor parallelism (nn/TensorParallel.h): cuts what this module knows how
+  // to cut for `group`, recording each cut parameter under prefix + its name
+  // in `plan`. The default recurses into the children.
+  virtual void tensorParallelize(const std::string& prefix,
+                                 const std::shared_ptr<TensorParallelGroup>& group,
+                                 TensorParallelPlan& plan);
+  // True for elementwise activations (a column-parallel layer's output can go
+  // through them shard by shard).
+  virtual bool isElementwise() const { return false; }
 
   // Recursive, in registration order (= the order backward finishes them, reversed).
   std::vector<std::pair<std::string, Variable>> namedParameters() const;

@@ -42,6 +42,9 @@ void validateMemoryOptions(const TrainConfig& c) {
   DTRAIN_CHECK_USAGE(c.pipelineStages <= 1,
                      "--lora-rank cannot be combined with --pipeline-stages yet; LoRA runs with "
                      "single or allreduce");
+  DTRAIN_CHECK_USAGE(c.tensorParallel <= 1,
+                     "--lora-rank cannot be combined with --tensor-parallel yet; LoRA runs with "
+                     "single or allreduce");
 }
 
 nn::LoraOptions loraOptions(const TrainConfig& c, nn::Module& model) {

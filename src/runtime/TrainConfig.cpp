@@ -52,13 +52,15 @@ void TrainConfig::validate(bool workersKnown) const {
   DTRAIN_CHECK_USAGE(resume.empty() || load.empty(),
                      "--resume and --load both name a checkpoint: give one");
   DTRAIN_CHECK_USAGE(checkpointEvery == 0 || ((strategy.empty() || strategy == "single" ||
-                                               strategy == "allreduce") && pipelineStages <= 1),
+                                               strategy == "allreduce" || strategy == "tensor") &&
+                                              pipelineStages <= 1),
                      "--checkpoint-every needs the single or allreduce strategy (not yet --strategy ",
                      strategy, ": its state is not on one rank between steps)");
   DTRAIN_CHECK_USAGE(strategy.empty() || strategy == "single" || strategy == "allreduce" ||
                          strategy == "ps" || strategy == "hogwild" ||
                          strategy == "fedavg" ||  // federated learning (src/federated)
-                         (strategy == "pipeline" && pipelineStages > 1),
+                         (strategy == "pipeline" && pipelineStages > 1) ||
+                         (strategy == "tensor" && tensorParallel > 1),
                      "unknown --strategy '", strategy,
                      "' (known: allreduce, ps, hogwild, single, fedavg)");
   DTRAIN_CHECK_USAGE(backend == "local" || backend == "mpi", "unknown --backend '", backend,
@@ -193,6 +195,20 @@ void TrainConfig::validate(bool workersKnown) const {
   } else {
     DTRAIN_CHECK_USAGE(microBatches == 1 && pipelineSplit.empty(),
                        "--micro-batches and --pipeline-split apply to --pipeline-stages P > 1");
+  }
+  // Tensor parallelism (--tensor-parallel; the strategy "tensor" once resolved).
+  DTRAIN_CHECK_USAGE(tensorParallel >= 1, "--tensor-parallel must be >= 1 (got ", tensorParallel, ")");
+  if (tensorParallel > 1) {
+    DTRAIN_CHECK_USAGE(strategy.empty() || strategy == "tensor", "--tensor-parallel runs its own "
+                       "strategy (data parallel across tensor-parallel groups); drop --strategy ",
+                       strategy);
+    DTRAIN_CHECK_USAGE(pipelineStages <= 1,
+                       "--tensor-parallel does not combine with --pipeline-stages yet");
+    DTRAIN_CHECK_USAGE(!workersKnown || workers % tensorParallel == 0, "--workers ", workers,
+                       " is not a multiple of --tensor-parallel ", tensorParallel,
+                       " (workers = data-parallel replicas x tensor-parallel ranks)");
+    DTRAIN_CHECK_USAGE(compress == "none", "--compress does not combine with --tensor-parallel yet");
+    DTRAIN_CHECK_USAGE(zero == 0, "--zero does not combine with --tensor-parallel yet");
   }
   try {
     comm::algorithmFromName(allreduceAlgo);

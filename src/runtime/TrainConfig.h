@@ -80,6 +80,9 @@ struct TrainConfig {
   std::string pipelineSchedule = "1f1b";  // or gpipe
   std::vector<int> pipelineSplit;       // first layer of stages 1..P-1; empty: balanced by time
   std::string placement = "pack";       // pack: a pipeline's stages on neighbouring ranks; spread
+  // Tensor parallelism (parallel/tensor/, README "Tensor parallelism"):
+  // --tensor-parallel T > 1 runs the "tensor" strategy on workers = dp x T ranks.
+  int tensorParallel = 1;
 
   // Memory: activation recomputation and LoRA (runtime/LoraSetup.h, README
   // "LoRA and activation recomputation").

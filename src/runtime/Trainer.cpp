@@ -373,6 +373,9 @@ TrainResult Trainer::run() {
 
   if (reporter) {
     strategy_->syncModel(*model_, c.save.empty() ? nullptr : optimizer_.get());
+    // The whole model's (tensor parallelism cut it before syncModel).
+    r.parameters = model_->parameterCount();
+    r.trainableParameters = nn::trainableParameterCount(*model_);
     if (!deferred.empty()) {
       // The snapshots, in order, then the final state back for its own evaluation.
       auto final = snapshotState(*model_);

@@ -1,0 +1,123 @@
+// Cutting layers for tensor parallelism (nn/TensorParallel.h): the slices, the
+// layers' own cuts, and the walk over a model.
+#include "nn/TensorParallel.h"
+
+#include <cstring>
+
+#include "core/Error.h"
+#include "nn/Layers.h"
+
+namespace dtrain::nn {
+
+namespace {
+
+// Copies rank's slice between `full` and `shard` (toShard: full -> shard).
+void copySlice(Tensor& full, Tensor& shard, const ShardLayout& l, int rank, int size, bool toShard) {
+  DTRAIN_CHECK(full.isContiguous() && shard.isContiguous(), "tensor parallel: tensors must be contiguous");
+  float* f = full.data<float>();
+  float* s = shard.data<float>();
+  if (l.dim == 0) {
+    // [N, rest...] as `groups` blocks of N/groups rows; the rank's rows of each.
+    const int64_t rows = full.size(0), rest = full.numel() / rows;
+    const int64_t perGroup = rows / l.groups, mine = perGroup / size;
+    for (int64_t g = 0; g < l.groups; ++g) {
+      float* from = f + (g * perGroup + rank * mine) * rest;
+      float* to = s + g * mine * rest;
+      const size_t bytes = static_cast<size_t>(mine * rest) * sizeof(float);
+      toShard ? std::memcpy(to, from, bytes) : std::memcpy(from, to, bytes);
+    }
+    return;
+  }
+  // [rows, cols]: the rank's columns of every row.
+  const int64_t rows = full.size(0), cols = full.size(1), mine = cols / size;
+  for (int64_t r = 0; r < rows; ++r) {
+    float* from = f + r * cols + rank * mine;
+    float* to = s + r * mine;
+    const size_t bytes = static_cast<size_t>(mine) * sizeof(float);
+    toShard ? std::memcpy(to, from, bytes) : std::memcpy(from, to, bytes);
+  }
+}
+
+Shape shardShape(const Tensor& full, const ShardLayout& l, int size) {
+  Shape s = full.shape();
+  DTRAIN_CHECK(l.dim < static_cast<int>(s.size()), "tensor parallel: a ", s.size(),
+               "-d tensor has no dimension ", l.dim);
+  DTRAIN_CHECK_USAGE(s[l.dim] % (l.groups * size) == 0, "--tensor-parallel ", size, ": a dimension of ",
+                     s[l.dim], " does not split into ", size, " equal slices",
+                     l.groups > 1 ? detail::concat(" of ", l.groups, " pieces") : std::string());
+  s[l.dim] /= size;
+  return s;
+}
+
+void cut(Variable& p, const std::string& name, const ShardLayout& layout,
+         const std::shared_ptr<TensorParallelGroup>& group, TensorParallelPlan& plan) {
+  if (!p.defined()) return;
+  p.setData(takeShard(p.data(), layout, group->rank, group->size));
+  plan.emplace_back(name, layout);
+}
+
+}  // namespace
+
+Tensor takeShard(const Tensor& full, const ShardLayout& layout, int rank, int size) {
+  Tensor shard = Tensor::empty(shardShape(full, layout, size));
+  Tensor source = full.contiguous();
+  copySlice(source, shard, layout, rank, size, true);
+  return shard;
+}
+
+void putShard(Tensor& full, const Tensor& shard, const ShardLayout& layout, int rank, int size) {
+  DTRAIN_CHECK(shard.shape() == shardShape(full, layout, size), "tensor parallel: a shard of ",
+               shapeStr(shard.shape()), " does not fit ", shapeStr(full.shape()));
+  Tensor source = shard.contiguous();
+  copySlice(full, source, layout, rank, size, false);
+}
+
+void Module::tensorParallelize(const std::string& prefix,
+                               const std::shared_ptr<TensorParallelGroup>& group,
+                               TensorParallelPlan& plan) {
+  for (auto& [name, child] : children_) child->tensorParallelize(prefix + name + ".", group, plan);
+}
+
+void Linear::splitColumns(const std::string& prefix, const std::shared_ptr<TensorParallelGroup>& group,
+                          int64_t groups, TensorParallelPlan& plan) {
+  DTRAIN_CHECK_USAGE(!loraA, "--lora-rank does not combine with --tensor-parallel yet");
+  cut(weight, prefix + "weight", {0, groups}, group, plan);
+  cut(bias, prefix + "bias", {0, groups}, group, plan);
+  tp = group;
+  rowParallel = false;
+}
+
+void Linear::splitRows(const std::string& prefix, const std::shared_ptr<TensorParallelGroup>& group,
+                       TensorParallelPlan& plan) {
+  DTRAIN_CHECK_USAGE(!loraA, "--lora-rank does not combine with --tensor-parallel yet");
+  cut(weight, prefix + "weight", {1, 1}, group, plan);  // the bias stays whole, added once
+  tp = group;
+  rowParallel = true;
+}
+
+void Sequential::tensorParallelize(const std::string& prefix,
+                                   const std::shared_ptr<TensorParallelGroup>& group,
+                                   TensorParallelPlan& plan) {
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    auto* first = dynamic_cast<Linear*>(layers_[i].get());
+    if (first && i + 2 < layers_.size() && layers_[i + 1]->isElementwise()) {
+      if (auto* second = dynamic_cast<Linear*>(layers_[i + 2].get())) {
+        first->splitColumns(prefix + std::to_string(i) + ".", group, 1, plan);
+        second->splitRows(prefix + std::to_string(i + 2) + ".", group, plan);
+        i += 2;
+        continue;
+      }
+    }
+    layers_[i]->tensorParallelize(prefix + std::to_string(i) + ".", group, plan);
+  }
+}
+
+TensorParallelPlan tensorParallelize(Module& model, const std::shared_ptr<TensorParallelGroup>& group) {
+  TensorParallelPlan plan;
+  model.tensorParallelize("", group, plan);
+  DTRAIN_CHECK_USAGE(!plan.empty(), "--tensor-parallel: the model has no layers to cut "
+                     "(it needs a Linear -> activation -> Linear run or gpt's attention and MLP)");
+  return plan;
+}
+
+}  // namespace dtrain::nn

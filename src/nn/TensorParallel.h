@@ -1,0 +1,59 @@
+#pragma once
+// Tensor (intra-operator) parallelism, Megatron-style (Shoeybi et al. 2019):
+// the model's layers that can be cut are cut in place, each rank of a
+// tensor-parallel group keeping its slice:
+//   column-parallel Linear: a slice of the output features (weight rows and
+//     bias), input through copyToTensorParallel (f);
+//   row-parallel Linear: a slice of the input features (weight columns),
+//     output through reduceFromTensorParallel (g), the bias replicated.
+// A column-parallel layer feeding a row-parallel one through an elementwise
+// activation needs no communication between them: one sum forward (g), one
+// backward (f) per pair. Which layers pair up is each module's own knowledge
+// (Module::tensorParallelize): gpt's attention (c_attn column-parallel by
+// heads, c_proj row-parallel) and MLP (c_fc, c_proj); a Sequential's
+// Linear -> activation -> Linear runs (mlp's first two layers, lenet's
+// fully-connected ones). Everything else (embeddings, LayerNorm, lm_head,
+// convolutions, the last classifier) stays replicated: with f and g its
+// inputs and gradients are identical on every rank.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "autograd/Ops.h"
+
+namespace dtrain::nn {
+
+class Module;
+
+struct TensorParallelGroup {
+  int rank = 0, size = 1;
+  autograd::SumAcrossRanks sum;  // in place, over the group's ranks
+  // False while the layers hold whole tensors again (the reporter evaluating
+  // or saving the gathered model): the layers then compute as one process.
+  bool active = true;
+};
+
+// How a parameter is cut: along `dim` (0: output features, rows of a weight,
+// a bias; 1: input features, a weight's columns) into `size` equal slices,
+// each made of `groups` interleaved pieces (c_attn's q | k | v: 3, so that a
+// rank holds the q, k and v of its own heads).
+struct ShardLayout {
+  int dim = 0;
+  int64_t groups = 1;
+};
+// (parameter name, layout) of every cut parameter, in the model's order;
+// parameters not listed are replicated.
+using TensorParallelPlan = std::vector<std::pair<std::string, ShardLayout>>;
+
+// Rank `rank`'s slice of `full`, and its inverse (writes the slice back).
+Tensor takeShard(const Tensor& full, const ShardLayout& layout, int rank, int size);
+void putShard(Tensor& full, const Tensor& shard, const ShardLayout& layout, int rank, int size);
+
+// Cuts `model` for `group` (its parameters become this rank's slices) and
+// returns the plan. UsageError when the model has nothing to cut or a cut
+// dimension does not divide by the group's size.
+TensorParallelPlan tensorParallelize(Module& model, const std::shared_ptr<TensorParallelGroup>& group);
+
+}  // namespace dtrain::nn
