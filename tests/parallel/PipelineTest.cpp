@@ -10,8 +10,7 @@
 #include <map>
 #include <set>
 
-#include "cli/CliRunner.h"
-#include "parallel/ParallelTestUtil.h"
+#include "parallel/CliTraining.h"
 
 namespace dtrain::test {
 namespace {
@@ -21,22 +20,6 @@ const std::string kMlp =
     "--weight-decay 5e-4 --seed 7 --progress off ";
 // gpt-tiny with a short context, so that a step takes milliseconds.
 const std::string kGpt = " train --model gpt-tiny --block-size 16 --seed 3 --progress off ";
-
-struct Finished {
-  Params params;
-  nlohmann::json line;
-};
-
-Finished train(const std::string& launcher, const std::string& args, const std::string& dir,
-          const std::string& name) {
-  const std::string file = dir + "/" + name + ".safetensors";
-  CliResult r = runShell(launcher + args + " --save " + file);
-  EXPECT_EQ(r.code, 0) << args << "\n" << r.err;
-  if (r.code != 0) return {};
-  // One JSON line (from the reporter), whatever the number of ranks.
-  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
-  return {loadModelParams(file), nlohmann::json::parse(r.lastLine())};
-}
 
 class Pipeline : public ::testing::Test {
  protected:

@@ -1,0 +1,158 @@
+// Tensor parallelism (Megatron-style) through the dtrain binary: T = 2 and 4
+// ranks end with the same parameters as one process (gpt-tiny with 4 heads:
+// attention split by heads, MLP column then row; mlp and lenet: their Linear ->
+// ReLU -> Linear runs), with --clip-grad-norm seeing the global norm; dp x tp
+// (pack and spread) equals one process with the dp batch; checkpoints hold
+// whole tensors and load at any T; evaluations see the whole model; the mpi
+// backend; bad flags are usage errors.
+#include <filesystem>
+
+#include "parallel/CliTraining.h"
+
+namespace dtrain::test {
+namespace {
+
+const std::string kMlp =
+    " train --model mlp --dataset synthetic --synthetic-size 1000 --epochs 1000 --lr 0.01 "
+    "--weight-decay 5e-4 --seed 7 --progress off ";
+// gpt-tiny with 4 heads (T = 4 splits them one per rank) and a short context.
+// SGD: Adam's first steps amplify the summation-order noise of the group's
+// partial sums where gradients are ~0 (tests/parallel/ResumeTest.cpp), so the
+// 1e-5 equivalence is asserted with SGD + momentum; a clip of 0.5 is active
+// on every step (the global norm starts near 4 and stays above 1).
+const std::string kGpt = " train --model gpt-tiny --n-head 4 --block-size 16 --seed 3 --progress off "
+                         "--optimizer sgd --lr 0.1 --clip-grad-norm 0.5 ";
+
+class TensorParallelRuns : public ::testing::Test {
+ protected:
+  void SetUp() override { dir_ = tempDir(); }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  Finished dtrain(const std::string& args, const std::string& name) {
+    return train(std::string(DTRAIN_BIN), args, dir_, name);
+  }
+  std::string dir_;
+};
+
+TEST_F(TensorParallelRuns, GptAtTwoAndFourRanksEqualsOneProcess) {
+  const Finished ref = dtrain(kGpt + "--max-steps 20 --batch-size 4", "ref");
+  for (int t : {2, 4}) {
+    const Finished p = dtrain(kGpt + "--max-steps 20 --batch-size 4 --tensor-parallel " +
+                                  std::to_string(t), "tp" + std::to_string(t));
+    expectClose(p.params, ref.params, 1e-5, "gpt-tiny tp=" + std::to_string(t));
+    EXPECT_NEAR(p.line.at("train_loss").get<double>(), ref.line.at("train_loss").get<double>(), 1e-5);
+    EXPECT_EQ(p.line.at("strategy"), "tensor");
+    EXPECT_EQ(p.line.at("tensor_parallel"), t);
+    EXPECT_EQ(p.line.at("workers"), t);
+    EXPECT_EQ(p.line.at("global_batch"), 4);
+    // The whole model's count; each rank holds its slices of the blocks.
+    EXPECT_EQ(p.line.at("parameters"), ref.line.at("parameters"));
+    EXPECT_LT(p.line.at("parameters_per_rank").get<double>(),
+              0.8 * ref.line.at("parameters").get<double>());
+    EXPECT_GT(p.line.at("tp_bytes_sent_per_step").get<double>(), 0);
+    EXPECT_EQ(p.line.at("memory_per_rank").size(), static_cast<size_t>(t));
+  }
+}
+
+TEST_F(TensorParallelRuns, GptWithAdamWStaysWithOneProcess) {
+  // The gpt defaults (AdamW, clip 1): the partial sums' rounding is amplified
+  // by Adam's normalization, so a looser bound than SGD's.
+  const std::string gpt = " train --model gpt-tiny --block-size 16 --seed 3 --progress off ";
+  const Finished ref = dtrain(gpt + "--max-steps 10 --batch-size 4", "ref");
+  const Finished p = dtrain(gpt + "--max-steps 10 --batch-size 4 --tensor-parallel 2", "tp");
+  expectClose(p.params, ref.params, 1e-4, "gpt-tiny adamw tp=2");
+}
+
+TEST_F(TensorParallelRuns, MlpAndLenetEqualOneProcess) {
+  const Finished ref = dtrain(kMlp + "--max-steps 30 --batch-size 16", "ref");
+  for (int t : {2, 4}) {
+    const Finished p = dtrain(kMlp + "--max-steps 30 --batch-size 16 --tensor-parallel " +
+                                  std::to_string(t), "tp" + std::to_string(t));
+    expectClose(p.params, ref.params, 1e-5, "mlp tp=" + std::to_string(t));
+  }
+  std::string lenet = kMlp;
+  lenet.replace(lenet.find("mlp"), 3, "lenet");
+  const Finished lref = dtrain(lenet + "--max-steps 10 --batch-size 16", "lref");
+  const Finished lp = dtrain(lenet + "--max-steps 10 --batch-size 16 --tensor-parallel 2", "ltp");
+  expectClose(lp.params, lref.params, 1e-5, "lenet tp=2");
+}
+
+TEST_F(TensorParallelRuns, DataParallelTimesTensorParallelEqualsOneProcessWithDpBatch) {
+  const Finished ref = dtrain(kMlp + "--max-steps 20 --batch-size 32", "ref");
+  for (const char* placement : {"pack", "spread"}) {
+    const Finished p = dtrain(kMlp + "--max-steps 20 --batch-size 16 --workers 4 --tensor-parallel 2 "
+                                  "--placement " + std::string(placement), placement);
+    expectClose(p.params, ref.params, 1e-5, std::string("mlp dp 2 x tp 2 ") + placement);
+    EXPECT_EQ(p.line.at("tensor_parallel_replicas"), 2);
+    EXPECT_EQ(p.line.at("global_batch"), 32);
+  }
+  const Finished gref = dtrain(kGpt + "--max-steps 8 --batch-size 8", "gref");
+  const Finished g = dtrain(kGpt + "--max-steps 8 --batch-size 4 --workers 4 --tensor-parallel 2", "g");
+  expectClose(g.params, gref.params, 1e-5, "gpt-tiny dp 2 x tp 2");
+}
+
+TEST_F(TensorParallelRuns, CheckpointsHoldWholeTensorsAndLoadAtAnyT) {
+  const Finished ref = dtrain(kMlp + "--max-steps 20 --batch-size 16", "ref");
+  const Finished half = dtrain(kMlp + "--max-steps 10 --batch-size 16 --tensor-parallel 2", "half");
+  // Whole tensors under the usual names (the optimizer's too).
+  const Params saved = loadCheckpointTensors(dir_ + "/half.safetensors");
+  EXPECT_EQ(saved.at("1.weight").size(), 256u * 784u);
+  EXPECT_EQ(saved.at("3.weight").size(), 256u * 256u);
+  EXPECT_EQ(saved.at("optimizer.1.weight.momentum_buffer").size(), 256u * 784u);
+  for (const std::string more : {"", "--tensor-parallel 4", "--tensor-parallel 2"}) {
+    const Finished resumed = dtrain(kMlp + "--max-steps 20 --batch-size 16 " + more + " --load " +
+                                        dir_ + "/half.safetensors", "resumed");
+    expectClose(resumed.params, ref.params, 1e-5, "tp=2 for 10 steps, then '" + more + "' for 10");
+  }
+}
+
+TEST_F(TensorParallelRuns, PeriodicCheckpointsResumeLikeOneUninterruptedRun) {
+  const Finished ref = dtrain(kGpt + "--max-steps 12 --batch-size 4", "ref");
+  const std::string tp = kGpt + "--batch-size 4 --tensor-parallel 2 --checkpoint-every 4 --checkpoint-dir " +
+                         dir_ + "/ckpt ";
+  dtrain(tp + "--max-steps 8", "first");
+  const Finished resumed = dtrain(tp + "--max-steps 12 --resume auto", "resumed");
+  expectClose(resumed.params, ref.params, 1e-5, "tp=2 checkpoint at 8, resume auto to 12");
+}
+
+TEST_F(TensorParallelRuns, EvaluationsDuringTrainingSeeTheWholeModel) {
+  const Finished ref = dtrain(kMlp + "--max-steps 12 --batch-size 16 --eval-every 4", "ref");
+  const Finished p = dtrain(kMlp + "--max-steps 12 --batch-size 16 --eval-every 4 --tensor-parallel 2", "p");
+  EXPECT_NEAR(p.line.at("test_loss").get<double>(), ref.line.at("test_loss").get<double>(), 1e-5);
+  EXPECT_NEAR(p.line.at("test_accuracy").get<double>(), ref.line.at("test_accuracy").get<double>(), 1e-9);
+}
+
+TEST(TensorParallelUsage, BadFlagsAreOneLineErrors) {
+  const std::string mlp = std::string(DTRAIN_BIN) + kMlp + "--max-steps 2 ";
+  expectError(runShell(mlp + "--workers 3 --tensor-parallel 2"), 2,
+              "--workers 3 is not a multiple of --tensor-parallel 2");
+  expectError(runShell(mlp + "--tensor-parallel 0"), 2, "--tensor-parallel must be >= 1");
+  expectError(runShell(mlp + "--tensor-parallel 3"), 2, "does not split into 3 equal slices");
+  expectError(runShell(mlp + "--tensor-parallel 2 --strategy ps"), 2, "drop --strategy ps");
+  expectError(runShell(mlp + "--tensor-parallel 2 --pipeline-stages 2"), 2,
+              "--tensor-parallel does not combine with --pipeline-stages yet");
+  expectError(runShell(mlp + "--workers 4 --tensor-parallel 2 --zero 1"), 2,
+              "--zero does not combine with --tensor-parallel yet");
+  expectError(runShell(mlp + "--workers 4 --tensor-parallel 2 --compress fp16"), 2,
+              "--compress does not combine with --tensor-parallel yet");
+  expectError(runShell(mlp + "--tensor-parallel 2 --lora-rank 4"), 2,
+              "--lora-rank cannot be combined with --tensor-parallel yet");
+  expectError(runShell(std::string(DTRAIN_BIN) + " train --model gpt-tiny --max-steps 2 --tensor-parallel 4"),
+              2, "the attention's 2 heads do not split evenly");
+}
+
+#ifdef DTRAIN_MPIEXEC
+TEST_F(TensorParallelRuns, MpiBackendEqualsOneProcess) {
+  const Finished mlpRef = dtrain(kMlp + "--max-steps 20 --batch-size 16", "mlp");
+  const Finished mlp = train(mpirun(2), kMlp + "--backend mpi --max-steps 20 --batch-size 16 "
+                             "--tensor-parallel 2", dir_, "mlp-mpi");
+  expectClose(mlp.params, mlpRef.params, 1e-5, "mlp mpi tp=2");
+  EXPECT_EQ(mlp.line.at("backend"), "mpi");
+  const Finished gptRef = dtrain(kGpt + "--max-steps 6 --batch-size 4", "gpt");
+  const Finished gpt = train(mpirun(2), kGpt + "--backend mpi --max-steps 6 --batch-size 4 "
+                             "--tensor-parallel 2", dir_, "gpt-mpi");
+  expectClose(gpt.params, gptRef.params, 1e-5, "gpt-tiny mpi tp=2");
+}
+#endif
+
+}  // namespace
+}  // namespace dtrain::test
