@@ -53,6 +53,16 @@ TEST_F(TensorParallelRuns, GptAtTwoAndFourRanksEqualsOneProcess) {
   }
 }
 
+TEST_F(TensorParallelRuns, ComposesWithRecomputationAndAccumulation) {
+  // Recomputation re-runs a block's forward, sums over the group included, on
+  // every rank alike during backward; accumulation runs the sums per micro-step.
+  const Finished ref = dtrain(kGpt + "--max-steps 10 --batch-size 4", "ref");
+  for (const std::string extra : {"--recompute blocks", "--recompute all", "--batch-size 2 --accumulate 2"}) {
+    const Finished p = dtrain(kGpt + "--max-steps 10 --batch-size 4 --tensor-parallel 2 " + extra, "p");
+    expectClose(p.params, ref.params, 1e-5, "gpt-tiny tp=2 " + extra);
+  }
+}
+
 TEST_F(TensorParallelRuns, GptWithAdamWStaysWithOneProcess) {
   // The gpt defaults (AdamW, clip 1): the partial sums' rounding is amplified
   // by Adam's normalization, so a looser bound than SGD's.
