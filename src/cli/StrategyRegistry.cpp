@@ -75,12 +75,14 @@ std::unique_ptr<parallel::Strategy> makeHogwild(const TrainConfig& c, comm::Comm
   return std::make_unique<parallel::Hogwild>(comm, shared.hogwild);
 }
 
-// --pipeline-stages P: world = dp x pp; the dp dimension averages gradients
-// with the allreduce strategy on its own sub-communicator.
+// --pipeline-stages P (and --tensor-parallel T): world = dp x pp x tp; the dp
+// dimension averages gradients with the allreduce strategy on its own
+// sub-communicator.
 std::unique_ptr<parallel::Strategy> makePipeline(const TrainConfig& c, comm::Communicator& comm,
                                                  const SharedRun&) {
   parallel::pipeline::PipelineOptions o;
   o.stages = c.pipelineStages;
+  o.tensorParallel = c.tensorParallel;
   o.microBatches = static_cast<int>(c.microBatches);
   o.schedule = parallel::pipeline::scheduleFromName(c.pipelineSchedule);
   o.split = c.pipelineSplit;

@@ -249,14 +249,14 @@ void run(const TrainFlags& f, const CLI::App& sub) {
   // Defaults that depend on the model (gpt: text data, the peer's AdamW settings).
   runtime::applyTaskDefaults(c, given);
   // A pipeline without --workers: one replica, one rank per stage.
-  if (c.pipelineStages > 1 && !f.workersGiven) c.workers = c.pipelineStages;
-  // Tensor parallelism without --workers: one group.
-  if (c.tensorParallel > 1 && !f.workersGiven) c.workers = c.tensorParallel;
+  // A pipeline or tensor-parallel group without --workers: one replica.
+  if (!f.workersGiven) c.workers = std::max(c.workers, c.pipelineStages * c.tensorParallel);
   // Under mpi the workers are known only once MPI is up (runMpiRank validates again).
   c.validate(c.backend != "mpi");
   runtime::resolveCheckpointFlags(c);  // --resume -> --load, --checkpoint-dir made
+  // A pipeline cuts its stages' layers itself when --tensor-parallel is given too.
   if (c.pipelineStages > 1) c.strategy = "pipeline";
-  if (c.tensorParallel > 1) c.strategy = "tensor";
+  else if (c.tensorParallel > 1) c.strategy = "tensor";
   const bool distributed = c.backend == "mpi" || c.workers > 1 || c.strategy == "allreduce";
   if (c.strategy.empty()) c.strategy = distributed ? "allreduce" : "single";
   if (runFederatedIfChosen(c, *f.federated, given)) return;  // federated learning

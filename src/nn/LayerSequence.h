@@ -36,6 +36,12 @@ class ModuleGroup final : public Module {
   void add(const std::string& name, std::shared_ptr<Module> module);
   Variable forward(const Variable&) override;
   std::string describe() const override { return "ModuleGroup"; }
+  // A stage's layers in order: Linear -> activation -> Linear runs within the
+  // stage pair up (nn/TensorParallel.h).
+  void tensorParallelize(const std::string& prefix, const std::shared_ptr<TensorParallelGroup>& group,
+                         TensorParallelPlan& plan) override {
+    tensorParallelizeLayers(children(), prefix, group, plan);
+  }
 };
 
 }  // namespace dtrain::nn

@@ -95,28 +95,33 @@ void Linear::splitRows(const std::string& prefix, const std::shared_ptr<TensorPa
   rowParallel = true;
 }
 
-void Sequential::tensorParallelize(const std::string& prefix,
-                                   const std::shared_ptr<TensorParallelGroup>& group,
-                                   TensorParallelPlan& plan) {
-  for (size_t i = 0; i < layers_.size(); ++i) {
-    auto* first = dynamic_cast<Linear*>(layers_[i].get());
-    if (first && i + 2 < layers_.size() && layers_[i + 1]->isElementwise()) {
-      if (auto* second = dynamic_cast<Linear*>(layers_[i + 2].get())) {
-        first->splitColumns(prefix + std::to_string(i) + ".", group, 1, plan);
-        second->splitRows(prefix + std::to_string(i + 2) + ".", group, plan);
+void tensorParallelizeLayers(const std::vector<std::pair<std::string, std::shared_ptr<Module>>>& layers,
+                             const std::string& prefix,
+                             const std::shared_ptr<TensorParallelGroup>& group,
+                             TensorParallelPlan& plan) {
+  for (size_t i = 0; i < layers.size(); ++i) {
+    auto* first = dynamic_cast<Linear*>(layers[i].second.get());
+    if (first && i + 2 < layers.size() && layers[i + 1].second->isElementwise()) {
+      if (auto* second = dynamic_cast<Linear*>(layers[i + 2].second.get())) {
+        first->splitColumns(prefix + layers[i].first + ".", group, 1, plan);
+        second->splitRows(prefix + layers[i + 2].first + ".", group, plan);
         i += 2;
         continue;
       }
     }
-    layers_[i]->tensorParallelize(prefix + std::to_string(i) + ".", group, plan);
+    layers[i].second->tensorParallelize(prefix + layers[i].first + ".", group, plan);
   }
+}
+
+void Sequential::tensorParallelize(const std::string& prefix,
+                                   const std::shared_ptr<TensorParallelGroup>& group,
+                                   TensorParallelPlan& plan) {
+  tensorParallelizeLayers(children(), prefix, group, plan);
 }
 
 TensorParallelPlan tensorParallelize(Module& model, const std::shared_ptr<TensorParallelGroup>& group) {
   TensorParallelPlan plan;
   model.tensorParallelize("", group, plan);
-  DTRAIN_CHECK_USAGE(!plan.empty(), "--tensor-parallel: the model has no layers to cut "
-                     "(it needs a Linear -> activation -> Linear run or gpt's attention and MLP)");
   return plan;
 }
 

@@ -51,8 +51,17 @@ using TensorParallelPlan = std::vector<std::pair<std::string, ShardLayout>>;
 Tensor takeShard(const Tensor& full, const ShardLayout& layout, int rank, int size);
 void putShard(Tensor& full, const Tensor& shard, const ShardLayout& layout, int rank, int size);
 
+// Cuts an ordered run of layers: each Linear -> elementwise activation ->
+// Linear becomes a column- then a row-parallel pair; the other layers cut what
+// they know (Module::tensorParallelize). Sequential and a pipeline stage's
+// ModuleGroup call it on their children.
+void tensorParallelizeLayers(const std::vector<std::pair<std::string, std::shared_ptr<Module>>>& layers,
+                             const std::string& prefix,
+                             const std::shared_ptr<TensorParallelGroup>& group,
+                             TensorParallelPlan& plan);
+
 // Cuts `model` for `group` (its parameters become this rank's slices) and
-// returns the plan. UsageError when the model has nothing to cut or a cut
+// returns the plan (empty when it has nothing to cut). UsageError when a cut
 // dimension does not divide by the group's size.
 TensorParallelPlan tensorParallelize(Module& model, const std::shared_ptr<TensorParallelGroup>& group);
 

@@ -177,9 +177,12 @@ void TrainConfig::validate(bool workersKnown) const {
   if (pipelineStages > 1) {
     DTRAIN_CHECK_USAGE(strategy.empty() || strategy == "pipeline", "--pipeline-stages runs its own "
                        "strategy (data parallel across pipelines); drop --strategy ", strategy);
-    DTRAIN_CHECK_USAGE(!workersKnown || workers % pipelineStages == 0, "--workers ", workers,
-                       " is not a multiple of --pipeline-stages ", pipelineStages,
-                       " (workers = data-parallel replicas x stages)");
+    DTRAIN_CHECK_USAGE(!workersKnown || workers % (pipelineStages * tensorParallel) == 0, "--workers ",
+                       workers, " is not a multiple of --pipeline-stages ", pipelineStages,
+                       tensorParallel > 1 ? detail::concat(" x --tensor-parallel ", tensorParallel)
+                                          : std::string(),
+                       tensorParallel > 1 ? " (workers = data-parallel replicas x stages x tensor-parallel ranks)"
+                                          : " (workers = data-parallel replicas x stages)");
     DTRAIN_CHECK_USAGE(batchSize % microBatches == 0, "--batch-size ", batchSize,
                        " is not divisible by --micro-batches ", microBatches);
     DTRAIN_CHECK_USAGE(accumulate == 1, "--accumulate does not combine with --pipeline-stages "
@@ -199,11 +202,10 @@ void TrainConfig::validate(bool workersKnown) const {
   // Tensor parallelism (--tensor-parallel; the strategy "tensor" once resolved).
   DTRAIN_CHECK_USAGE(tensorParallel >= 1, "--tensor-parallel must be >= 1 (got ", tensorParallel, ")");
   if (tensorParallel > 1) {
-    DTRAIN_CHECK_USAGE(strategy.empty() || strategy == "tensor", "--tensor-parallel runs its own "
-                       "strategy (data parallel across tensor-parallel groups); drop --strategy ",
-                       strategy);
-    DTRAIN_CHECK_USAGE(pipelineStages <= 1,
-                       "--tensor-parallel does not combine with --pipeline-stages yet");
+    DTRAIN_CHECK_USAGE(strategy.empty() || strategy == "tensor" ||
+                           (strategy == "pipeline" && pipelineStages > 1),
+                       "--tensor-parallel runs its own strategy (data parallel across "
+                       "tensor-parallel groups); drop --strategy ", strategy);
     DTRAIN_CHECK_USAGE(!workersKnown || workers % tensorParallel == 0, "--workers ", workers,
                        " is not a multiple of --tensor-parallel ", tensorParallel,
                        " (workers = data-parallel replicas x tensor-parallel ranks)");

@@ -4,7 +4,7 @@
 
 #include <set>
 
-#include "parallel/pipeline/Mesh.h"
+#include "parallel/Mesh.h"
 #include "parallel/pipeline/Partition.h"
 #include "parallel/pipeline/Schedule.h"
 
@@ -77,12 +77,33 @@ TEST(PipelinePartition, SplitByHandIsChecked) {
 
 TEST(PipelineMesh, PackKeepsAPipelineOnNeighboursSpreadItsReplicas) {
   // dp 2 x pp 3.
-  EXPECT_EQ(meshCoord(4, 2, 3, false).replica, 1);
-  EXPECT_EQ(meshCoord(4, 2, 3, false).stage, 1);
-  EXPECT_EQ(meshCoord(4, 2, 3, true).replica, 0);
-  EXPECT_EQ(meshCoord(4, 2, 3, true).stage, 2);
+  const MeshShape s{2, 3, 1};
+  EXPECT_EQ(meshCoord(4, s, false).replica, 1);
+  EXPECT_EQ(meshCoord(4, s, false).stage, 1);
+  EXPECT_EQ(meshCoord(4, s, true).replica, 0);
+  EXPECT_EQ(meshCoord(4, s, true).stage, 2);
   for (bool spread : {false, true})
-    for (int r = 0; r < 6; ++r) EXPECT_EQ(meshRank(meshCoord(r, 2, 3, spread), 2, 3, spread), r);
+    for (int r = 0; r < 6; ++r) EXPECT_EQ(meshRank(meshCoord(r, s, spread), s, spread), r);
+}
+
+TEST(PipelineMesh, PackPutsTensorGroupsInnermostSpreadOutermost) {
+  // dp 2 x pp 2 x tp 2: pack = ranks 0,1 one group (replica 0, stage 0);
+  // spread = ranks 0 and 4 one group.
+  const MeshShape s{2, 2, 2};
+  const MeshCoord p1 = meshCoord(1, s, false), p2 = meshCoord(2, s, false), p4 = meshCoord(4, s, false);
+  EXPECT_EQ(p1.replica, 0);
+  EXPECT_EQ(p1.stage, 0);
+  EXPECT_EQ(p1.slice, 1);
+  EXPECT_EQ(p2.stage, 1);
+  EXPECT_EQ(p2.slice, 0);
+  EXPECT_EQ(p4.replica, 1);
+  const MeshCoord s4 = meshCoord(4, s, true), s1 = meshCoord(1, s, true);
+  EXPECT_EQ(s4.slice, 1);
+  EXPECT_EQ(s4.replica, 0);
+  EXPECT_EQ(s4.stage, 0);
+  EXPECT_EQ(s1.replica, 1);
+  for (bool spread : {false, true})
+    for (int r = 0; r < 8; ++r) EXPECT_EQ(meshRank(meshCoord(r, s, spread), s, spread), r);
 }
 
 }  // namespace

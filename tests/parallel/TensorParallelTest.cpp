@@ -2,7 +2,8 @@
 // ranks end with the same parameters as one process (gpt-tiny with 4 heads:
 // attention split by heads, MLP column then row; mlp and lenet: their Linear ->
 // ReLU -> Linear runs), with --clip-grad-norm seeing the global norm; dp x tp
-// (pack and spread) equals one process with the dp batch; checkpoints hold
+// (pack and spread) equals one process with the dp batch, and so do pipelines
+// whose stages are cut (pp x tp, dp x pp x tp); checkpoints hold
 // whole tensors and load at any T; evaluations see the whole model; the mpi
 // backend; bad flags are usage errors.
 #include <filesystem>
@@ -131,6 +132,43 @@ TEST_F(TensorParallelRuns, EvaluationsDuringTrainingSeeTheWholeModel) {
   EXPECT_NEAR(p.line.at("test_accuracy").get<double>(), ref.line.at("test_accuracy").get<double>(), 1e-9);
 }
 
+TEST_F(TensorParallelRuns, PipelineStagesCutAcrossTensorParallelGroupsEqualOneProcess) {
+  // pp 2 x tp 2: each stage's blocks cut across its group; dp 2 x pp 2 x tp 2
+  // (8 ranks) in both placements equals one process with the dp batch.
+  const Finished ref = dtrain(kGpt + "--max-steps 12 --batch-size 4", "ref");
+  for (const char* schedule : {"1f1b", "gpipe"}) {
+    const Finished p = dtrain(kGpt + "--max-steps 12 --batch-size 4 --pipeline-stages 2 --micro-batches 2 "
+                                  "--tensor-parallel 2 --pipeline-schedule " + std::string(schedule), schedule);
+    expectClose(p.params, ref.params, 1e-5, std::string("gpt-tiny pp 2 x tp 2 ") + schedule);
+    EXPECT_EQ(p.line.at("strategy"), "pipeline");
+    EXPECT_EQ(p.line.at("workers"), 4);
+    EXPECT_EQ(p.line.at("memory_per_rank").size(), 4u);
+  }
+  const Finished dpRef = dtrain(kGpt + "--max-steps 8 --batch-size 8", "dpref");
+  for (const char* placement : {"pack", "spread"}) {
+    const Finished p = dtrain(kGpt + "--max-steps 8 --batch-size 4 --workers 8 --pipeline-stages 2 "
+                                  "--micro-batches 2 --tensor-parallel 2 --placement " + std::string(placement),
+                              placement);
+    expectClose(p.params, dpRef.params, 1e-5, std::string("gpt-tiny dp 2 x pp 2 x tp 2 ") + placement);
+    EXPECT_EQ(p.line.at("global_batch"), 8);
+  }
+}
+
+TEST_F(TensorParallelRuns, PipelineWithTensorParallelEvaluatesSavesAndResumes) {
+  // mlp cut at layer 4: stage 0 holds the Linear -> ReLU -> Linear pair (cut),
+  // stage 1 only the classifier (run whole on both of its ranks).
+  const std::string mlp = kMlp + "--batch-size 16 --eval-every 5 ";
+  const Finished ref = dtrain(mlp + "--max-steps 20", "ref");
+  const std::string pptp = "--pipeline-stages 2 --micro-batches 2 --pipeline-split 4 --tensor-parallel 2 ";
+  const Finished p = dtrain(mlp + "--max-steps 20 " + pptp, "p");
+  expectClose(p.params, ref.params, 1e-5, "mlp pp 2 x tp 2");
+  EXPECT_NEAR(p.line.at("test_loss").get<double>(), ref.line.at("test_loss").get<double>(), 1e-5);
+  dtrain(mlp + "--max-steps 10 " + pptp, "half");
+  const Finished resumed = dtrain(mlp + "--max-steps 20 --tensor-parallel 4 --load " + dir_ + "/half.safetensors",
+                                  "resumed");
+  expectClose(resumed.params, ref.params, 1e-5, "pp 2 x tp 2 for 10 steps, then tp 4 for 10");
+}
+
 TEST(TensorParallelUsage, BadFlagsAreOneLineErrors) {
   const std::string mlp = std::string(DTRAIN_BIN) + kMlp + "--max-steps 2 ";
   expectError(runShell(mlp + "--workers 3 --tensor-parallel 2"), 2,
@@ -138,8 +176,9 @@ TEST(TensorParallelUsage, BadFlagsAreOneLineErrors) {
   expectError(runShell(mlp + "--tensor-parallel 0"), 2, "--tensor-parallel must be >= 1");
   expectError(runShell(mlp + "--tensor-parallel 3"), 2, "does not split into 3 equal slices");
   expectError(runShell(mlp + "--tensor-parallel 2 --strategy ps"), 2, "drop --strategy ps");
-  expectError(runShell(mlp + "--tensor-parallel 2 --pipeline-stages 2"), 2,
-              "--tensor-parallel does not combine with --pipeline-stages yet");
+  expectError(runShell(mlp + "--workers 6 --tensor-parallel 2 --pipeline-stages 2"), 2,
+              "--workers 6 is not a multiple of --pipeline-stages 2 x --tensor-parallel 2");
+  expectError(runShell(mlp + "--tensor-parallel 2 --strategy hogwild"), 2, "drop --strategy hogwild");
   expectError(runShell(mlp + "--workers 4 --tensor-parallel 2 --zero 1"), 2,
               "--zero does not combine with --tensor-parallel yet");
   expectError(runShell(mlp + "--workers 4 --tensor-parallel 2 --compress fp16"), 2,
@@ -161,6 +200,9 @@ TEST_F(TensorParallelRuns, MpiBackendEqualsOneProcess) {
   const Finished gpt = train(mpirun(2), kGpt + "--backend mpi --max-steps 6 --batch-size 4 "
                              "--tensor-parallel 2", dir_, "gpt-mpi");
   expectClose(gpt.params, gptRef.params, 1e-5, "gpt-tiny mpi tp=2");
+  const Finished hybrid = train(mpirun(4), kGpt + "--backend mpi --max-steps 6 --batch-size 4 "
+                                "--pipeline-stages 2 --micro-batches 2 --tensor-parallel 2", dir_, "pptp-mpi");
+  expectClose(hybrid.params, gptRef.params, 1e-5, "gpt-tiny mpi pp 2 x tp 2");
 }
 #endif
 

@@ -50,7 +50,10 @@ double sumOverRanks(comm::Communicator& comm, double value) {
 }  // namespace
 
 PipelineParallel::PipelineParallel(comm::Communicator& world, PipelineOptions options)
-    : world_(world), opts_(std::move(options)), mesh_(world, opts_.stages, opts_.spread) {
+    : world_(world),
+      opts_(std::move(options)),
+      mesh_(world, opts_.stages, opts_.tensorParallel, opts_.spread) {
+  if (mesh_.tensorGroup()) shards_ = std::make_unique<tensor::Shards>(*mesh_.tensorGroup());
   if (mesh_.replicas()) {
     DTRAIN_CHECK(opts_.makeDataParallel, "pipeline: dp > 1 needs a data-parallel strategy");
     dataParallel_ = opts_.makeDataParallel(*mesh_.replicas());
@@ -70,6 +73,7 @@ void PipelineParallel::setup(nn::Module& model, optim::Optimizer& optimizer) {
 }
 
 void PipelineParallel::beginStep(int64_t step) {
+  if (shards_) shards_->restoreSlices();  // after a gather, slice 0 held whole tensors
   step_ = step;
   if (dataParallel_ && !cuts_.empty() && !outputShapes_.empty()) dataParallel_->beginStep(step);
 }
@@ -213,21 +217,28 @@ void PipelineParallel::applyUpdate(optim::Optimizer& optimizer) {
 }
 
 double PipelineParallel::gradNormSquared(nn::Module&) {
-  // Each parameter once (its owner's), summed over the stages.
+  // Each parameter once (its owner's), summed over the stages; a stage's cut
+  // parameters summed over its tensor-parallel group first.
+  const std::vector<size_t> owned = ownedBy(mesh_.coord().stage);
   double sum = 0;
-  for (size_t i : ownedBy(mesh_.coord().stage)) {
-    const Tensor& g = optimizer_->param(i).grad();
-    if (!g.defined()) continue;
-    const Tensor c = g.contiguous();
-    const float* x = c.data<float>();
-    for (int64_t k = 0, n = c.numel(); k < n; ++k) sum += static_cast<double>(x[k]) * x[k];
+  if (shards_) {
+    sum = shards_->gradSquares(owned);
+  } else {
+    for (size_t i : owned) {
+      const Tensor& g = optimizer_->param(i).grad();
+      if (!g.defined()) continue;
+      const Tensor c = g.contiguous();
+      const float* x = c.data<float>();
+      for (int64_t k = 0, n = c.numel(); k < n; ++k) sum += static_cast<double>(x[k]) * x[k];
+    }
   }
   return sumOverRanks(mesh_.pipeline(), sum);
 }
 
 double PipelineParallel::reduceMetric(double localValue) {
-  // Only the last stages compute losses: their mean over the replicas.
-  return sumOverRanks(world_, mesh_.coord().stage == lastStage() ? localValue : 0.0) / mesh_.dp();
+  // Only the last stages compute losses (every slice the same): their mean over the replicas.
+  const bool counts = mesh_.coord().stage == lastStage() && mesh_.coord().slice == 0;
+  return sumOverRanks(world_, counts ? localValue : 0.0) / mesh_.dp();
 }
 
 void PipelineParallel::finish(nn::Module&, optim::Optimizer&) {

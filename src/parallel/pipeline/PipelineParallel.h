@@ -1,6 +1,7 @@
 #pragma once
-// Pipeline parallelism (GPipe, 1F1B) with data parallelism across pipelines:
-// the "pipeline" strategy of a dp x pp mesh (Mesh.h).
+// Pipeline parallelism (GPipe, 1F1B) with data parallelism across pipelines
+// and tensor parallelism within stages: the "pipeline" strategy of a
+// dp x pp x tp mesh (parallel/Mesh.h).
 //
 // Every rank builds the whole model (same seed, so the same initial values)
 // and runs only its stage's layers (Partition.h); the optimizer skips the
@@ -28,6 +29,13 @@
 // The reporter (rank 0: replica 0, stage 0) evaluates and saves the whole
 // model: the other stages send their parameters (and optimizer state when
 // saving) to it at the end and before each evaluation (every --eval-every steps).
+//
+// With --tensor-parallel T each stage's layers are cut across the T ranks of
+// its tensor-parallel group (tensor/Shards.h) once the plan is known (rank 0
+// profiles the whole layers first); activations at stage boundaries are whole
+// on every slice, so slice t of stage s talks to slice t of stage s+1 only.
+// Before a gather each stage's group assembles its whole tensors on slice 0,
+// which swaps them in, and the slice-0 pipeline gathers as above.
 #include <functional>
 #include <memory>
 #include <string>
@@ -36,14 +44,16 @@
 #include "comm/Communicator.h"
 #include "nn/LayerSequence.h"
 #include "parallel/Strategy.h"
-#include "parallel/pipeline/Mesh.h"
+#include "parallel/Mesh.h"
 #include "parallel/pipeline/Partition.h"
 #include "parallel/pipeline/Schedule.h"
+#include "parallel/tensor/Shards.h"
 
 namespace dtrain::parallel::pipeline {
 
 struct PipelineOptions {
   int stages = 2;
+  int tensorParallel = 1;  // --tensor-parallel: each stage's layers cut across T ranks
   int microBatches = 1;
   ScheduleKind schedule = ScheduleKind::OneFOneB;
   std::vector<int> split;  // --pipeline-split; empty: balanced by measured time
@@ -99,6 +109,7 @@ class PipelineParallel final : public Strategy {
   comm::Communicator& world_;
   PipelineOptions opts_;
   Mesh mesh_;
+  std::unique_ptr<tensor::Shards> shards_;  // null when tp = 1
   std::unique_ptr<Strategy> dataParallel_;  // null when dp = 1
   nn::Module* model_ = nullptr;
   optim::Optimizer* optimizer_ = nullptr;

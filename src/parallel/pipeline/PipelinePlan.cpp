@@ -54,6 +54,14 @@ void PipelineParallel::plan(const Tensor& microBatch) {
     stageActivationBytes_ += activationBytes_[i];
     for (auto& [name, module] : layers_[i].modules) stageModules_.add(name, module);
   }
+  // Tensor parallelism: this stage's layers only (stage 0 keeps the others
+  // whole, to evaluate the gathered model).
+  if (shards_) {
+    shards_->cut(stageModules_, *optimizer_);
+    if (shards_->plan().empty() && mesh_.coord().slice == 0 && mesh_.coord().replica == 0)
+      log::info("pipeline stage ", stage, " has no layers to cut: its ", mesh_.tp(),
+                " tensor-parallel ranks run it whole");
+  }
   // The profile's backward gave rank 0 gradients of every layer: the
   // optimizer updates every parameter whose gradient is defined, so only this
   // stage's may have one.
@@ -120,6 +128,14 @@ std::vector<size_t> PipelineParallel::ownedBy(int stage) const {
 
 void PipelineParallel::gatherToStageZero(bool withOptimizer) {
   if (cuts_.empty() || outputShapes_.empty()) return;  // no step ran: nothing changed
+  if (shards_) {
+    // Each stage's group assembles its whole tensors on slice 0, which swaps
+    // them in; the slice-0 pipeline then gathers whole tensors as without it.
+    if (mesh_.coord().replica != 0) return;
+    shards_->gather(withOptimizer);
+    if (mesh_.coord().slice != 0) return;
+    shards_->swapInWholeTensors(withOptimizer);
+  }
   comm::Communicator& pipe = mesh_.pipeline();
   const int stage = mesh_.coord().stage;
   for (int s = 1; s < mesh_.pp(); ++s) {
