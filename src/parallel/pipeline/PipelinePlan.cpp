@@ -5,6 +5,7 @@
 
 #include "core/Error.h"
 #include "core/Log.h"
+#include "core/Memory.h"
 #include "parallel/pipeline/PipelineParallel.h"
 
 namespace dtrain::parallel::pipeline {
@@ -67,16 +68,16 @@ void PipelineParallel::plan(const Tensor& microBatch) {
   // stage's may have one.
   std::set<std::string> mine;
   for (auto& [name, p] : stageModules_.namedParameters()) mine.insert(name);
-  // Stages after the first never touch other stages' parameters again (stage 0
-  // keeps them: it evaluates and saves the whole model), so they free them.
+  // Only the reporter (world rank 0) touches other stages' parameters again (it
+  // evaluates and saves the whole model): every other rank frees them.
   for (size_t i = 0; i < optimizer_->size(); ++i) {
+    optimizer_->param(i).grad() = Tensor();  // the profile's, allocated as activations
     if (mine.count(optimizer_->paramName(i))) {
       stageParams_.push_back(i);
       parameterBytes_ += optimizer_->param(i).data().numel() * static_cast<int64_t>(sizeof(float));
       continue;
     }
-    optimizer_->param(i).grad() = Tensor();
-    if (stage > 0) optimizer_->param(i).data() = Tensor::empty({0}, DType::F32);
+    if (world_.rank() != 0) optimizer_->param(i).data() = Tensor::empty({0}, DType::F32);
   }
   // Parameters this stage shares with another (tied weights).
   if (stage == 0 || stage == lastStage()) {
@@ -100,6 +101,12 @@ void PipelineParallel::plan(const Tensor& microBatch) {
       for (size_t i : mine)
         if (lastNames.count(params[i].first)) tied_.push_back(i);
     }
+  }
+  {
+    // The stage's gradient buffers, counted as gradients (memory_per_rank):
+    // the step's zeroGradients ran before the plan knew the stage.
+    memory::CategoryScope gradients(memory::Category::Gradients);
+    stageModules_.zeroGrad();
   }
   if (dataParallel_) {
     dataParallel_->setup(stageModules_, *optimizer_);
@@ -128,10 +135,10 @@ std::vector<size_t> PipelineParallel::ownedBy(int stage) const {
 
 void PipelineParallel::gatherToStageZero(bool withOptimizer) {
   if (cuts_.empty() || outputShapes_.empty()) return;  // no step ran: nothing changed
+  if (mesh_.coord().replica != 0) return;  // the reporter's pipeline only
   if (shards_) {
     // Each stage's group assembles its whole tensors on slice 0, which swaps
     // them in; the slice-0 pipeline then gathers whole tensors as without it.
-    if (mesh_.coord().replica != 0) return;
     shards_->gather(withOptimizer);
     if (mesh_.coord().slice != 0) return;
     shards_->swapInWholeTensors(withOptimizer);

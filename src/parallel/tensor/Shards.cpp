@@ -41,8 +41,7 @@ void Shards::cut(nn::Module& modules, optim::Optimizer& optimizer) {
     const auto index = optimizer.indexOf(name);
     DTRAIN_CHECK(index, "tensor parallel: the cut parameter ", name, " is not trained by the optimizer");
     cutParams_.push_back(*index);
-    // A gradient shaped like the whole tensor (a pipeline's profile ran
-    // backward before the cut) would be kept by zeroGrad: drop it.
+    // A gradient shaped like the whole tensor would be kept by zeroGrad.
     optimizer.param(*index).grad() = Tensor();
   }
   // Loaded optimizer state (--load) is whole: cut it as its parameter.
