@@ -11,8 +11,9 @@ Each layout runs `netsim.sh mpirun -np N --ranks-per-host R -- dtrain train --ba
 --model M --workers N [--pipeline-stages P --micro-batches MB] [--tensor-parallel T]
 --batch-size GLOBAL/dp --max-steps S` (--placement pack: tensor-parallel groups innermost,
 so a group of T <= R ranks stays on one host). Needs root. Prints a markdown table: samples/s
-(median), model states (parameters + gradients + optimizer state) and peak bytes of the largest
-rank, and rank 0's bytes sent per step within its tensor-parallel group.
+(median); model states (parameters + gradients + optimizer state) of rank 0 (the reporter, which
+also keeps the other stages' parameters to evaluate and save) and of the largest other rank;
+peak bytes of the largest rank; rank 0's bytes sent per step within its tensor-parallel group.
 """
 import argparse, json, os, statistics, subprocess, sys
 
@@ -89,19 +90,19 @@ def main():
     mib = 2 ** 20
     print(f"{a.model}, {a.ranks} ranks on {hosts} emulated hosts x {a.per_host} at {a.rate}, global batch "
           f"{a.global_batch}, {a.steps} steps, {a.rounds} rounds (medians)\n")
-    print("| layout | samples/s (rounds) | median | model states, largest rank | peak, largest rank | tp sends per step (rank 0) |")
-    print("|---|---|---|---|---|---|")
+    print("| layout | samples/s (rounds) | median | model states, rank 0 | model states, largest other rank | peak, largest rank | tp sends per step (rank 0) |")
+    print("|---|---|---|---|---|---|---|")
     for l, rs in runs.items():
         if not rs:
-            print(f"| {slug(*l)} | failed | | | | |")
+            print(f"| {slug(*l)} | failed | | | | | |")
             continue
         rates = [x["samples_per_s"] for x in rs]
         mem = rs[0]["memory_per_rank"]
-        states = max(m["parameters"] + m["gradients"] + m["optimizer_state"] for m in mem)
+        states = [m["parameters"] + m["gradients"] + m["optimizer_state"] for m in mem]
         peak = max(m["peak"] for m in mem)
         tp = rs[0].get("tp_bytes_sent_per_step")
         print(f"| {slug(*l)} | {', '.join(f'{x:.1f}' for x in rates)} | {statistics.median(rates):.1f} | "
-              f"{states / mib:.2f} MiB | {peak / mib:.1f} MiB | {'-' if tp is None else f'{tp / mib:.1f} MiB'} |")
+              f"{states[0] / mib:.2f} MiB | {max(states[1:]) / mib:.2f} MiB | {peak / mib:.1f} MiB | {'-' if tp is None else f'{tp / mib:.1f} MiB'} |")
 
 
 if __name__ == "__main__":

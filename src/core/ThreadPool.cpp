@@ -14,6 +14,14 @@
 namespace dtrain {
 namespace {
 
+thread_local bool tInParallelRegion = false;
+
+struct ParallelRegion {
+  bool saved = tInParallelRegion;
+  ParallelRegion() { tInParallelRegion = true; }
+  ~ParallelRegion() { tInParallelRegion = saved; }
+};
+
 class Pool {
  public:
   explicit Pool(int workers) {
@@ -54,6 +62,7 @@ class Pool {
 
  private:
   void work() {
+    ParallelRegion region;
     for (int p; (p = next_.fetch_add(1)) < parts_;) {
       try {
         (*job_)(p);
@@ -108,6 +117,8 @@ void setNumThreads(int n) {
 }
 
 int numThreads() { return gThreads.load(); }
+
+bool inParallelRegion() { return tInParallelRegion; }
 
 void parallelFor(int64_t begin, int64_t end, int64_t grain,
                  const std::function<void(int64_t, int64_t)>& fn) {

@@ -12,6 +12,10 @@ namespace dtrain {
 // Sets the number of threads kernels may use (>= 1), including the caller.
 void setNumThreads(int n);
 int numThreads();
+// True on a thread running a part of a parallelFor (the caller's included):
+// libraries with thread pools of their own (oneDNN's OpenMP) must then run on
+// this thread alone, or the two pools oversubscribe the cores.
+bool inParallelRegion();
 
 // Calls fn(lo, hi) over disjoint ranges covering [begin, end). Ranges hold at
 // least `grain` elements, so small loops stay on the calling thread.

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/Error.h"
+#include "core/ThreadPool.h"
 #include "tensor/KernelTestUtil.h"
 #include "tensor/cpu/Blas.h"
 #include "tensor/cpu/Onednn.h"
@@ -158,6 +159,11 @@ TEST(GemmBackend, ParseNamesAndAutoRule) {
   const GemmBackend expectedLong = onednn::hasAvx512() ? GemmBackend::OneDnn : GemmBackend::OpenBlas;
   EXPECT_EQ(gemmBackendFor(128, 512, 2048), expectedLong);  // a long reduction (gpt's dW)
   EXPECT_EQ(gemmBackendFor(4096, 4096, 1024), expectedLong);  // a large product
+  // Several threads: one library for every product (no two thread pools).
+  setNumThreads(2);
+  EXPECT_EQ(gemmBackendFor(128, 512, 2048), GemmBackend::OneDnn);
+  setNumThreads(1);
+  EXPECT_EQ(gemmBackendFor(128, 512, 2048), expectedLong);
   setGemmBackend(GemmBackend::OpenBlas);
   EXPECT_EQ(gemmBackendFor(64, 64, 64), GemmBackend::OpenBlas);
   setGemmBackend(GemmBackend::Auto);

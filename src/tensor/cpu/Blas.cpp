@@ -45,7 +45,11 @@ GemmBackend parseGemmBackend(const std::string& name) {
 GemmBackend gemmBackendFor(int64_t M, int64_t N, int64_t K) {
   const GemmBackend b = gemmBackend();
   if (b != GemmBackend::Auto) return b;
-  if (onednn::hasAvx512()) return GemmBackend::OneDnn;
+  // With several threads, one library for every product: OpenBLAS's pthreads
+  // and oneDNN's OpenMP team each spin after their calls, and alternating the
+  // two makes them fight for the cores (gpt-base, 2 threads: 508 ms a step
+  // mixed, 404 ms on oneDNN alone; docs/PERFORMANCE.md).
+  if (onednn::hasAvx512() || numThreads() > 1) return GemmBackend::OneDnn;
   const bool onednn = K <= kAutoOnednnMaxK && M * N * K <= kAutoOnednnMaxFlops;
   return onednn ? GemmBackend::OneDnn : GemmBackend::OpenBlas;
 }

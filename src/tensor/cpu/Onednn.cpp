@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "core/Error.h"
+#include "core/ThreadPool.h"
 
 namespace dtrain::kernels::onednn {
 namespace {
@@ -21,6 +22,7 @@ std::atomic<int> gThreads{1};
 // are part of the key: a model uses a handful of values (1, 0, 1/sqrt(d)).
 struct Key {
   bool ta, tb, bf16;  // bf16: A and B are bf16, C stays fp32
+  int threads;        // a primitive may fix its blocking for the threads it was made for
   int64_t M, N, K, lda, ldb, ldc;
   float alpha, beta;
   bool operator==(const Key& o) const { return std::memcmp(this, &o, sizeof(Key)) == 0; }
@@ -86,14 +88,16 @@ namespace {
 void run(bool bf16, bool transA, bool transB, int64_t M, int64_t N, int64_t K, float alpha,
          const void* A, int64_t lda, const void* B, int64_t ldb, float beta, float* C, int64_t ldc) {
   ThreadState& s = state();
-  const int want = gThreads.load(std::memory_order_relaxed);
+  // Inside one of dtrain's parallel loops (the attention's tiles) the loop
+  // already uses every thread: OpenMP teams nested in it would oversubscribe.
+  const int want = inParallelRegion() ? 1 : gThreads.load(std::memory_order_relaxed);
   if (s.threads != want) {
     omp_set_num_threads(want);
     s.threads = want;
   }
   Key k;
   std::memset(&k, 0, sizeof k);
-  k.ta = transA, k.tb = transB, k.bf16 = bf16, k.M = M, k.N = N, k.K = K, k.lda = lda, k.ldb = ldb, k.ldc = ldc;
+  k.ta = transA, k.tb = transB, k.bf16 = bf16, k.threads = want, k.M = M, k.N = N, k.K = K, k.lda = lda, k.ldb = ldb, k.ldc = ldc;
   k.alpha = alpha, k.beta = beta;
   auto it = s.cache.find(k);
   if (it == s.cache.end()) {
