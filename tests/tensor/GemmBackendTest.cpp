@@ -159,9 +159,17 @@ TEST(GemmBackend, ParseNamesAndAutoRule) {
   const GemmBackend expectedLong = onednn::hasAvx512() ? GemmBackend::OneDnn : GemmBackend::OpenBlas;
   EXPECT_EQ(gemmBackendFor(128, 512, 2048), expectedLong);  // a long reduction (gpt's dW)
   EXPECT_EQ(gemmBackendFor(4096, 4096, 1024), expectedLong);  // a large product
-  // Several threads: one library for every product (no two thread pools).
+  // Several threads: one thread pool for every product (OpenBLAS's on AVX2),
+  // oneDNN on the calling thread inside dtrain's parallel loops.
   setNumThreads(2);
-  EXPECT_EQ(gemmBackendFor(128, 512, 2048), GemmBackend::OneDnn);
+  const GemmBackend many = onednn::hasAvx512() ? GemmBackend::OneDnn : GemmBackend::OpenBlas;
+  EXPECT_EQ(gemmBackendFor(64, 64, 64), many);
+  EXPECT_EQ(gemmBackendFor(128, 512, 2048), many);
+  std::vector<int> inside(2, -1);
+  parallelFor(0, 2, 1, [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) inside[i] = static_cast<int>(gemmBackendFor(64, 64, 64));
+  });
+  for (int b : inside) EXPECT_EQ(b, static_cast<int>(GemmBackend::OneDnn));
   setNumThreads(1);
   EXPECT_EQ(gemmBackendFor(128, 512, 2048), expectedLong);
   setGemmBackend(GemmBackend::OpenBlas);

@@ -45,11 +45,15 @@ GemmBackend parseGemmBackend(const std::string& name) {
 GemmBackend gemmBackendFor(int64_t M, int64_t N, int64_t K) {
   const GemmBackend b = gemmBackend();
   if (b != GemmBackend::Auto) return b;
-  // With several threads, one library for every product: OpenBLAS's pthreads
-  // and oneDNN's OpenMP team each spin after their calls, and alternating the
-  // two makes them fight for the cores (gpt-base, 2 threads: 508 ms a step
-  // mixed, 404 ms on oneDNN alone; docs/PERFORMANCE.md).
-  if (onednn::hasAvx512() || numThreads() > 1) return GemmBackend::OneDnn;
+  if (onednn::hasAvx512()) return GemmBackend::OneDnn;
+  // With several threads, one thread pool for every product: OpenBLAS's
+  // pthreads and oneDNN's OpenMP team each spin after their calls, and
+  // alternating the two makes them fight for the cores (gpt-base, 2 threads:
+  // 508 ms a step mixed, ~405 on either alone). OpenBLAS, which runs small
+  // products on the calling thread where oneDNN forks its team (lenet: 1.9x);
+  // inside dtrain's own parallel loops oneDNN runs on the calling thread
+  // alone (Onednn.cpp), so the attention's tiles keep its small-GEMM kernels.
+  if (numThreads() > 1) return inParallelRegion() ? GemmBackend::OneDnn : GemmBackend::OpenBlas;
   const bool onednn = K <= kAutoOnednnMaxK && M * N * K <= kAutoOnednnMaxFlops;
   return onednn ? GemmBackend::OneDnn : GemmBackend::OpenBlas;
 }

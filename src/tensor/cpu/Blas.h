@@ -23,8 +23,9 @@ enum class GemmBackend { Auto, OneDnn, OpenBlas };
 // where oneDNN falls to 60-75% of OpenBLAS (gpt's dW at K = 2048, large squares):
 // there OpenBLAS runs the products with K > kAutoOnednnMaxK or more than
 // kAutoOnednnMaxFlops multiply-adds (bench/GemmBench.cpp measures both), with
-// one thread. With more threads every product runs on oneDNN: two libraries'
-// thread pools alternating fight for the cores.
+// one thread. With more threads every product runs on OpenBLAS (two libraries'
+// thread pools alternating fight for the cores), except inside dtrain's own
+// parallel loops, where oneDNN runs on the calling thread alone.
 void setGemmBackend(GemmBackend b);
 GemmBackend gemmBackend();
 // "auto", "onednn", "openblas"; throws UsageError naming the choices otherwise.
