@@ -49,7 +49,10 @@ Tensor& Variable::grad() const {
 void Variable::setGradBuffer(Tensor buffer) {
   DTRAIN_CHECK(buffer.shape() == shape() && buffer.isContiguous(), "setGradBuffer: buffer ",
                shapeStr(buffer.shape()), " for a parameter of shape ", shapeStr(shape()));
-  buffer.copyFrom(grad().defined() ? grad() : Tensor::zeros(shape()));
+  // No temporary zeros: a gradient-sized allocation here would sit beside the
+  // new buffer (ZeRO-2 allocates its buckets during backward).
+  if (grad().defined()) buffer.copyFrom(grad());
+  else buffer.zero();
   impl_->grad = std::move(buffer);
   impl_->gradStale = false;
 }

@@ -11,6 +11,11 @@
 namespace dtrain::parallel::zero {
 
 namespace {
+// Stage 2: gradient buckets allocated ahead of backward (onGradReady).
+constexpr size_t kBucketsAhead = 2;
+}  // namespace
+
+namespace {
 constexpr int kNormTag = (1 << 20) + 3;
 constexpr int kGatherTag = 1 << 19;       // + bucket: the parameter allgathers
 constexpr int kStateTag = (1 << 19) + (1 << 18);
@@ -131,16 +136,40 @@ void ZeroDataParallel::buildShardOptimizer(const optim::Optimizer& full) {
   shard_->setDecay2dOnly(opts_.optimizerOptions.decay2dOnly.value_or(false), sourceDims);
 }
 
-void ZeroDataParallel::allocateGradBuckets() {
+void ZeroDataParallel::allocateGradBucket(size_t index) {
+  FusionBucket& b = buckets_[index];
+  if (b.buffer.defined()) return;
   memory::CategoryScope accounted(memory::Category::Gradients);
-  for (auto& b : buckets_) {
-    if (b.buffer.defined()) continue;
-    b.buffer = Tensor::zeros({static_cast<int64_t>(paramFlat_[&b - buckets_.data()].numel())});
-    int64_t off = 0;
-    for (auto& p : b.params) {
-      p.setGradBuffer(b.buffer.slice(0, off, off + p.numel()).view(p.shape()));
-      off += p.numel();
-    }
+  b.buffer = Tensor::zeros({static_cast<int64_t>(paramFlat_[index].numel())});
+  int64_t off = 0;
+  for (auto& p : b.params) {
+    // Copies a gradient backward already produced outside the bucket.
+    p.setGradBuffer(b.buffer.slice(0, off, off + p.numel()).view(p.shape()));
+    off += p.numel();
+  }
+}
+
+void ZeroDataParallel::allocateGradBuckets() {
+  // Stage 2 keeps a full gradient only while backward fills its bucket: the
+  // first two buckets now, the others as backward reaches them (onGradReady).
+  const size_t n = opts_.stage == 2 ? std::min<size_t>(kBucketsAhead, buckets_.size()) : buckets_.size();
+  for (size_t b = 0; b < n; ++b) allocateGradBucket(b);
+}
+
+void ZeroDataParallel::zeroGradients(nn::Module& model) {
+  if (opts_.stage == 1) return model.zeroGrad();
+  // Stage 2: only the allocated buckets; the others' gradients stay undefined
+  // (zero to backward) until their buckets exist.
+  for (auto& b : buckets_)
+    if (b.buffer.defined())
+      for (auto& p : b.params) p.zeroGrad();
+}
+
+void ZeroDataParallel::freeReducedBuckets() {
+  for (size_t b = 0; b < nextLaunch_; ++b) {
+    if (!buckets_[b].buffer.defined() || !work_[b] || !work_[b]->test()) continue;
+    for (auto& p : buckets_[b].params) p.grad() = Tensor();
+    buckets_[b].buffer = Tensor();
   }
 }
 
@@ -152,6 +181,13 @@ void ZeroDataParallel::beginStep(int64_t) {
 }
 
 void ZeroDataParallel::onGradReady(size_t bucket) {
+  // Stage 2: backward has reached this bucket, so the next ones' buffers are
+  // needed soon. Two ahead, because one backward node may write the last
+  // gradient of a bucket and the first of the next (a Linear's weight and
+  // bias on either side of a bucket boundary) before any hook runs.
+  if (opts_.stage == 2 && ready_[bucket] == 0)
+    for (size_t b = bucket + 1; b <= bucket + kBucketsAhead && b < buckets_.size(); ++b)
+      allocateGradBucket(b);
   if (!syncing_) return;  // accumulation micro-step: gradients stay local
   if (++ready_[bucket] == buckets_[bucket].params.size()) launchInOrder(false);
 }
@@ -162,6 +198,7 @@ void ZeroDataParallel::launchInOrder(bool all) {
   while (nextLaunch_ < buckets_.size() &&
          (all || ready_[nextLaunch_] == buckets_[nextLaunch_].params.size())) {
     const size_t b = nextLaunch_++;
+    allocateGradBucket(b);
     if (all)
       for (auto& p : buckets_[b].params) p.grad();  // materialize stale zeros
     if (opts_.stage == 1) {
@@ -173,6 +210,7 @@ void ZeroDataParallel::launchInOrder(bool all) {
     work_[b] = comm_.reduceScatterAsync(buckets_[b].buffer.data<float>(),
                                         gradShard_[b].data<float>(),
                                         static_cast<size_t>(shardSize(b)), DType::F32, o);
+    if (opts_.stage == 2) freeReducedBuckets();  // during backward
   }
 }
 

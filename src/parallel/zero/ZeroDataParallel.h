@@ -19,8 +19,12 @@
 //  - Stage 1: the full gradient buckets are kept (as in DataParallel); each
 //    bucket is reduce-scattered (launched from the gradient-ready hooks, in
 //    bucket order) and the averaged slice copied into its own range.
-//  - Stage 2: the buckets are allocated at the start of a step and freed once
-//    reduce-scattered; only the owned slice (a persistent 4P/N buffer) remains.
+//  - Stage 2: a bucket exists only while backward fills it: the first two are
+//    allocated at the start of a step, bucket b+1 and b+2 when backward
+//    reaches bucket b, and each is freed as soon as its reduce-scatter finished
+//    (checked at every launch, during backward); only the owned slice (a
+//    persistent 4P/N buffer) remains. A gradient that arrives before its
+//    bucket exists lands in a tensor of its own and is copied in.
 //  - Elementwise optimizers only (sgd, adam, adamw, adagrad): LARS needs whole
 //    tensors' norms.
 #include <memory>
@@ -55,6 +59,7 @@ class ZeroDataParallel final : public Strategy {
 
   void setup(nn::Module& model, optim::Optimizer& optimizer) override;
   void beginStep(int64_t step) override;
+  void zeroGradients(nn::Module& model) override;
   void beginMicroStep(int index, int count) override { syncing_ = index == count - 1; }
   void finishGradients() override;
   void applyUpdate(optim::Optimizer& optimizer) override;
@@ -83,6 +88,9 @@ class ZeroDataParallel final : public Strategy {
   // From the parameters: stage 2 frees the gradient buckets between steps.
   int64_t shardSize(size_t bucket) const { return paramFlat_[bucket].numel() / comm_.size(); }
   void allocateGradBuckets();
+  void allocateGradBucket(size_t bucket);
+  // Stage 2: frees the full gradient buckets whose reduce-scatter finished.
+  void freeReducedBuckets();
   void onGradReady(size_t bucket);
   void launchInOrder(bool all);
   void buildShardOptimizer(const optim::Optimizer& full);
