@@ -76,4 +76,8 @@ Variable copyToTensorParallel(const Variable& x, const SumAcrossRanks& sum);
 Variable reduceFromTensorParallel(const Variable& partial, const Variable& bias,
                                   const SumAcrossRanks& sum);
 
+// Identity forward; when backward reaches it, `hook` runs before the gradient
+// flows on to the nodes that produced x (ops/Hooks.cpp).
+Variable beforeBackward(const Variable& x, std::function<void()> hook);
+
 }  // namespace dtrain::autograd

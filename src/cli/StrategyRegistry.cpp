@@ -37,7 +37,7 @@ std::unique_ptr<parallel::Strategy> makeSingle(const TrainConfig&, comm::Communi
   return std::make_unique<parallel::SingleProcess>();
 }
 
-// --zero 1|2 shards the optimizer state (and gradients) of the same allreduce
+// --zero 1|2|3 shards the optimizer state (and gradients, and parameters) of the same allreduce
 // data parallelism (parallel/zero/).
 std::unique_ptr<parallel::Strategy> makeAllreduce(const TrainConfig& c, comm::Communicator& comm,
                                                   const SharedRun&) {
@@ -45,6 +45,7 @@ std::unique_ptr<parallel::Strategy> makeAllreduce(const TrainConfig& c, comm::Co
     parallel::zero::ZeroOptions z;
     z.stage = c.zero;
     z.fusionMb = c.fusionMb;
+    z.gatherEvery = c.evalEvery;
     z.optimizer = c.optimizer;
     z.optimizerOptions = runtime::optimizerOptions(c);
     return std::make_unique<parallel::zero::ZeroDataParallel>(comm, std::move(z));

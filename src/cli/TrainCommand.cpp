@@ -373,7 +373,7 @@ void addTrainCommand(CLI::App& app) {
   // ZeRO (issue 14).
   sub->add_option("--zero", c.zero,
                   "ZeRO stage on the allreduce strategy: 1 shards the optimizer state, 2 also "
-                  "the gradients (0: off)")
+                  "the gradients, 3 also the parameters (0: off)")
       ->capture_default_str();
   sub->add_flag("--no-overlap", flags->noOverlap,
                 "Allreduce only after the whole backward (for comparison)");

@@ -7,8 +7,11 @@
 namespace dtrain::nn {
 
 Variable Module::operator()(const Variable& x) {
-  if (!recompute_) return forward(x);
-  return autograd::recompute([this](const Variable& in) { return forward(in); }, x);
+  auto run = [this](const Variable& in) {
+    if (!recompute_) return forward(in);
+    return autograd::recompute([this](const Variable& i) { return forward(i); }, in);
+  };
+  return wrapper_ ? wrapper_(x, run) : run(x);
 }
 
 Variable Module::registerParameter(const std::string& name, Tensor value) {

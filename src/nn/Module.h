@@ -3,6 +3,7 @@
 // modules. Names are hierarchical ("1.weight", "features.0.bias") and, for the
 // built-in models, identical to the PyTorch state_dict keys of the equivalent
 // nn.Sequential, with the same layouts.
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -23,6 +24,12 @@ class Module {
   // called (autograd/Recompute.h; --recompute, nn/Recompute.h).
   Variable operator()(const Variable& x);
   void setRecompute(bool on) { recompute_ = on; }
+  // Runs around operator()'s forward (and recomputation, when on): gets the
+  // input and the forward to call. ZeRO-3 gathers the module's parameters
+  // before and releases them after. Null: none.
+  using Forward = std::function<Variable(const Variable&)>;
+  using ForwardWrapper = std::function<Variable(const Variable& x, const Forward& forward)>;
+  void setForwardWrapper(ForwardWrapper wrapper) { wrapper_ = std::move(wrapper); }
   bool recomputes() const { return recompute_; }
   // One line describing this module's own configuration, e.g. "Linear(784, 256)".
   virtual std::string describe() const = 0;
@@ -72,6 +79,7 @@ class Module {
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
   bool training_ = true;
   bool recompute_ = false;
+  ForwardWrapper wrapper_;
 };
 
 }  // namespace dtrain::nn

@@ -73,6 +73,12 @@ void checkRecomputeMode(const std::string& mode) {
   throw UsageError("unknown --recompute '" + mode + "' (known: none, blocks, all)");
 }
 
+std::vector<Module*> sequentialBlocks(Module& model) {
+  std::vector<Module*> out;
+  forEachBlock(model, [&](Module& block) { out.push_back(&block); });
+  return out;
+}
+
 int applyRecompute(Module& model, const std::string& mode) {
   checkRecomputeMode(mode);
   clearAll(model);

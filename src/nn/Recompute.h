@@ -20,5 +20,9 @@ const std::vector<std::string>& recomputeModeNames();
 void checkRecomputeMode(const std::string& mode);
 // Marks the modules of `mode` (and unmarks the others); returns how many are marked.
 int applyRecompute(Module& model, const std::string& mode);
+// The model's blocks, in forward order: every child of a Sequential anywhere
+// in the tree (gpt: each transformer block; mlp and lenet: each layer). The
+// units of --recompute blocks and of ZeRO-3's parameter gathering.
+std::vector<Module*> sequentialBlocks(Module& model);
 
 }  // namespace dtrain::nn

@@ -92,8 +92,9 @@ void TrainConfig::validate(bool workersKnown) const {
   }
   // ZeRO: the allreduce strategy, uncompressed, only (parallel/zero/).
   if (zero != 0) {
-    DTRAIN_CHECK_USAGE(zero == 1 || zero == 2, "--zero ", zero,
-                       ": stages 1 and 2 are implemented (3 is not yet)");
+    DTRAIN_CHECK_USAGE(zero >= 1 && zero <= 3, "--zero ", zero,
+                       ": the stages are 1 (optimizer state), 2 (and gradients) and 3 (and "
+                       "parameters)");
     checkAllreduceOnly("--zero", "not to");
     DTRAIN_CHECK_USAGE(compress == "none", "--zero cannot be combined with --compress ", compress,
                        " yet");

@@ -358,6 +358,9 @@ TrainResult Trainer::run() {
   state.globalBatch = globalBatch;
   const int64_t ranSteps = step - state.step;
   r.samplesPerS = ranSteps * globalBatch / std::max(1e-9, r.seconds);
+  // This rank's memory as training left it (finish may gather the whole model
+  // to the reporter: that is for evaluation and saving, not training's).
+  const memory::RankMemory trainedMemory = memory::snapshot(*memoryDomain_);
   strategy_->finish(*model_, *optimizer_);
   // Collective (every rank's compression residuals go to the reporter).
   if (!c.save.empty()) state.strategyState = strategy_->checkpointState();
@@ -368,7 +371,7 @@ TrainResult Trainer::run() {
   for (auto& [name, t] : optimizer_->namedState()) r.optimizerStateBytes += t->nbytes();
   // memory_per_rank: after stats(), so its collective is not counted there.
   r.memoryPerRank = parallel::memoryPerRankJson(
-      strategy_->gatherMemory(memory::snapshot(*memoryDomain_)));
+      strategy_->gatherMemory(trainedMemory));
   progress.finish();
 
   if (reporter) {

@@ -8,6 +8,15 @@ Storage::Storage(size_t bytes, Device device)
       bytes_(bytes),
       device_(device) {}
 
-Storage::~Storage() { memory::release(data_, bytes_, device_.type, tag_); }
+Storage::~Storage() { release(); }
+
+void Storage::release() {
+  if (data_) memory::release(data_, bytes_, device_.type, tag_);
+  data_ = nullptr;
+}
+
+void Storage::reallocate() {
+  if (!data_) data_ = memory::allocate(bytes_, device_.type, tag_);
+}
 
 }  // namespace dtrain

@@ -19,6 +19,14 @@ class Storage {
   size_t bytes() const { return bytes_; }
   Device device() const { return device_; }
 
+  // Fully sharded parameters (ZeRO-3, FSDP): the memory goes and comes back
+  // while every view of this storage (those saved by autograd nodes too)
+  // stays valid as an object; the views read the new memory once it is back.
+  // Accounted to the tag it was first allocated under. Contents are lost.
+  void release();
+  void reallocate();
+  bool resident() const { return data_ != nullptr; }
+
  private:
   memory::Tag tag_;  // the domain and category it was allocated under, released to
   void* data_;

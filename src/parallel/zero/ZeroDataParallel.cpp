@@ -28,8 +28,8 @@ void waitAll(std::vector<comm::WorkPtr>& work) {
 }  // namespace
 
 void validate(const ZeroOptions& o) {
-  DTRAIN_CHECK_USAGE(o.stage == 1 || o.stage == 2, "--zero ", o.stage,
-                     ": stages 1 and 2 are implemented (3 is not yet)");
+  DTRAIN_CHECK_USAGE(o.stage >= 1 && o.stage <= 3, "--zero ", o.stage,
+                     ": the stages are 1 (optimizer state), 2 (and gradients) and 3 (and parameters)");
   DTRAIN_CHECK_USAGE(o.optimizer != "lars", "--zero does not support --optimizer lars ",
                      "(its trust ratio needs whole tensors; use sgd, adam, adamw or adagrad)");
 }
@@ -44,10 +44,13 @@ ZeroDataParallel::ZeroDataParallel(comm::Communicator& comm, ZeroOptions options
 ZeroDataParallel::~ZeroDataParallel() {
   try {
     waitAll(work_);
+    waitAll(gatherWork_);
   } catch (...) {  // a failed run is already being reported
   }
   for (auto& b : buckets_)
     for (auto& p : b.params) p.clearHooks();
+  for (nn::Module* m : unitModules_)
+    if (m) m->setForwardWrapper(nullptr);
 }
 
 void ZeroDataParallel::setup(nn::Module& model, optim::Optimizer& optimizer) {
@@ -55,7 +58,8 @@ void ZeroDataParallel::setup(nn::Module& model, optim::Optimizer& optimizer) {
   const bool hasState = broadcastReplicaState(comm_, model, optimizer);
   const int64_t stepCount = optimizer.stepCount();
   const size_t bytes = static_cast<size_t>(std::max(1.0, opts_.fusionMb * 1024 * 1024));
-  buckets_ = makeFusionBuckets(model.parameters(), bytes, comm_.size());
+  buckets_ = opts_.stage == 3 ? makeUnitBuckets(model)
+                              : makeFusionBuckets(model.parameters(), bytes, comm_.size());
   // Parameters move into padded flat buffers, one per bucket, laid out as the
   // bucket's gradients are.
   {
@@ -68,6 +72,10 @@ void ZeroDataParallel::setup(nn::Module& model, optim::Optimizer& optimizer) {
         view.copyFrom(p.data());
         p.data() = view;
         off += p.numel();
+      }
+      if (opts_.stage == 3) {  // the owned slice, kept; the flat buffer comes and goes
+        const int64_t s = flat.numel() / comm_.size();
+        paramShard_.push_back(flat.slice(0, comm_.rank() * s, (comm_.rank() + 1) * s).clone());
       }
       paramFlat_.push_back(std::move(flat));
     }
@@ -99,6 +107,7 @@ void ZeroDataParallel::setup(nn::Module& model, optim::Optimizer& optimizer) {
   for (size_t i = 0; i < buckets_.size(); ++i)
     for (auto& p : buckets_[i].params)
       p.addGradReadyHook([this, i](autograd::Variable&) { onGradReady(i); });
+  if (opts_.stage == 3) shardParameters();
 }
 
 void ZeroDataParallel::buildShardOptimizer(const optim::Optimizer& full) {
@@ -111,7 +120,7 @@ void ZeroDataParallel::buildShardOptimizer(const optim::Optimizer& full) {
     memory::CategoryScope accounted(memory::Category::Gradients);
     for (size_t b = 0; b < buckets_.size(); ++b) {
       const int64_t s = shardSize(b), lo = r * s, hi = lo + s;
-      gradShard_.push_back(opts_.stage == 2 ? Tensor::zeros({s}) : Tensor());
+      gradShard_.push_back(opts_.stage >= 2 ? Tensor::zeros({s}) : Tensor());
       int64_t off = 0;
       bucketNames_.emplace_back();
       for (auto& p : buckets_[b].params) {
@@ -119,9 +128,12 @@ void ZeroDataParallel::buildShardOptimizer(const optim::Optimizer& full) {
         const int64_t a = std::max(lo, off), e = std::min(hi, off + p.numel());
         if (a < e) {
           Piece piece{b, p, names.at(p.impl()), a - off, a, e - a};
-          autograd::Variable v(paramFlat_[b].slice(0, a, e), true);
+          // Stage 3 updates the persistent owned slice, the others the flat buffer.
+          autograd::Variable v(opts_.stage == 3 ? paramShard_[b].slice(0, a - lo, e - lo)
+                                                : paramFlat_[b].slice(0, a, e),
+                               true);
           // Stage 1: the owned range of the bucket; stage 2: the owned slice.
-          v.setGradBuffer(opts_.stage == 2 ? gradShard_[b].slice(0, a - lo, e - lo)
+          v.setGradBuffer(opts_.stage >= 2 ? gradShard_[b].slice(0, a - lo, e - lo)
                                            : buckets_[b].buffer.slice(0, a, e));
           params.emplace_back(piece.name + "@" + std::to_string(piece.paramOffset), v);
           sourceDims.push_back(static_cast<int64_t>(p.shape().size()));
@@ -158,6 +170,7 @@ void ZeroDataParallel::allocateGradBuckets() {
 
 void ZeroDataParallel::zeroGradients(nn::Module& model) {
   if (opts_.stage == 1) return model.zeroGrad();
+  if (opts_.stage == 3) return;  // buckets are allocated zeroed, the slices at beginStep
   // Stage 2: only the allocated buckets; the others' gradients stay undefined
   // (zero to backward) until their buckets exist.
   for (auto& b : buckets_)
@@ -173,11 +186,37 @@ void ZeroDataParallel::freeReducedBuckets() {
   }
 }
 
-void ZeroDataParallel::beginStep(int64_t) {
+void ZeroDataParallel::beginStep(int64_t step) {
   sentAtStepStart_ = comm_.bytesSent();
+  step_ = step;
   std::fill(ready_.begin(), ready_.end(), 0);
   nextLaunch_ = 0;
+  if (opts_.stage == 3) {
+    if (whole_) releaseWhole();  // gathered for evaluation or saving
+    for (auto& g : gradShard_) g.zero();  // micro-steps add into it
+    return;
+  }
   allocateGradBuckets();  // stage 2 freed them after the last step
+}
+
+void ZeroDataParallel::beginMicroStep(int index, int count) {
+  syncing_ = index == count - 1;
+  if (opts_.stage != 3) return;
+  // Every micro-step reduce-scatters its gradients (no full gradient is kept
+  // across micro-steps): the previous one's finish here, then the root unit
+  // is gathered for this one.
+  syncing_ = true;
+  if (index > 0) {
+    launchInOrder(true);
+    drainFinished(true);
+    std::fill(ready_.begin(), ready_.end(), 0);
+    nextLaunch_ = 0;
+  }
+  std::fill(inBackward_.begin(), inBackward_.end(), false);
+  if (!unitModules_.empty() && !unitModules_.back()) {
+    gatherParams(buckets_.size() - 1);
+    allocateGradBucket(buckets_.size() - 1);
+  }
 }
 
 void ZeroDataParallel::onGradReady(size_t bucket) {
@@ -204,18 +243,26 @@ void ZeroDataParallel::launchInOrder(bool all) {
     if (opts_.stage == 1) {
       memory::CategoryScope accounted(memory::Category::Gradients);
       gradShard_[b] = Tensor::empty({shardSize(b)});  // transient: copied into the bucket
+    } else if (opts_.stage == 3) {
+      memory::CategoryScope accounted(memory::Category::Gradients);
+      reduced_[b] = Tensor::empty({shardSize(b)});  // transient: added into the slice
     }
     comm::Options o;
     o.tag = static_cast<int>(b);
     work_[b] = comm_.reduceScatterAsync(buckets_[b].buffer.data<float>(),
-                                        gradShard_[b].data<float>(),
+                                        (opts_.stage == 3 ? reduced_[b] : gradShard_[b]).data<float>(),
                                         static_cast<size_t>(shardSize(b)), DType::F32, o);
     if (opts_.stage == 2) freeReducedBuckets();  // during backward
+    if (opts_.stage == 3) {
+      releaseParams(b);  // its gradients are final: backward is done with it
+      drainFinished(false);
+    }
   }
 }
 
 void ZeroDataParallel::finishGradients() {
   launchInOrder(true);
+  if (opts_.stage == 3) drainFinished(true);
   waitAll(work_);
   const float scale = 1.0f / static_cast<float>(comm_.size());
   const int64_t r = comm_.rank();
@@ -226,7 +273,7 @@ void ZeroDataParallel::finishGradients() {
     if (opts_.stage == 1) {
       std::copy(g, g + s, buckets_[b].buffer.data<float>() + r * s);
       gradShard_[b] = Tensor();
-    } else {
+    } else if (opts_.stage == 2) {
       // Stage 2: only the owned slice stays; the full gradients go.
       for (auto& p : buckets_[b].params) p.grad() = Tensor();
       buckets_[b].buffer = Tensor();
@@ -264,6 +311,13 @@ void ZeroDataParallel::applyUpdate(optim::Optimizer& optimizer) {
   shard_->setLr(optimizer.lr());
   shard_->step();
   optimizer.setStepCount(optimizer.stepCount() + 1);
+  if (opts_.stage == 3) {
+    // The owned slices were updated in place; units gather them when used.
+    if (opts_.gatherEvery > 0 && (step_ + 1) % opts_.gatherEvery == 0) gatherWhole(isReporter());
+    ++steps_;
+    stepSent_ += comm_.bytesSent() - sentAtStepStart_;
+    return;
+  }
   // Every rank's updated slice to every rank: in-place allgathers.
   const int64_t r = comm_.rank();
   for (size_t b = 0; b < buckets_.size(); ++b) {
@@ -303,6 +357,8 @@ std::map<std::string, Tensor> ZeroDataParallel::checkpointState() {
   // Collective. Per bucket and slot, the owned slices are allgathered into a
   // padded flat buffer, then carved into full per-parameter tensors.
   gathered_.clear();
+  // The parameters, for the reporter (kept wherever they already were).
+  if (opts_.stage == 3) gatherWhole(isReporter() || whole_);
   if (shard_->size() == 0 || !shard_->hasState(0)) return {};
   const int64_t r = comm_.rank();
   const auto slots = shard_->slotNames();
@@ -356,6 +412,16 @@ void ZeroDataParallel::syncModel(nn::Module&, optim::Optimizer* optimizer) {
     if (it != gathered_.end()) t->copyFrom(it->second);
   }
   gathered_.clear();
+}
+
+}  // namespace dtrain::parallel::zero
+
+namespace dtrain::parallel::zero {
+
+void ZeroDataParallel::finish(nn::Module&, optim::Optimizer&) {
+  // Stage 3: the whole model on every rank for the evaluation and saving that
+  // follow (and for any use of the model after the run).
+  if (opts_.stage == 3) gatherWhole(true);
 }
 
 }  // namespace dtrain::parallel::zero

@@ -1,6 +1,6 @@
 #pragma once
-// ZeRO (Rajbhandari et al. 2020) stages 1 and 2 on synchronous data
-// parallelism (--strategy allreduce --zero 1|2).
+// ZeRO (Rajbhandari et al. 2020) stages 1, 2 and 3 on synchronous data
+// parallelism (--strategy allreduce --zero 1|2|3).
 //
 // Sharding is by flat ranges, not by whole parameters: the gradients live in
 // fusion buckets (FusionBuckets.h), each padded to a multiple of N floats, and
@@ -25,6 +25,23 @@
 //    (checked at every launch, during backward); only the owned slice (a
 //    persistent 4P/N buffer) remains. A gradient that arrives before its
 //    bucket exists lands in a tensor of its own and is copied in.
+//  - Stage 3 (ZeroStage3.cpp; FSDP's design): the parameters are sharded too.
+//    A bucket is a unit of the model instead of a size: each block
+//    (nn::sequentialBlocks: a transformer block, an mlp layer), and a root
+//    unit with what no block holds (gpt's embeddings, tied lm_head and ln_f).
+//    Between uses, a unit's flat buffer has no memory (Storage::release; the
+//    views autograd saved stay valid) and the rank keeps its owned slice (a
+//    persistent 4P/N buffer the shard optimizer updates in place). A block's
+//    forward wrapper allgathers its parameters (prefetching the next block's),
+//    runs it and releases them; an identity node on its output gathers them
+//    again when backward reaches it (and allocates the unit's gradient
+//    bucket); once the unit's gradients are final they are reduce-scattered,
+//    added into the owned slice, and parameters and gradients released. The
+//    root unit is gathered at each micro-step's start and released after its
+//    gradients. Accumulation reduce-scatters every micro-step. For evaluation
+//    and saving, the whole model is gathered to every rank (every
+//    --eval-every steps, for checkpoints and at the end) and released at the
+//    next step.
 //  - Elementwise optimizers only (sgd, adam, adamw, adagrad): LARS needs whole
 //    tensors' norms.
 #include <memory>
@@ -32,13 +49,15 @@
 
 #include "comm/Communicator.h"
 #include "optim/Factory.h"
+#include "nn/Module.h"
 #include "parallel/Strategy.h"
 #include "parallel/allreduce/FusionBuckets.h"
 
 namespace dtrain::parallel::zero {
 
 struct ZeroOptions {
-  int stage = 1;  // 1 or 2
+  int stage = 1;  // 1, 2 or 3
+  int64_t gatherEvery = 0;  // stage 3: steps between whole-model gathers (--eval-every); 0: end only
   double fusionMb = 0.25;
   std::string optimizer = "adam";  // the shard optimizer's kind and settings
   optim::OptimizerOptions optimizerOptions;
@@ -60,7 +79,7 @@ class ZeroDataParallel final : public Strategy {
   void setup(nn::Module& model, optim::Optimizer& optimizer) override;
   void beginStep(int64_t step) override;
   void zeroGradients(nn::Module& model) override;
-  void beginMicroStep(int index, int count) override { syncing_ = index == count - 1; }
+  void beginMicroStep(int index, int count) override;
   void finishGradients() override;
   void applyUpdate(optim::Optimizer& optimizer) override;
   double gradNormSquared(nn::Module& model) override;
@@ -72,6 +91,7 @@ class ZeroDataParallel final : public Strategy {
   // reporter writes it into the trainer's optimizer in syncModel (--save).
   std::map<std::string, Tensor> checkpointState() override;
   void syncModel(nn::Module& model, optim::Optimizer* optimizer) override;
+  void finish(nn::Module& model, optim::Optimizer& optimizer) override;
 
   // This rank's shard optimizer (its pieces and their state).
   optim::Optimizer& shardOptimizer() { return *shard_; }
@@ -95,6 +115,22 @@ class ZeroDataParallel final : public Strategy {
   void launchInOrder(bool all);
   void buildShardOptimizer(const optim::Optimizer& full);
 
+  // Stage 3 (ZeroStage3.cpp).
+  // One bucket per unit, in backward order (the root unit last).
+  std::vector<FusionBucket> makeUnitBuckets(nn::Module& model);
+  void shardParameters();  // after setup: keep the owned slices, release the rest
+  autograd::Variable runUnit(size_t bucket, const autograd::Variable& x, const nn::Module::Forward& forward);
+  void enterBackward(size_t bucket);
+  // Waits for a prefetch, or gathers now (always: even when resident).
+  void gatherParams(size_t bucket, bool always = false);
+  void prefetchParams(size_t bucket);  // starts an asynchronous gather
+  void releaseParams(size_t bucket);
+  void drainReduced(size_t bucket);    // its reduce-scatter done: add, release
+  void drainFinished(bool all);        // those finished (all: waits for every one)
+  // Collective: the whole model on every rank; kept where `keep`.
+  void gatherWhole(bool keep);
+  void releaseWhole();
+
   comm::Communicator& comm_;
   ZeroOptions opts_;
   std::vector<FusionBucket> buckets_;      // gradients (stage 2: only during a step)
@@ -108,6 +144,15 @@ class ZeroDataParallel final : public Strategy {
   size_t nextLaunch_ = 0;
   bool syncing_ = true;
   std::map<std::string, Tensor> gathered_;  // checkpointState, on the reporter
+
+  // Stage 3.
+  std::vector<Tensor> paramShard_;          // per bucket: the owned slice of the parameters
+  std::vector<Tensor> reduced_;             // per bucket: a micro-step's reduce-scatter output
+  std::vector<comm::WorkPtr> gatherWork_;   // per bucket: a prefetch in flight
+  std::vector<nn::Module*> unitModules_;    // per bucket: the block (null: the root unit)
+  std::vector<bool> inBackward_;            // per bucket: backward reached it this micro-step
+  bool whole_ = false;                      // every unit gathered (evaluation, saving)
+  int64_t step_ = 0;
 
   int64_t steps_ = 0;
   uint64_t sentAtStepStart_ = 0, stepSent_ = 0;
