@@ -58,6 +58,9 @@ TEST(ResumeWorldSize, ZeroStagesReshardTheOptimizerState) {
   expectResumeMatches(kTrain + "--workers 4 --batch-size 16 --zero 2",
                       kTrain + "--workers 2 --batch-size 32 --zero 1", 10, 20, 64,
                       "--zero 2 x 4 -> --zero 1 x 2");
+  expectResumeMatches(kTrain + "--workers 2 --batch-size 24 --zero 3",
+                      kTrain + "--workers 3 --batch-size 8 --zero 3 --accumulate 2", 10, 20, 48,
+                      "--zero 3 x 2 -> --zero 3 x 3");
 }
 
 #ifdef DTRAIN_MPIEXEC
