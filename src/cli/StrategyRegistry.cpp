@@ -46,6 +46,7 @@ std::unique_ptr<parallel::Strategy> makeAllreduce(const TrainConfig& c, comm::Co
     z.stage = c.zero;
     z.fusionMb = c.fusionMb;
     z.gatherEvery = c.evalEvery;
+    z.offloadParams = c.offload == "params";
     z.optimizer = c.optimizer;
     z.optimizerOptions = runtime::optimizerOptions(c);
     return std::make_unique<parallel::zero::ZeroDataParallel>(comm, std::move(z));

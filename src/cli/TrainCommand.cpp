@@ -102,6 +102,7 @@ nlohmann::json resultLine(const runtime::TrainConfig& c, const runtime::TrainRes
   if (strategy != "single")
     out["global_batch"] =
         c.batchSize * c.accumulate * (workers / c.pipelineStages / c.tensorParallel);
+  if (c.offload != "none") out["offload"] = c.offload;
   if (strategy == "allreduce") {
     out["accumulate"] = c.accumulate;
     out["overlap"] = c.overlap;
@@ -375,6 +376,12 @@ void addTrainCommand(CLI::App& app) {
                   "ZeRO stage on the allreduce strategy: 1 shards the optimizer state, 2 also "
                   "the gradients, 3 also the parameters (0: off)")
       ->capture_default_str();
+  sub->add_option("--offload", c.offload,
+                  "Keep on disk between uses: none, optimizer (its state) or params (with "
+                  "--zero 3, the parameter shards too)")
+      ->capture_default_str();
+  sub->add_option("--offload-dir", c.offloadDir,
+                  "Directory for --offload's (unnamed) file (default: <cache dir>/offload)");
   sub->add_flag("--no-overlap", flags->noOverlap,
                 "Allreduce only after the whole backward (for comparison)");
   sub->add_option("--allreduce-algo", c.allreduceAlgo, "auto, ring, rhd, tree, hier, shm or native (mpi)")

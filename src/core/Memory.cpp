@@ -7,6 +7,7 @@
 #include <new>
 
 #include "core/Error.h"
+#include "core/Offload.h"
 
 namespace dtrain::memory {
 namespace {
@@ -41,7 +42,7 @@ void* allocate(size_t bytes, DeviceType device) {
   size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
   if (rounded == 0) rounded = kAlignment;
   void* p = std::aligned_alloc(kAlignment, rounded);
-  if (!p) throw Error(detail::concat("out of memory allocating ", bytes, " bytes on CPU"));
+  if (!p) throw Error(dtrain::detail::concat("out of memory allocating ", bytes, " bytes on CPU"));
   auto& c = gCounters[static_cast<int>(device)];
   int64_t now = c.current.fetch_add(static_cast<int64_t>(bytes), std::memory_order_relaxed) +
                 static_cast<int64_t>(bytes);
@@ -53,6 +54,7 @@ void* allocate(size_t bytes, DeviceType device) {
 namespace {
 thread_local Domain* tDomain = nullptr;
 thread_local Category tCategory = Category::Other;
+thread_local OffloadFile* tOffload = nullptr;
 
 void raise(std::atomic<int64_t>& peak, int64_t now) {
   int64_t prev = peak.load(std::memory_order_relaxed);
@@ -74,6 +76,7 @@ RankMemory snapshot(const Domain& d) {
   for (int i = 0; i < kCategories; ++i) m.current[i] = d.current[i].load();
   m.activationsPeak = d.peak[static_cast<int>(Category::Activations)].load();
   m.peak = d.totalPeak.load();
+  m.offloaded = d.offloaded.load();
   return m;
 }
 
@@ -82,6 +85,7 @@ std::array<int64_t, RankMemory::kFields> RankMemory::toArray() const {
   for (int i = 0; i < kCategories; ++i) a[i] = current[i];
   a[kCategories] = activationsPeak;
   a[kCategories + 1] = peak;
+  a[kCategories + 2] = offloaded;
   return a;
 }
 
@@ -90,10 +94,13 @@ RankMemory RankMemory::fromArray(const std::array<int64_t, kFields>& a) {
   for (int i = 0; i < kCategories; ++i) m.current[i] = a[i];
   m.activationsPeak = a[kCategories];
   m.peak = a[kCategories + 1];
+  m.offloaded = a[kCategories + 2];
   return m;
 }
 
-Tag currentTag() { return {tDomain, tCategory}; }
+Tag currentTag() { return {tDomain, tCategory, tOffload}; }
+OffloadFile* detail::currentOffload() { return tOffload; }
+void detail::setCurrentOffload(OffloadFile* file) { tOffload = file; }
 Domain* currentDomain() { return tDomain; }
 
 DomainScope::DomainScope(Domain* d) : previous_(tDomain) { tDomain = d; }
@@ -102,6 +109,11 @@ CategoryScope::CategoryScope(Category c) : previous_(tCategory) { tCategory = c;
 CategoryScope::~CategoryScope() { tCategory = previous_; }
 
 void* allocate(size_t bytes, DeviceType device, const Tag& tag) {
+  if (tag.offload) {  // a file's mapping: counted apart, it is not held in memory
+    void* p = tag.offload->allocate(bytes);
+    if (Domain* d = tag.domain) d->offloaded.fetch_add(static_cast<int64_t>(bytes), std::memory_order_relaxed);
+    return p;
+  }
   void* p = allocate(bytes, device);
   if (Domain* d = tag.domain) {
     const auto n = static_cast<int64_t>(bytes);
@@ -114,6 +126,10 @@ void* allocate(size_t bytes, DeviceType device, const Tag& tag) {
 
 void release(void* ptr, size_t bytes, DeviceType device, const Tag& tag) {
   if (!ptr) return;
+  if (tag.offload) {
+    if (Domain* d = tag.domain) d->offloaded.fetch_sub(static_cast<int64_t>(bytes), std::memory_order_relaxed);
+    return tag.offload->release(ptr, bytes);
+  }
   if (Domain* d = tag.domain) {
     const auto n = static_cast<int64_t>(bytes);
     d->current[static_cast<int>(tag.category)].fetch_sub(n, std::memory_order_relaxed);

@@ -27,6 +27,7 @@ struct MemoryStats {
 
 namespace memory {
 constexpr size_t kAlignment = 64;  // cache line and AVX-512 vector
+class OffloadFile;  // core/Offload.h
 
 // What an allocation holds (ZeRO's model states, and the rest).
 enum class Category : uint8_t { Parameters, Gradients, OptimizerState, Activations, Other };
@@ -41,6 +42,7 @@ struct Domain {
   std::array<std::atomic<int64_t>, kCategories> peak{};
   std::atomic<int64_t> total{0};
   std::atomic<int64_t> totalPeak{0};
+  std::atomic<int64_t> offloaded{0};  // in offload files (core/Offload.h), not in memory
 };
 Domain* newDomain();
 
@@ -50,9 +52,10 @@ struct RankMemory {
   std::array<int64_t, kCategories> current{};
   int64_t activationsPeak = 0;
   int64_t peak = 0;
+  int64_t offloaded = 0;
 
   // As fixed-size integers, to travel in a message header (parameter servers).
-  static constexpr size_t kFields = kCategories + 2;
+  static constexpr size_t kFields = kCategories + 3;
   std::array<int64_t, kFields> toArray() const;
   static RankMemory fromArray(const std::array<int64_t, kFields>& a);
 };
@@ -62,6 +65,7 @@ RankMemory snapshot(const Domain& d);
 struct Tag {
   Domain* domain = nullptr;  // null: process-wide counters only
   Category category = Category::Other;
+  OffloadFile* offload = nullptr;  // non-null: the memory is a mapping of this file
 };
 Tag currentTag();
 Domain* currentDomain();
@@ -97,6 +101,11 @@ void release(void* ptr, size_t bytes, DeviceType device = DeviceType::CPU);
 void* allocate(size_t bytes, DeviceType device, const Tag& tag);
 void release(void* ptr, size_t bytes, DeviceType device, const Tag& tag);
 MemoryStats stats(DeviceType device = DeviceType::CPU);
+
+namespace detail {  // OffloadScope's thread-local state
+OffloadFile* currentOffload();
+void setCurrentOffload(OffloadFile* file);
+}  // namespace detail
 // Resets the peak to the current value (to measure one phase).
 void resetPeak(DeviceType device = DeviceType::CPU);
 }  // namespace memory

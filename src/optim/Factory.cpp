@@ -85,6 +85,7 @@ std::unique_ptr<Optimizer> makeOptimizer(const std::string& name, NamedParameter
                                          const OptimizerOptions& o) {
   auto opt = makeByName(name, std::move(params), o);
   if (o.decay2dOnly) opt->setDecay2dOnly(*o.decay2dOnly);
+  if (!o.offloadDir.empty()) opt->setOffload(std::make_shared<memory::OffloadFile>(o.offloadDir));
   return opt;
 }
 

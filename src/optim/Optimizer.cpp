@@ -46,17 +46,48 @@ void Optimizer::setLr(double lr) {
 }
 
 void Optimizer::step() {
-  for (size_t i = 0; i < params_.size(); ++i) updateParameter(i);
+  if (!offload_) {
+    for (size_t i = 0; i < params_.size(); ++i) updateParameter(i);
+  } else {
+    std::vector<size_t> all(params_.size());
+    for (size_t i = 0; i < all.size(); ++i) all[i] = i;
+    updateInOrder(all);
+  }
   ++stepCount_;
 }
 
 void Optimizer::step(const std::vector<size_t>& which) {
-  for (size_t i : which) {
+  for (size_t i : which)
     DTRAIN_CHECK(i < params_.size(), "optimizer step: parameter index ", i, " out of range (",
                  params_.size(), " parameters)");
-    updateParameter(i);
-  }
+  updateInOrder(which);
   ++stepCount_;
+}
+
+namespace {
+// --offload: at most this much updated state waits to be written out (the
+// rest of the state is on disk); the update then goes at the disk's pace.
+constexpr size_t kOffloadWindow = 4 << 20;
+}  // namespace
+
+void Optimizer::updateInOrder(const std::vector<size_t>& order) {
+  for (size_t k = 0; k < order.size(); ++k) {
+    // The I/O thread reads the next parameter's state in while this one updates.
+    if (offload_ && k + 1 < order.size()) prefetchState(order[k + 1]);
+    updateParameter(order[k]);
+    if (offload_) {
+      evictState(order[k]);
+      offload_->throttle(kOffloadWindow);
+    }
+  }
+}
+
+void Optimizer::prefetchState(size_t i) {
+  for (const Tensor& t : slots_[i]) offload_->prefetch(t.rawData(), t.nbytes());
+}
+
+void Optimizer::evictState(size_t i) {
+  for (const Tensor& t : slots_[i]) offload_->evict(t.rawData(), t.nbytes());
 }
 
 void Optimizer::updateParameter(size_t i) {
@@ -91,7 +122,10 @@ void Optimizer::ensureState(const std::vector<size_t>& which) {
     DTRAIN_CHECK(i < params_.size(), "optimizer: parameter index ", i, " out of range (",
                  params_.size(), " parameters)");
     if (steps_[i].defined()) continue;
-    slots_[i] = initSlots(params_[i].second.data());
+    {
+      memory::OffloadScope offloaded(offload_.get());
+      slots_[i] = initSlots(params_[i].second.data());
+    }
     steps_[i] = Tensor::zeros({1}, DType::I64);
   }
 }

@@ -16,6 +16,7 @@
 // Typical loop: opt.setLr(schedule.lrAt(opt.stepCount())); backward; opt.step();
 // opt.zeroGrad().
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -23,6 +24,7 @@
 #include <vector>
 
 #include "autograd/Variable.h"
+#include "core/Offload.h"
 #include "core/ThreadPool.h"
 
 namespace dtrain::optim {
@@ -97,6 +99,13 @@ class Optimizer {
   int64_t stepCount() const { return stepCount_; }
   void setStepCount(int64_t n) { stepCount_ = n; }
 
+  // --offload optimizer: the slots (not the step counts) are allocated in
+  // `file` from now on (state already allocated stays where it is) and live
+  // on disk between updates: step() reads parameter i+1's state in while it
+  // updates parameter i, and writes i's back out after (core/Offload.h).
+  void setOffload(std::shared_ptr<memory::OffloadFile> file) { offload_ = std::move(file); }
+  memory::OffloadFile* offload() const { return offload_.get(); }
+
  protected:
   // Fresh slot tensors for parameter i, in slotNames() order.
   virtual std::vector<Tensor> initSlots(const Tensor& param) const = 0;
@@ -116,6 +125,12 @@ class Optimizer {
   bool decay2dOnly_ = false;
   double lr_;
   int64_t stepCount_ = 0;
+  std::shared_ptr<memory::OffloadFile> offload_;
+
+  // Offload: queue parameter i's slots to be read in / written out.
+  void prefetchState(size_t i);
+  void evictState(size_t i);
+  void updateInOrder(const std::vector<size_t>& order);
 };
 
 namespace detail {

@@ -1,27 +1,26 @@
 #include "parallel/MemoryGather.h"
 
+#include <algorithm>
+
 namespace dtrain::parallel {
 
 namespace {
 constexpr int kMemoryTag = (1 << 20) + 16;  // far above any bucket index
-constexpr size_t kFields = memory::kCategories + 2;
 }  // namespace
 
 std::vector<memory::RankMemory> allgatherMemory(comm::Communicator& comm,
                                                 const memory::RankMemory& mine) {
-  std::vector<int64_t> flat(mine.current.begin(), mine.current.end());
-  flat.push_back(mine.activationsPeak);
-  flat.push_back(mine.peak);
+  constexpr size_t kFields = memory::RankMemory::kFields;
+  const auto flat = mine.toArray();
   std::vector<int64_t> all(kFields * static_cast<size_t>(comm.size()));
   comm::Options o;
   o.tag = kMemoryTag;
   comm.allgather(flat.data(), all.data(), kFields, DType::I64, o);
-  std::vector<memory::RankMemory> out(static_cast<size_t>(comm.size()));
-  for (size_t r = 0; r < out.size(); ++r) {
-    const int64_t* src = all.data() + r * kFields;
-    std::copy(src, src + memory::kCategories, out[r].current.begin());
-    out[r].activationsPeak = src[memory::kCategories];
-    out[r].peak = src[memory::kCategories + 1];
+  std::vector<memory::RankMemory> out;
+  for (int r = 0; r < comm.size(); ++r) {
+    std::array<int64_t, kFields> a;
+    std::copy_n(all.data() + r * kFields, kFields, a.begin());
+    out.push_back(memory::RankMemory::fromArray(a));
   }
   return out;
 }
@@ -35,7 +34,8 @@ nlohmann::json memoryPerRankJson(const std::vector<memory::RankMemory>& ranks) {
                    {"gradients", at(m, Category::Gradients)},
                    {"optimizer_state", at(m, Category::OptimizerState)},
                    {"activations_peak", m.activationsPeak},
-                   {"peak", m.peak}});
+                   {"peak", m.peak},
+                   {"offloaded", m.offloaded}});
   return out;
 }
 

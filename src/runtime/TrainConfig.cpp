@@ -103,6 +103,18 @@ void TrainConfig::validate(bool workersKnown) const {
                        "--zero does not support --optimizer lars (its trust ratio needs whole "
                        "tensors; use sgd, adam, adamw or adagrad)");
   }
+  DTRAIN_CHECK_USAGE(offload == "none" || offload == "optimizer" || offload == "params",
+                     "unknown --offload '", offload, "' (known: none, optimizer, params)");
+  if (offload != "none") {
+    const bool allreduce = strategy.empty() || strategy == "single" || strategy == "allreduce";
+    DTRAIN_CHECK_USAGE(allreduce, "--offload applies to one worker and to the allreduce strategy "
+                       "(not to --strategy ", strategy, ")");
+    DTRAIN_CHECK_USAGE(pipelineStages <= 1 && tensorParallel <= 1,
+                       "--offload cannot be combined with --pipeline-stages or --tensor-parallel yet");
+    DTRAIN_CHECK_USAGE(offload != "params" || zero == 3,
+                       "--offload params needs --zero 3 (the parameter shards are what it offloads)");
+  }
+  DTRAIN_CHECK_USAGE(offload != "none" || offloadDir.empty(), "--offload-dir needs --offload");
   DTRAIN_CHECK_USAGE(accumulate >= 1, "--accumulate must be >= 1 (got ", accumulate, ")");
   DTRAIN_CHECK_USAGE(servers >= 1 && servers <= 4096, "--servers must be in [1, 4096] (got ",
                      servers, ")");

@@ -70,8 +70,12 @@ struct TrainConfig {
   int compressRank = 1;            // powersgd
   int64_t compressStartStep = 10;  // powersgd: plain allreduce steps first
   std::string compressCollective = "allgather";  // allgather compressors: or two-stage
-  // ZeRO (parallel/zero/ZeroDataParallel.h): 0 off, 1 or 2 on the allreduce strategy.
+  // ZeRO (parallel/zero/ZeroDataParallel.h): 0 off, 1, 2 or 3 on the allreduce strategy.
   int zero = 0;
+  // Offload (core/Offload.h): none, optimizer (its state lives in a file on
+  // disk between updates) or params (with --zero 3: the parameter shards too).
+  std::string offload = "none";
+  std::string offloadDir;  // empty: <cache dir>/offload
 
   // Pipeline parallelism (parallel/pipeline/, README "Pipeline parallelism"):
   // --pipeline-stages P > 1 runs the "pipeline" strategy on workers = dp x P ranks.

@@ -2,11 +2,14 @@
 
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <thread>
 #include <vector>
 
 #include "autograd/Precision.h"
 #include "core/Log.h"
+#include "core/Offload.h"
+#include "data/KjvCorpus.h"
 #include "core/Timer.h"
 #include "optim/Factory.h"
 #include "parallel/MemoryGather.h"
@@ -35,6 +38,8 @@ nlohmann::json TrainResult::toJson() const {
   for (const auto& [k, v] : strategyStats) j[k] = v;
   for (const auto& [k, v] : strategyReport.items()) j[k] = v;
   j["memory_per_rank"] = memoryPerRank;
+  j["rss_bytes"] = rssBytes;
+  j["rss_peak_bytes"] = rssPeakBytes;
   return j;
 }
 
@@ -53,6 +58,16 @@ Trainer::Trainer(TrainConfig config, std::unique_ptr<parallel::Strategy> strateg
                                     optimizerOptions(config_));
 }
 
+std::string offloadDirectory(const TrainConfig& c) {
+  const std::string dir = c.offloadDir.empty() ? data::defaultCacheDir() + "/offload" : c.offloadDir;
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  DTRAIN_CHECK_USAGE(std::filesystem::is_directory(dir), "--offload-dir ", dir,
+                     ": not a directory and cannot be created",
+                     ec ? " (" + ec.message() + ")" : std::string());
+  return dir;
+}
+
 optim::OptimizerOptions optimizerOptions(const TrainConfig& c) {
   optim::OptimizerOptions o;
   o.lr = c.lr;
@@ -60,6 +75,7 @@ optim::OptimizerOptions optimizerOptions(const TrainConfig& c) {
   if (c.decay2dOnly) o.decay2dOnly = true;
   o.beta1 = c.beta1;
   o.beta2 = c.beta2;
+  if (c.offload != "none") o.offloadDir = offloadDirectory(c);
   if (c.optimizer == "sgd" || c.optimizer == "lars") {
     o.momentum = c.momentum.value_or(0.9);
     o.nesterov = c.nesterov;
@@ -361,6 +377,8 @@ TrainResult Trainer::run() {
   // This rank's memory as training left it (finish may gather the whole model
   // to the reporter: that is for evaluation and saving, not training's).
   const memory::RankMemory trainedMemory = memory::snapshot(*memoryDomain_);
+  r.rssBytes = memory::residentSetBytes();
+  r.rssPeakBytes = memory::residentSetPeakBytes();
   strategy_->finish(*model_, *optimizer_);
   // Collective (every rank's compression residuals go to the reporter).
   if (!c.save.empty()) state.strategyState = strategy_->checkpointState();

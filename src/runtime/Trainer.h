@@ -42,6 +42,9 @@ struct TrainResult {
   // optimizer state's bytes on this rank.
   int64_t parameters = 0, trainableParameters = 0, optimizerStateBytes = 0;
   nlohmann::json memoryPerRank = nlohmann::json::array();    // parallel/MemoryGather.h
+  // The process's resident set when training ended, and its peak (all ranks
+  // of a local run together; --offload is judged by these).
+  int64_t rssBytes = 0, rssPeakBytes = 0;
   nlohmann::json toJson() const;
 };
 
@@ -55,6 +58,8 @@ std::pair<double, double> evaluate(nn::Module& model, const data::Dataset& datas
 // The optimizer settings a config asks for (defaults: those of the PyTorch
 // peer, e.g. SGD momentum 0.9). Parameter servers build theirs from it too.
 optim::OptimizerOptions optimizerOptions(const TrainConfig& config);
+// The directory --offload writes its files to (created; UsageError when it cannot be).
+std::string offloadDirectory(const TrainConfig& config);
 
 // The parameter-server settings a config asks for, for comm rank `rank`
 // (servers first): the fault injection (--kill-server, --kill-worker) that

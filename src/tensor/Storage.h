@@ -29,6 +29,7 @@ class Storage {
 
  private:
   memory::Tag tag_;  // the domain and category it was allocated under, released to
+  std::shared_ptr<memory::OffloadFile> offload_;  // keeps tag_.offload alive
   void* data_;
   size_t bytes_;
   Device device_;

@@ -75,6 +75,9 @@ void ZeroDataParallel::setup(nn::Module& model, optim::Optimizer& optimizer) {
       }
       if (opts_.stage == 3) {  // the owned slice, kept; the flat buffer comes and goes
         const int64_t s = flat.numel() / comm_.size();
+        if (opts_.offloadParams && !paramFile_)
+          paramFile_ = std::make_shared<memory::OffloadFile>(opts_.optimizerOptions.offloadDir);
+        memory::OffloadScope offloaded(paramFile_.get());
         paramShard_.push_back(flat.slice(0, comm_.rank() * s, (comm_.rank() + 1) * s).clone());
       }
       paramFlat_.push_back(std::move(flat));
@@ -313,6 +316,10 @@ void ZeroDataParallel::applyUpdate(optim::Optimizer& optimizer) {
   optimizer.setStepCount(optimizer.stepCount() + 1);
   if (opts_.stage == 3) {
     // The owned slices were updated in place; units gather them when used.
+    if (paramFile_) {
+      for (size_t b = 0; b < buckets_.size(); ++b) evictShard(b);
+      paramFile_->throttle(0);  // out before the next step's activations come in
+    }
     if (opts_.gatherEvery > 0 && (step_ + 1) % opts_.gatherEvery == 0) gatherWhole(isReporter());
     ++steps_;
     stepSent_ += comm_.bytesSent() - sentAtStepStart_;

@@ -42,12 +42,16 @@
 //    and saving, the whole model is gathered to every rank (every
 //    --eval-every steps, for checkpoints and at the end) and released at the
 //    next step.
+//    With --offload params the owned slices live in a file on disk (core/
+//    Offload.h): each is written out after its gathers and the update, and
+//    read back (ahead, on the file's I/O thread) before the next use.
 //  - Elementwise optimizers only (sgd, adam, adamw, adagrad): LARS needs whole
 //    tensors' norms.
 #include <memory>
 #include <vector>
 
 #include "comm/Communicator.h"
+#include "core/Offload.h"
 #include "optim/Factory.h"
 #include "nn/Module.h"
 #include "parallel/Strategy.h"
@@ -58,6 +62,10 @@ namespace dtrain::parallel::zero {
 struct ZeroOptions {
   int stage = 1;  // 1, 2 or 3
   int64_t gatherEvery = 0;  // stage 3: steps between whole-model gathers (--eval-every); 0: end only
+  // Stage 3, --offload params: the owned parameter slices live in a file in
+  // optimizerOptions.offloadDir (core/Offload.h), read in for each gather and
+  // the update and written out after.
+  bool offloadParams = false;
   double fusionMb = 0.25;
   std::string optimizer = "adam";  // the shard optimizer's kind and settings
   optim::OptimizerOptions optimizerOptions;
@@ -123,7 +131,8 @@ class ZeroDataParallel final : public Strategy {
   void enterBackward(size_t bucket);
   // Waits for a prefetch, or gathers now (always: even when resident).
   void gatherParams(size_t bucket, bool always = false);
-  void prefetchParams(size_t bucket);  // starts an asynchronous gather
+  // Starts an asynchronous gather; direction: +1 in backward, -1 in forward.
+  void prefetchParams(size_t bucket, int direction);
   void releaseParams(size_t bucket);
   void drainReduced(size_t bucket);    // its reduce-scatter done: add, release
   void drainFinished(bool all);        // those finished (all: waits for every one)
@@ -147,6 +156,8 @@ class ZeroDataParallel final : public Strategy {
 
   // Stage 3.
   std::vector<Tensor> paramShard_;          // per bucket: the owned slice of the parameters
+  std::shared_ptr<memory::OffloadFile> paramFile_;  // --offload params: where paramShard_ lives
+  void evictShard(size_t bucket);           // --offload params: written out, dropped
   std::vector<Tensor> reduced_;             // per bucket: a micro-step's reduce-scatter output
   std::vector<comm::WorkPtr> gatherWork_;   // per bucket: a prefetch in flight
   std::vector<nn::Module*> unitModules_;    // per bucket: the block (null: the root unit)

@@ -85,7 +85,7 @@ autograd::Variable ZeroDataParallel::runUnit(size_t b, const autograd::Variable&
   if (whole_) return forward(x);
   gatherParams(b);
   // Forward runs the blocks from the last bucket down: b - 1 is next.
-  if (b > 0 && unitModules_[b - 1]) prefetchParams(b - 1);
+  if (b > 0 && unitModules_[b - 1]) prefetchParams(b - 1, -1);
   autograd::Variable y = forward(x);
   const bool training = autograd::gradEnabled() && y.requiresGrad();
   // The last block forward runs is the first backward needs: it stays.
@@ -101,13 +101,14 @@ void ZeroDataParallel::enterBackward(size_t b) {
   allocateGradBucket(b);
   // Backward runs the blocks in bucket order: b + 1 is next (the root unit is
   // already gathered).
-  if (b + 1 < buckets_.size() && unitModules_[b + 1]) prefetchParams(b + 1);
+  if (b + 1 < buckets_.size() && unitModules_[b + 1]) prefetchParams(b + 1, +1);
 }
 
 void ZeroDataParallel::gatherParams(size_t b, bool always) {
   if (gatherWork_[b]) {
     gatherWork_[b]->wait();
     gatherWork_[b].reset();
+    evictShard(b);
     return;
   }
   Storage& storage = *paramFlat_[b].storage();
@@ -117,12 +118,21 @@ void ZeroDataParallel::gatherParams(size_t b, bool always) {
   o.tag = kParamGatherTag + static_cast<int>(b);
   comm_.allgather(paramShard_[b].data<float>(), paramFlat_[b].data<float>(),
                   static_cast<size_t>(shardSize(b)), DType::F32, o);
+  evictShard(b);
 }
 
-void ZeroDataParallel::prefetchParams(size_t b) {
+void ZeroDataParallel::evictShard(size_t b) {
+  if (paramFile_) paramFile_->evict(paramShard_[b].rawData(), paramShard_[b].nbytes());
+}
+
+void ZeroDataParallel::prefetchParams(size_t b, int direction) {
   Storage& storage = *paramFlat_[b].storage();
   if (gatherWork_[b] || storage.resident()) return;
   storage.reallocate();
+  // The unit after it (in this pass's direction) is read in from the offload file meanwhile.
+  const size_t after = b + static_cast<size_t>(direction);
+  if (paramFile_ && after < buckets_.size())
+    paramFile_->prefetch(paramShard_[after].rawData(), paramShard_[after].nbytes());
   comm::Options o;
   o.tag = kParamGatherTag + static_cast<int>(b);
   gatherWork_[b] = comm_.allgatherAsync(paramShard_[b].data<float>(), paramFlat_[b].data<float>(),
@@ -133,6 +143,7 @@ void ZeroDataParallel::releaseParams(size_t b) {
   if (gatherWork_[b]) {  // never free memory a collective still writes
     gatherWork_[b]->wait();
     gatherWork_[b].reset();
+    evictShard(b);
   }
   paramFlat_[b].storage()->release();
 }
