@@ -67,7 +67,7 @@ void Optimizer::step(const std::vector<size_t>& which) {
 namespace {
 // --offload: at most this much updated state waits to be written out (the
 // rest of the state is on disk); the update then goes at the disk's pace.
-constexpr size_t kOffloadWindow = 4 << 20;
+constexpr size_t kOffloadWindow = 16 << 20;
 }  // namespace
 
 void Optimizer::updateInOrder(const std::vector<size_t>& order) {
