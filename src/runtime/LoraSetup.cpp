@@ -38,10 +38,6 @@ void validateMemoryOptions(const TrainConfig& c) {
   if (!c.loraTargets.empty()) nn::parseLoraTargets(c.loraTargets);
   DTRAIN_CHECK_USAGE(c.strategy != "ps" && c.strategy != "hogwild", "--lora-rank: --strategy ",
                      c.strategy, " updates every parameter; LoRA runs with single or allreduce");
-  // Not yet checked against one process (stages gather parameters by layer).
-  DTRAIN_CHECK_USAGE(c.pipelineStages <= 1,
-                     "--lora-rank cannot be combined with --pipeline-stages yet; LoRA runs with "
-                     "single or allreduce");
   DTRAIN_CHECK_USAGE(c.tensorParallel <= 1,
                      "--lora-rank cannot be combined with --tensor-parallel yet; LoRA runs with "
                      "single or allreduce");

@@ -3,7 +3,7 @@
 // same --batch-size (mlp and gpt-tiny, whose tied wte spans the first and the
 // last stage), on the local and the mpi backends; dp x pp equals one process
 // with batch dp*B; the checkpoint holds the whole model, and --load resumes a
-// pipeline; bad flags are usage errors.
+// pipeline; LoRA adapters train across stages; bad flags are usage errors.
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
@@ -88,6 +88,17 @@ TEST_F(Pipeline, GptTiedEmbeddingAcrossStagesEqualsOneProcess) {
     expectClose(p.params, ref.params, 1e-5, "gpt-tiny " + extra);
     EXPECT_NEAR(p.line.at("train_loss").get<double>(), ref.line.at("train_loss").get<double>(), 1e-4);
   }
+}
+
+TEST_F(Pipeline, LoraAdaptersTrainAcrossStagesLikeOneProcess) {
+  // Frozen base weights on every stage, adapters trained where their layers are.
+  const std::string args = kGpt + "--max-steps 6 --batch-size 4 --lora-rank 2 --lr 0.01 ";
+  const Finished p = expectLikeOneProcess(args, "", "--workers 2 --pipeline-stages 2 --micro-batches 2");
+  const Finished ref = dtrain(args, "ref");
+  EXPECT_EQ(p.line.at("trainable_parameters"), ref.line.at("trainable_parameters"));
+  EXPECT_EQ(p.line.at("parameters"), ref.line.at("parameters"));
+  EXPECT_LT(p.line.at("trainable_parameters").get<double>() * 10,
+            p.line.at("parameters").get<double>());
 }
 
 TEST_F(Pipeline, DataParallelTimesPipelineEqualsOneProcessWithDpBatch) {

@@ -182,6 +182,23 @@ TEST(Zero, Stage3GathersForEvaluationCheckpointsAndRecompute) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(Zero, LoraAdaptersShardLikeAnyTrainedParameter) {
+  // Only the adapters are trained: every stage shards them (stage 3 gathers
+  // them by block) and leaves the frozen base whole, equal to plain allreduce.
+  const std::string dir = tempDir();
+  const std::string base = std::string(DTRAIN_BIN) + gptArgs(dir) + " --workers 2 --lora-rank 2 --lr 0.01 ";
+  auto plain = run(base + " --save " + dir + "/plain.safetensors");
+  ASSERT_FALSE(plain.is_null());
+  for (const std::string stage : {"1", "3"}) {
+    auto z = run(base + " --zero " + stage + " --save " + dir + "/z.safetensors");
+    ASSERT_FALSE(z.is_null());
+    expectClose(loadAll(dir + "/z.safetensors"), loadAll(dir + "/plain.safetensors"), 1e-6,
+                "LoRA --zero " + stage);
+    EXPECT_EQ(z.at("allreduce_bytes"), plain.at("allreduce_bytes"));  // the adapters only
+  }
+  std::filesystem::remove_all(dir);
+}
+
 TEST(Zero, EveryStrategyReportsMemoryPerRank) {
   auto single = run(std::string(DTRAIN_BIN) + kMlp);
   ASSERT_EQ(single.at("memory_per_rank").size(), 1u);
