@@ -5,6 +5,7 @@
 #include "cli/RankRunner.h"
 #include "core/Error.h"
 #include "core/Memory.h"
+#include "nn/Lora.h"
 #include "nn/ModelRegistry.h"
 #include "parallel/allreduce/DataParallel.h"
 #include "parallel/pipeline/PipelineParallel.h"
@@ -12,6 +13,7 @@
 #include "parallel/ps/Worker.h"
 #include "parallel/tensor/TensorParallel.h"
 #include "parallel/zero/ZeroDataParallel.h"
+#include "runtime/LoraSetup.h"
 
 namespace dtrain::cli {
 
@@ -61,6 +63,8 @@ std::unique_ptr<parallel::Strategy> makePs(const TrainConfig& c, comm::Communica
   auto opts = runtime::psOptions(c, comm.rank());
   if (comm.rank() < c.servers) {
     auto model = nn::buildModel(c.model, runtime::modelOverrides(c), c.seed);
+    // LoRA: the servers hold the adapters, the only trained parameters.
+    if (c.loraRank) nn::applyLora(*model, c.model, runtime::loraOptions(c, *model), c.seed);
     // memory_per_rank: the server's own figures (its shard), not the model it
     // reads the names and shapes from.
     memory::DomainScope accounted(memory::newDomain());

@@ -36,8 +36,6 @@ void validateMemoryOptions(const TrainConfig& c) {
                      "--lora-alpha must be a positive finite number (got ", c.loraAlpha.value_or(0),
                      ")");
   if (!c.loraTargets.empty()) nn::parseLoraTargets(c.loraTargets);
-  DTRAIN_CHECK_USAGE(c.strategy != "ps" && c.strategy != "hogwild", "--lora-rank: --strategy ",
-                     c.strategy, " updates every parameter; LoRA runs with single or allreduce");
   DTRAIN_CHECK_USAGE(c.tensorParallel <= 1,
                      "--lora-rank cannot be combined with --tensor-parallel yet; LoRA runs with "
                      "single or allreduce");

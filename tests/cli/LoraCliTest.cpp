@@ -1,5 +1,6 @@
 // LoRA and --recompute through the dtrain command: usage errors, only the
-// adapters' gradients allreduced by 2 workers, a frozen base after training,
+// adapters' gradients allreduced by 2 workers (and served by parameter
+// servers; Hogwild! shares a frozen base), a frozen base after training,
 // adapters saved alone, and `export --merge-lora` (loaded by torch when present).
 #include <gtest/gtest.h>
 
@@ -11,6 +12,7 @@
 
 #include "TestData.h"
 #include "cli/CliRunner.h"
+#include "nn/Lora.h"
 #include "nn/ModelRegistry.h"
 #include "runtime/Checkpoint.h"
 #include "runtime/Safetensors.h"
@@ -50,7 +52,8 @@ TEST(LoraCli, UsageErrors) {
   expectError(runDtrain(kMlp + "--model lenet --lora-rank 2"), 2, "lenet has no LoRA targets");
   expectError(runDtrain(kMlp + "--lora-alpha 4"), 2, "--lora-alpha needs --lora-rank");
   expectError(runDtrain(kMlp + "--lora-rank 2 --lora-alpha 0"), 2, "--lora-alpha must be a positive");
-  expectError(runDtrain(kMlp + "--lora-rank 2 --workers 2 --strategy hogwild"), 2, "LoRA runs with");
+  expectError(runDtrain(kMlp + "--lora-rank 2 --workers 2 --tensor-parallel 2"), 2,
+              "--lora-rank cannot be combined with --tensor-parallel");
   expectError(runDtrain(kMlp + "--recompute some"), 2, "known: none, blocks, all");
   expectError(runDtrain("export --merge-lora /nonexistent.safetensors /tmp/x.safetensors"), 1,
               "/nonexistent.safetensors");
@@ -82,6 +85,47 @@ TEST(LoraCli, TwoWorkersAllreduceOnlyTheAdapters) {
   EXPECT_GT(sent, 0);
   EXPECT_LE(sent, 2 * lora["allreduce_bytes"].get<double>());
   EXPECT_GT(full["bytes_sent_per_worker"].get<double>(), 10 * sent);
+}
+
+TEST(LoraCli, ParameterServersServeOnlyTheAdapters) {
+  // Sync ps is allreduce with the averaging on the servers: the same model
+  // and optimizer state, and only the adapters go to the servers and back.
+  const std::string dir = tempDir();
+  const std::string run = gptRun(dir) + "--workers 2 --lora-rank 2 --lr 0.01 ";
+  auto ar = lastJson(runDtrain(run + "--save " + dir + "/ar.safetensors"));
+  auto ps = lastJson(runDtrain(run + "--strategy ps --servers 2 --consistency sync --save " + dir +
+                               "/ps.safetensors"));
+  const auto a = runtime::loadSafetensors(dir + "/ar.safetensors");
+  const auto p = runtime::loadSafetensors(dir + "/ps.safetensors");
+  ASSERT_EQ(a.tensors.size(), p.tensors.size());
+  for (const auto& [name, t] : a.tensors) {
+    const Tensor* other = p.find(name);
+    ASSERT_TRUE(other) << name;
+    EXPECT_TRUE(sameBytes(*other, t)) << name;
+  }
+  const double trainable = ps["trainable_parameters"].get<double>();
+  // A push and a reply of the adapters per step, plus headers and control messages.
+  EXPECT_LT(ps["bytes_sent_per_worker"].get<double>(), 1.5 * 4 * trainable);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(LoraCli, HogwildTrainsTheAdaptersOfASharedFrozenBase) {
+  const std::string dir = tempDir();
+  const std::string run = gptRun(dir) + "--lora-rank 2 --lr 0.01 ";
+  lastJson(runDtrain(run + "--max-steps 0 --save " + dir + "/init.safetensors"));
+  lastJson(runDtrain(run + "--workers 2 --strategy hogwild --save " + dir + "/hog.safetensors"));
+  const auto init = runtime::loadSafetensors(dir + "/init.safetensors");
+  const auto hog = runtime::loadSafetensors(dir + "/hog.safetensors");
+  int moved = 0;
+  for (const auto& [name, t] : hog.tensors) {
+    if (name.starts_with("optimizer.")) continue;
+    const Tensor* before = init.find(name);
+    ASSERT_TRUE(before) << name;
+    if (nn::isLoraParameter(name)) moved += !sameBytes(t, *before);
+    else EXPECT_TRUE(sameBytes(t, *before)) << name << " is frozen";
+  }
+  EXPECT_GT(moved, 0);
+  std::filesystem::remove_all(dir);
 }
 
 TEST(LoraCli, FrozenBaseAdaptersAloneAndMergeExport) {

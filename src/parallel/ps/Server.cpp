@@ -11,6 +11,7 @@
 #include "parallel/ps/OptimizerState.h"
 #include "core/Log.h"
 #include "core/Memory.h"
+#include "nn/Lora.h"
 #include "optim/Factory.h"
 
 namespace dtrain::parallel::ps {
@@ -24,7 +25,8 @@ ParameterServer::ParameterServer(comm::Communicator& comm, const nn::Module& mod
   DTRAIN_CHECK(comm.size() == opts_.servers + opts_.workers, "parameter server: ", comm.size(),
                " ranks for ", opts_.servers, " servers and ", opts_.workers, " workers");
   DTRAIN_CHECK(server_ < opts_.servers, "rank ", server_, " is not a server");
-  auto named = model.namedParameters();
+  // The trained parameters only (LoRA's frozen base stays on the workers).
+  auto named = nn::trainableParameters(model);
   std::vector<int64_t> sizes;
   for (auto& [name, v] : named) sizes.push_back(v.data().numel());
   plan_ = planShards(sizes, opts_.servers);

@@ -10,6 +10,7 @@
 #include "parallel/ps/OptimizerState.h"
 #include "core/Log.h"
 #include "core/Timer.h"
+#include "nn/Lora.h"
 
 namespace dtrain::parallel::ps {
 
@@ -41,7 +42,9 @@ std::vector<float*> PsWorker::paramPtrs() {
 void PsWorker::setup(nn::Module& model, optim::Optimizer& optimizer) {
   DTRAIN_CHECK(params_.empty(), "PsWorker::setup called twice");
   std::vector<int64_t> sizes;
-  for (auto& [name, v] : model.namedParameters()) {
+  // The trained parameters only (LoRA's frozen base is every worker's own,
+  // identical copy: built from the same seed and --load).
+  for (auto& [name, v] : nn::trainableParameters(model)) {
     params_.push_back(v);
     sizes.push_back(v.data().numel());
   }
