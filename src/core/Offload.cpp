@@ -43,7 +43,7 @@ OffloadFile::OffloadFile(const std::string& dir) : dir_(dir) {
   }
   DTRAIN_CHECK_USAGE(fd_ >= 0, "--offload-dir ", dir, ": cannot create a file there (",
                      std::strerror(errno), ")");
-  io_ = std::thread([this] { run(); });
+  for (Lane& lane : lanes_) lane.thread = std::thread([this, &lane] { run(lane); });
 }
 
 OffloadFile::~OffloadFile() {
@@ -52,7 +52,7 @@ OffloadFile::~OffloadFile() {
     stop_ = true;
   }
   wake_.notify_all();
-  io_.join();
+  for (Lane& lane : lanes_) lane.thread.join();
   for (const Mapping& m : maps_) ::munmap(m.begin, m.bytes);
   ::close(fd_);
 }
@@ -82,13 +82,16 @@ void OffloadFile::release(void* p, size_t bytes) {
   std::unique_lock<std::mutex> lock(mutex_);
   // No job may touch the range once it is unmapped: drop the queued ones, wait for a running one.
   char* b = static_cast<char*>(p);
-  auto dropped = std::stable_partition(jobs_.begin(), jobs_.end(),
-                                       [&](const Job& j) { return j.begin < b || j.begin >= b + n; });
-  for (auto it = dropped; it != jobs_.end(); ++it)
-    if (it->evict) pendingEvict_ -= static_cast<size_t>(it->end - it->begin);
-  jobs_.erase(dropped, jobs_.end());
+  for (Lane& lane : lanes_) {
+    auto& jobs = lane.jobs;
+    auto dropped = std::stable_partition(jobs.begin(), jobs.end(),
+                                         [&](const Job& j) { return j.begin < b || j.begin >= b + n; });
+    for (auto it = dropped; it != jobs.end(); ++it)
+      if (it->evict) pendingEvict_ -= static_cast<size_t>(it->end - it->begin);
+    jobs.erase(dropped, jobs.end());
+  }
   idle_.notify_all();
-  idle_.wait(lock, [&] { return !busy_; });
+  idle_.wait(lock, [&] { return !lanes_[0].busy && !lanes_[1].busy; });
   ::munmap(p, n);
   auto it = std::find_if(maps_.begin(), maps_.end(), [&](const Mapping& m) { return m.begin == b; });
   if (it == maps_.end()) return;
@@ -110,9 +113,10 @@ void OffloadFile::queue(bool evict, const void* p, size_t bytes) {
   });
   if (m == maps_.end()) return;
   char* begin = pageDown(b);
-  jobs_.push_back({evict, begin, pageUp(b + bytes), m->offset + (begin - m->begin)});
-  if (evict) pendingEvict_ += static_cast<size_t>(jobs_.back().end - jobs_.back().begin);
-  wake_.notify_one();
+  Lane& lane = lanes_[evict ? 1 : 0];
+  lane.jobs.push_back({evict, begin, pageUp(b + bytes), m->offset + (begin - m->begin)});
+  if (evict) pendingEvict_ += static_cast<size_t>(lane.jobs.back().end - lane.jobs.back().begin);
+  wake_.notify_all();
 }
 
 void OffloadFile::throttle(size_t bytes) {
@@ -122,41 +126,57 @@ void OffloadFile::throttle(size_t bytes) {
 
 void OffloadFile::drain() {
   std::unique_lock<std::mutex> lock(mutex_);
-  idle_.wait(lock, [&] { return jobs_.empty() && !busy_; });
+  idle_.wait(lock, [&] { return idle(); });
 }
 
-void OffloadFile::run() {
+void OffloadFile::run(Lane& lane) {
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
-    wake_.wait(lock, [&] { return stop_ || !jobs_.empty(); });
-    if (jobs_.empty()) return;  // stopping, nothing left
-    const Job job = jobs_.front();
-    jobs_.pop_front();
-    busy_ = true;
+    wake_.wait(lock, [&] { return stop_ || !lane.jobs.empty(); });
+    if (lane.jobs.empty()) return;  // stopping, nothing left
+    // Everything queued, as one batch: writes merge into fewer, larger I/Os.
+    std::vector<Job> batch(lane.jobs.begin(), lane.jobs.end());
+    lane.jobs.clear();
+    lane.busy = true;
     lock.unlock();
-    perform(job);
+    if (&lane == &lanes_[0]) read(batch);
+    else write(batch);
     lock.lock();
-    if (job.evict) pendingEvict_ -= static_cast<size_t>(job.end - job.begin);
-    busy_ = false;
+    for (const Job& job : batch)
+      if (job.evict) pendingEvict_ -= static_cast<size_t>(job.end - job.begin);
+    lane.busy = false;
     idle_.notify_all();
   }
 }
 
-void OffloadFile::perform(const Job& job) {
-  const size_t n = static_cast<size_t>(job.end - job.begin);
-  if (job.evict) {
-    // Written back first: MADV_PAGEOUT reclaims clean pages only. The range's
-    // data only (msync would commit the file system's journal every time).
-    ::sync_file_range(fd_, job.offset, static_cast<off_t>(n),
-                      SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER);
-    ::madvise(job.begin, n, MADV_PAGEOUT);
-    return;
-  }
+void OffloadFile::read(const std::vector<Job>& batch) {
   // Read ahead, then make sure by touching a byte of every page
   // (MADV_WILLNEED's readahead may stop short of the whole range).
-  ::madvise(job.begin, n, MADV_WILLNEED);
+  for (const Job& job : batch) ::madvise(job.begin, static_cast<size_t>(job.end - job.begin), MADV_WILLNEED);
   volatile char sink = 0;
-  for (const char* p = job.begin; p < job.end; p += kPage) sink = sink + *p;
+  for (const Job& job : batch)
+    for (const char* p = job.begin; p < job.end; p += kPage) sink = sink + *p;
+}
+
+void OffloadFile::write(const std::vector<Job>& batch) {
+  // Ranges that follow each other in the file (an optimizer's slots,
+  // allocated in order) go out in one call; only the data (msync would commit
+  // the file system's journal every time). MADV_PAGEOUT then drops the pages,
+  // now clean: it reclaims clean pages only.
+  std::vector<const Job*> out;
+  for (const Job& job : batch) out.push_back(&job);
+  std::sort(out.begin(), out.end(), [](const Job* a, const Job* b) { return a->offset < b->offset; });
+  constexpr unsigned kFlags =
+      SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER;
+  for (size_t k = 0; k < out.size();) {
+    off_t begin = out[k]->offset, end = begin + (out[k]->end - out[k]->begin);
+    size_t next = k + 1;
+    for (; next < out.size() && out[next]->offset <= end; ++next)
+      end = std::max<off_t>(end, out[next]->offset + (out[next]->end - out[next]->begin));
+    ::sync_file_range(fd_, begin, end - begin, kFlags);
+    for (; k < next; ++k)
+      ::madvise(out[k]->begin, static_cast<size_t>(out[k]->end - out[k]->begin), MADV_PAGEOUT);
+  }
 }
 
 int64_t OffloadFile::mappedBytes() const {

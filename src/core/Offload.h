@@ -4,9 +4,9 @@
 // on disk instead of the heap. Between uses their pages are written back and
 // dropped from memory (evict: msync + MADV_PAGEOUT, so neither the process nor
 // the page cache holds them), and read back ahead of the next use (prefetch).
-// Both run on the file's own I/O thread, so writing one parameter's state back
-// overlaps the update of the next, and reading the next one in overlaps this
-// one's; the calls only queue work. Correctness never depends on them: a page
+// Both run on the file's own I/O threads (one reads, one writes), so writing
+// one parameter's state back overlaps the update of the next and reading the
+// next one in; the calls only queue work. Correctness never depends on them: a page
 // that is touched is there (the kernel faults it in from the file).
 //
 // Allocations go to a file while an OffloadScope is open on the thread
@@ -24,6 +24,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace dtrain::memory {
 
@@ -61,15 +62,24 @@ class OffloadFile : public std::enable_shared_from_this<OffloadFile> {
     off_t offset;  // of begin, in the file
   };
   void queue(bool evict, const void* p, size_t bytes);
-  void run();  // the I/O thread
-  void perform(const Job& job);
+  void read(const std::vector<Job>& batch);
+  void write(const std::vector<Job>& batch);
 
   std::string dir_;
   int fd_ = -1;
   mutable std::mutex mutex_;
   std::condition_variable wake_, idle_;
-  std::deque<Job> jobs_;
-  bool busy_ = false, stop_ = false;
+  // Two I/O threads, so that reading the next state in overlaps writing the
+  // last one out: lane 0 reads (prefetch), lane 1 writes (evict).
+  struct Lane {
+    std::deque<Job> jobs;
+    bool busy = false;
+    std::thread thread;
+  };
+  Lane lanes_[2];
+  bool stop_ = false;
+  void run(Lane& lane);  // an I/O thread
+  bool idle() const { return lanes_[0].jobs.empty() && lanes_[1].jobs.empty() && !lanes_[0].busy && !lanes_[1].busy; }
   size_t pendingEvict_ = 0;  // bytes of evictions queued or running
   int64_t fileSize_ = 0;
   struct Mapping {
@@ -78,7 +88,6 @@ class OffloadFile : public std::enable_shared_from_this<OffloadFile> {
     off_t offset;  // in the file
   };
   std::deque<Mapping> maps_;  // live mappings
-  std::thread io_;
 };
 
 // Allocations of this thread go to `file` (null: the heap) until the scope ends.
