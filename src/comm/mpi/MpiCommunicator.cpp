@@ -28,10 +28,23 @@ void atExitFinalize() {
   if (!done) MPI_Finalize();
 }
 
+// OpenMPI's TCP transport sends a message above its eager limit (64 KiB by
+// default) only after a rendezvous: the receiver's clear-to-send. On a
+// bandwidth-limited link that answer queues behind the receiver's own
+// outgoing data, so the two directions of a ring step take turns instead of
+// flowing together: a 1 MiB allreduce between 2 emulated hosts at 100 Mbit/s
+// took 161 ms with the default and 90 ms with a 4 MiB limit (ideal 84 ms).
+// Set for OpenMPI to read at MPI_Init, unless the user set them.
+void raiseTcpEagerLimit() {
+  for (const char* name : {"OMPI_MCA_btl_tcp_eager_limit", "OMPI_MCA_btl_tcp_rndv_eager_limit"})
+    ::setenv(name, "4194304", /*overwrite=*/0);
+}
+
 void ensureInit() {
   int inited = 0;
   MPI_Initialized(&inited);
   if (!inited) {
+    raiseTcpEagerLimit();
     int provided = 0;
     MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided);
     gStartedMpi = true;
