@@ -19,7 +19,7 @@ const char* const kFederatedFlags[] = {
     "--dp-noise",       "--dp-delta",      "--aggregator",        "--trim-fraction",
     "--byzantine",      "--attack",        "--attackers",         "--attack-scale",
     "--secure-aggregation", "--secagg-threshold", "--round-deadline-s", "--client-speed",
-    "--slow-clients",   "--slow-factor"};
+    "--slow-clients",   "--slow-factor",   "--deadline-clock"};
 }  // namespace
 
 std::shared_ptr<federated::FederatedOptions> addFederatedFlags(CLI::App* sub) {
@@ -86,7 +86,13 @@ std::shared_ptr<federated::FederatedOptions> addFederatedFlags(CLI::App* sub) {
                   "fedavg: factor of sign-flip and scale, std of gaussian")
       ->capture_default_str();
   sub->add_option("--round-deadline-s", o->roundDeadlineS,
-                  "fedavg: leave out updates arriving after S simulated seconds (0: no deadline)")
+                  "fedavg: leave out updates arriving after S seconds (0: no deadline), on the "
+                  "--deadline-clock")
+      ->capture_default_str();
+  sub->add_option("--deadline-clock", o->deadlineClock,
+                  "fedavg: simulated (clients train at --client-speed) or wall (--backend mpi: "
+                  "the server waits --round-deadline-s seconds of real time; the hosts' real "
+                  "speed and links decide who is late)")
       ->capture_default_str();
   sub->add_option("--client-speed", o->clientSpeed,
                   "fedavg deadline: samples per second of a client's local training (simulated)")

@@ -75,6 +75,11 @@ void FederatedOptions::validate() const {
   DTRAIN_CHECK_USAGE(finite(attackScale), "--attack-scale must be finite (got ", attackScale, ")");
   DTRAIN_CHECK_USAGE(finite(roundDeadlineS) && roundDeadlineS >= 0,
                      "--round-deadline-s must be >= 0 (got ", roundDeadlineS, ")");
+  DTRAIN_CHECK_USAGE(deadlineClock == "simulated" || deadlineClock == "wall",
+                     "--deadline-clock must be simulated or wall (got ", deadlineClock, ")");
+  DTRAIN_CHECK_USAGE(deadlineClock == "simulated" || slowClients == 0,
+                     "--slow-clients applies to --deadline-clock simulated (on the wall clock, "
+                     "slow hosts are really slow: see scripts/netsim.sh --host-rate)");
   DTRAIN_CHECK_USAGE(finite(clientSpeed) && clientSpeed > 0,
                      "--client-speed must be > 0 samples/s (got ", clientSpeed, ")");
   DTRAIN_CHECK_USAGE(finite(slowClients) && slowClients >= 0 && slowClients <= 1,

@@ -28,6 +28,9 @@ struct FederatedOptions {
   // the slowClients fraction, chosen from the seed); updates that would arrive
   // after roundDeadlineS are left out of the round (0: no deadline).
   double roundDeadlineS = 0;
+  // "simulated" (the clock above) or "wall": with --backend mpi, the server
+  // waits roundDeadlineS seconds of real time for the updates (WallClockRounds.h).
+  std::string deadlineClock = "simulated";
   double clientSpeed = 1000;         // samples per second of a normal client
   double slowClients = 0;            // fraction of slow clients
   double slowFactor = 10;            // how many times slower they are

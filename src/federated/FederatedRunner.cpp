@@ -78,6 +78,9 @@ FederatedRunner::FederatedRunner(runtime::TrainConfig config, FederatedOptions o
   serverOptimizer_ = makeServerOptimizer(options_, server_->namedParameters());
   global_.resize(static_cast<size_t>(flatSize(*server_)));
   update_.resize(global_.size());
+  DTRAIN_CHECK_USAGE(options_.deadlineClock != "wall" || config_.backend == "mpi",
+                     "--deadline-clock wall runs across processes: use it with --backend mpi "
+                     "(simulated clients train on --deadline-clock simulated)");
   const int threads = std::min(config_.workers, options_.clientsPerRound());
   for (int w = 0; w < std::max(1, threads); ++w)
     workers_.push_back(std::make_unique<LocalTrainer>(config_, options_, *task_, train_));
@@ -193,11 +196,13 @@ void FederatedRunner::setCommunicator(comm::Communicator* comm) {
                      "host the clients: run at least 2 processes (mpirun -np N, N >= 2)");
   comm_ = comm;
   workers_.resize(1);  // one process per host: one local trainer each
+  if (wallClock() && comm_->rank() == 0)
+    roundServer_ = std::make_unique<RoundServer>(*comm_, global_.size());
 }
 
 bool FederatedRunner::hosts(size_t i) const {
   if (!comm_) return true;
-  return comm_->rank() != 0 && static_cast<int>(i % (comm_->size() - 1)) == comm_->rank() - 1;
+  return hostOf(i) == comm_->rank();
 }
 
 void FederatedRunner::exchangeResults(std::vector<ClientResult>& results) {
@@ -231,16 +236,51 @@ void FederatedRunner::exchangeResults(std::vector<ClientResult>& results) {
   }
 }
 
+void FederatedRunner::drawRound(int64_t round, Rng& rng, std::vector<int>& selected,
+                                std::vector<int>& reporters) const {
+  rng = Rng(mix(config_.seed, static_cast<uint64_t>(round)));
+  selected = selectClients(rng);
+  reporters.clear();
+  for (int k : selected)
+    if (rng.uniform() >= options_.clientDropout && !clients_[k].empty()) reporters.push_back(k);
+}
+
+void FederatedRunner::trainClient(LocalTrainer& trainer, int64_t round, int client,
+                                  ClientResult& out) {
+  const Attack& attack = federated::attack(options_.attack);
+  const bool bad = malicious_[client] != 0;
+  const uint64_t seed = mix(mix(config_.seed, static_cast<uint64_t>(round)), client + 1);
+  trainer.train(global_, {&clients_[client], seed, bad && attack.flipsLabels}, out);
+  if (bad && attack.rewrite) {
+    Rng attackRng(seed ^ 0xbadULL);
+    attack.rewrite(out.delta, options_.attackScale, attackRng);
+  }
+}
+
+void FederatedRunner::serveAsHost() {
+  RoundHost host(*comm_, global_.size());
+  Rng rng(0);
+  std::vector<int> selected, reporters;
+  ClientResult result;
+  while (const auto round = host.next(global_)) {
+    drawRound(*round, rng, selected, reporters);
+    for (size_t i = 0; i < reporters.size(); ++i)
+      if (hosts(i)) {
+        trainClient(*workers_[0], *round, reporters[i], result);
+        host.send(*round, i, result);
+      }
+  }
+  host.flush();
+}
+
 RoundStats FederatedRunner::runRound(int64_t round) {
   Timer clock;
   RoundStats s;
   s.round = round;
-  Rng rng(mix(config_.seed, static_cast<uint64_t>(round)));
-  const std::vector<int> selected = selectClients(rng);
-  std::vector<int> reporters;
-  for (int k : selected)
-    if (rng.uniform() >= options_.clientDropout && !clients_[k].empty()) reporters.push_back(k);
-  if (options_.roundDeadlineS > 0) {
+  Rng rng(0);
+  std::vector<int> selected, reporters;
+  drawRound(round, rng, selected, reporters);
+  if (options_.roundDeadlineS > 0 && !wallClock()) {
     // Late clients are known from the simulated clock before anyone trains:
     // their updates would be discarded, so they are not computed.
     const auto late = std::remove_if(reporters.begin(), reporters.end(), [&](int k) {
@@ -257,7 +297,39 @@ RoundStats FederatedRunner::runRound(int64_t round) {
 
   readFlat(*server_, global_);
   std::vector<ClientResult> results(reporters.size());
-  const Attack& attack = federated::attack(options_.attack);
+  if (wallClock()) {
+    // The updates that came in time; the others are late (left out).
+    std::vector<int> owners(reporters.size());
+    for (size_t i = 0; i < owners.size(); ++i) owners[i] = hostOf(i);
+    const std::vector<char> arrived =
+        roundServer_->collect(round, global_, owners, options_.roundDeadlineS, results);
+    size_t kept = 0;
+    for (size_t i = 0; i < reporters.size(); ++i)
+      if (arrived[i]) {
+        if (kept != i) {  // (a self-move would empty the delta)
+          reporters[kept] = reporters[i];
+          results[kept] = std::move(results[i]);
+        }
+        ++kept;
+      }
+    reporters.resize(kept);
+    results.resize(kept);
+    s.late = s.reported - static_cast<int>(kept);
+    s.reported = static_cast<int>(kept);
+    s.bytesUp = s.reported * modelBytes;
+  } else {
+    trainHere(round, reporters, results);
+    if (comm_) exchangeResults(results);
+  }
+  aggregateAndApply(round, selected, reporters, results, rng, s);
+  bytesUp_ += s.bytesUp;
+  bytesDown_ += s.bytesDown;
+  s.seconds = clock.seconds();
+  return s;
+}
+
+void FederatedRunner::trainHere(int64_t round, const std::vector<int>& reporters,
+                                std::vector<ClientResult>& results) {
   // Workers take the next client from a shared counter; results go to the client's
   // slot, so the aggregate does not depend on the number of workers.
   std::atomic<size_t> next{0};
@@ -267,14 +339,7 @@ RoundStats FederatedRunner::runRound(int64_t round) {
     try {
       for (size_t i; (i = next.fetch_add(1)) < reporters.size();) {
         if (!hosts(i)) continue;  // --backend mpi: another rank trains it
-        const int client = reporters[i];
-        const bool bad = malicious_[client] != 0;
-        const uint64_t seed = mix(mix(config_.seed, static_cast<uint64_t>(round)), client + 1);
-        trainer.train(global_, {&clients_[client], seed, bad && attack.flipsLabels}, results[i]);
-        if (bad && attack.rewrite) {
-          Rng attackRng(seed ^ 0xbadULL);
-          attack.rewrite(results[i].delta, options_.attackScale, attackRng);
-        }
+        trainClient(trainer, round, reporters[i], results[i]);
       }
     } catch (...) {
       std::lock_guard<std::mutex> lock(failureMutex);
@@ -288,8 +353,12 @@ RoundStats FederatedRunner::runRound(int64_t round) {
   if (threads > 0) work(*workers_[0]);
   for (auto& t : pool) t.join();
   if (failure) std::rethrow_exception(failure);
-  if (comm_) exchangeResults(results);
+}
 
+void FederatedRunner::aggregateAndApply(int64_t round, const std::vector<int>& selected,
+                                        const std::vector<int>& reporters,
+                                        std::vector<ClientResult>& results, Rng& rng,
+                                        RoundStats& s) {
   double lossSum = 0;
   for (const auto& r : results) lossSum += r.meanLoss;
   s.trainLoss = results.empty() ? 0 : lossSum / static_cast<double>(results.size());
@@ -324,10 +393,6 @@ RoundStats FederatedRunner::runRound(int64_t round) {
     s.epsilon = options_.dpNoise > 0 ? accountant_.epsilon(options_.dpDelta)
                                      : std::numeric_limits<double>::infinity();
   }
-  bytesUp_ += s.bytesUp;
-  bytesDown_ += s.bytesDown;
-  s.seconds = clock.seconds();
-  return s;
 }
 
 nlohmann::json FederatedRunner::run() {
@@ -335,6 +400,10 @@ nlohmann::json FederatedRunner::run() {
   const auto& o = options_;
   kernels::configureKernels(c.threads, kernels::parseGemmBackend(c.gemm));
   autograd::setPrecision(autograd::parsePrecision(c.precision));
+  if (wallClock() && comm_->rank() != 0) {
+    serveAsHost();
+    return {};
+  }
   using P = runtime::TrainConfig::Progress;
   const auto mode = c.progress == P::Auto    ? runtime::Progress::autoMode()
                     : c.progress == P::Bar   ? runtime::Progress::Mode::Bar
@@ -392,6 +461,7 @@ nlohmann::json FederatedRunner::run() {
                                                 : std::string()));
     if (roundsToTarget) break;
   }
+  if (roundServer_) roundServer_->finish();
   progress.finish();
   const int64_t ran = std::min(round, o.rounds);
   if (last.empty()) last = task_->evaluate(*server_);
@@ -417,6 +487,7 @@ nlohmann::json FederatedRunner::run() {
     out["round_deadline_s"] = o.roundDeadlineS;
     out["clients_late"] = lateClients;
   }
+  if (comm_) out["deadline_clock"] = o.deadlineClock;
   if (o.secureAggregation) {
     out["secure_aggregation"] = true;
     out["secagg_threshold"] = o.secaggThresholdFor(o.clientsPerRound());

@@ -23,6 +23,7 @@
 #include "federated/FederatedOptions.h"
 #include "federated/LocalTrainer.h"
 #include "federated/PrivacyAccountant.h"
+#include "federated/WallClockRounds.h"
 #include "runtime/Task.h"
 #include "runtime/TrainConfig.h"
 
@@ -47,8 +48,11 @@ class FederatedRunner {
 
   // --backend mpi: every rank runs this runner; rank 0 serves (hosts no
   // clients, writes metrics and progress), ranks 1..P-1 train the round's
-  // reporters round-robin, and an allgatherv gives every rank every update,
-  // so each applies the same aggregate (identical global models, no broadcast).
+  // reporters round-robin. On the simulated clock an allgatherv gives every rank
+  // every update, so each applies the same aggregate (identical global models,
+  // no broadcast); on the wall clock the server sends the model and waits for
+  // the updates until the deadline (WallClockRounds.h), and the hosts' run()
+  // serves rounds until the server's last.
   // Call before the first round; comm must have at least 2 ranks.
   void setCommunicator(comm::Communicator* comm);
 
@@ -64,6 +68,21 @@ class FederatedRunner {
 
  private:
   std::vector<int> selectClients(Rng& rng) const;
+  // The round's selected clients and, of those, the ones that report (dropout);
+  // the same on every rank (drawn from the seed and the round).
+  void drawRound(int64_t round, Rng& rng, std::vector<int>& selected,
+                 std::vector<int>& reporters) const;
+  // Local training of reporter i (and its attack, if malicious) into out.
+  void trainClient(LocalTrainer& trainer, int64_t round, int client, ClientResult& out);
+  // --deadline-clock wall, ranks 1..P-1: train the clients the server sends, until it stops.
+  void serveAsHost();
+  // The round's reporters trained on this process's worker threads (those it hosts).
+  void trainHere(int64_t round, const std::vector<int>& reporters, std::vector<ClientResult>& results);
+  // Aggregation (plain, robust, DP or secure) and the server optimizer's step.
+  void aggregateAndApply(int64_t round, const std::vector<int>& selected,
+                         const std::vector<int>& reporters, std::vector<ClientResult>& results,
+                         Rng& rng, RoundStats& s);
+  bool wallClock() const { return comm_ && options_.deadlineClock == "wall"; }
   void aggregate(std::vector<ClientResult>& results, const std::vector<int>& reporters,
                  Rng& rng, std::span<float> out);
   // --secure-aggregation: the weighted mean into update_ through the protocol;
@@ -82,6 +101,8 @@ class FederatedRunner {
   // --backend mpi: the reporters' results trained elsewhere, from their hosts.
   void exchangeResults(std::vector<ClientResult>& results);
   bool hosts(size_t reporterIndex) const;
+  int hostOf(size_t reporterIndex) const { return 1 + static_cast<int>(reporterIndex % (comm_->size() - 1)); }
+  std::unique_ptr<RoundServer> roundServer_;  // --deadline-clock wall, rank 0
   // Simulated seconds of client k's local training (--round-deadline-s).
   double clientSeconds(int k) const;
   std::shared_ptr<nn::Module> server_;

@@ -200,7 +200,9 @@ TEST(FederatedRunner, ProximalTermKeepsClientsNearTheGlobalModel) {
 // --secure-aggregation: the same global model as plain FedAvg up to the fixed
 // point (2^-24 per client per value), with and without dropouts (the same
 // clients drop: the seed picks them); a round with fewer reporters than the
-// threshold is skipped, the model unchanged.
+// threshold is skipped, the model unchanged. Every round starts both from the
+// plain run's model: a difference of 1e-7 carried into the next round's local
+// training can flip a ReLU and grow (it did, to 3e-4, with AVX-512 kernels).
 TEST(FederatedRunner, SecureAggregationGivesThePlainMean) {
   auto c = smallConfig();
   for (double dropout : {0.0, 0.3}) {
@@ -212,16 +214,19 @@ TEST(FederatedRunner, SecureAggregationGivesThePlainMean) {
     o.secureAggregation = true;
     o.secaggThreshold = 2;
     FederatedRunner secure(c, o);
+    double largest = 0;
     for (int64_t r = 1; r <= 3; ++r) {
       const RoundStats a = plain.runRound(r), b = secure.runRound(r);
       EXPECT_EQ(a.reported, b.reported);
       EXPECT_GT(b.bytesUp, a.bytesUp) << "keys and shares travel too";
+      const auto x = flat(plain.globalModel()), y = flat(secure.globalModel());
+      double maxDiff = 0;
+      for (size_t i = 0; i < x.size(); ++i) maxDiff = std::max(maxDiff, std::abs(double(x[i]) - y[i]));
+      EXPECT_LT(maxDiff, 1e-5) << "dropout " << dropout << " round " << r;
+      largest = std::max(largest, maxDiff);
+      writeFlat(secure.globalModel(), x);  // the server optimizer (plain SGD) holds no state
     }
-    const auto x = flat(plain.globalModel()), y = flat(secure.globalModel());
-    double maxDiff = 0;
-    for (size_t i = 0; i < x.size(); ++i) maxDiff = std::max(maxDiff, std::abs(double(x[i]) - y[i]));
-    EXPECT_LT(maxDiff, 1e-5) << "dropout " << dropout;
-    EXPECT_GT(maxDiff, 0.0) << "dropout " << dropout << ": no quantization at all?";
+    EXPECT_GT(largest, 0.0) << "dropout " << dropout << ": no quantization at all?";
   }
   FederatedOptions o;
   o.clients = 10;
@@ -298,6 +303,14 @@ TEST(FederatedRunner, BadOptionsAreUsageErrors) {
   EXPECT_THROW(FederatedRunner(c, o), UsageError);
   o = {};
   o.slowFactor = 0.5;
+  EXPECT_THROW(FederatedRunner(c, o), UsageError);
+  o = {};
+  o.deadlineClock = "sundial";
+  EXPECT_THROW(FederatedRunner(c, o), UsageError);
+  o = {};
+  o.deadlineClock = "wall";  // real time needs real processes (--backend mpi)
+  EXPECT_THROW(FederatedRunner(c, o), UsageError);
+  o.slowClients = 0.2;  // a simulated-clock setting
   EXPECT_THROW(FederatedRunner(c, o), UsageError);
 }
 

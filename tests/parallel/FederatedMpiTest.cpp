@@ -15,10 +15,11 @@ const std::string kFed =
     " train --strategy fedavg --model mlp --dataset synthetic --synthetic-size 600 --progress off "
     "--lr 0.1 --clients 10 --client-fraction 0.5 --rounds 3 ";
 
-void expectSameAsSimulated(const std::string& extra, int processes) {
+void expectSameAsSimulated(const std::string& extra, int processes,
+                           const std::string& mpiOnly = "") {
   auto sim = runShell(std::string(DTRAIN_BIN) + kFed + extra);
   ASSERT_EQ(sim.code, 0) << sim.err;
-  auto mpi = runShell(mpirun(processes) + kFed + extra + " --backend mpi");
+  auto mpi = runShell(mpirun(processes) + kFed + extra + " --backend mpi " + mpiOnly);
   ASSERT_EQ(mpi.code, 0) << mpi.err;
   const auto a = nlohmann::json::parse(sim.lastLine()), b = nlohmann::json::parse(mpi.lastLine());
   EXPECT_EQ(b.at("backend"), "mpi");
@@ -31,6 +32,27 @@ TEST(FederatedMpi, ClientsOnTwoHostsEndAsTheSimulatedRun) { expectSameAsSimulate
 TEST(FederatedMpi, SecureAggregationWithDropoutsAcrossProcesses) {
   expectSameAsSimulated("--secure-aggregation --client-dropout 0.2", 3);
 }
+// The wall clock's real protocol (the model sent to each host, one message per
+// update back, the aggregate on the server only) without a deadline: every
+// update is waited for, so the run is the simulated one to the last bit.
+TEST(FederatedMpi, WallClockRoundsWithoutDeadlineEndAsTheSimulatedRun) {
+  expectSameAsSimulated("", 3, "--deadline-clock wall");
+  expectSameAsSimulated("--secure-aggregation --client-dropout 0.2", 4, "--deadline-clock wall");
+}
+
+// A deadline no network can meet (a microsecond: sending the model alone takes
+// longer): every selected client is late in every round, none is aggregated,
+// and the hosts still busy with a dropped round are drained before the end.
+TEST(FederatedMpi, WallClockDeadlineLeavesOutLateUpdates) {
+  auto r = runShell(mpirun(3) + kFed + " --backend mpi --deadline-clock wall --round-deadline-s 1e-6");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto out = nlohmann::json::parse(r.lastLine());
+  EXPECT_EQ(out.at("deadline_clock"), "wall");
+  EXPECT_EQ(out.at("clients_late"), 15);  // 5 selected x 3 rounds
+  EXPECT_EQ(out.at("bytes_up"), 0);
+  EXPECT_EQ(out.at("train_loss"), 0.0);
+}
+
 TEST(FederatedMpi, OneProcessIsAUsageError) {
   auto r = runShell(mpirun(1) + kFed + " --backend mpi");
   EXPECT_EQ(r.code, 2) << r.err;
