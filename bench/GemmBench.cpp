@@ -1,6 +1,7 @@
 // GFLOP/s of dtrain's GEMM backends (oneDNN, OpenBLAS) on the products the
 // models really run (mlp, lenet's classifier, gpt-small at batch 16 x 128), and
-// on a large square product (the machine's single-core sgemm limit).
+// on a large square product (the machine's single-core sgemm limit); and the
+// bf16 products of --precision bf16 (kernels::gemmBf16: bf16 operands, fp32 C).
 //   gemm_bench [--threads 1] [--min-ms 200]
 // One line per product and backend on stderr; one JSON line per product on stdout.
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "core/Rng.h"
+#include "tensor/cpu/Bf16.h"
 #include "tensor/cpu/Blas.h"
 
 using namespace dtrain;
@@ -44,7 +46,8 @@ const Product kProducts[] = {
     {"attn tile PV", false, false, 64, 32, 64},
 };
 
-double gflops(const Product& p, kernels::GemmBackend backend, double minMs) {
+// GFLOP/s of p: fp32 on `backend`, or bf16 operands (gemmBf16) when bf16.
+double gflops(const Product& p, kernels::GemmBackend backend, double minMs, bool bf16 = false) {
   kernels::setGemmBackend(backend);
   const int64_t rowsA = p.ta ? p.K : p.M, colsA = p.ta ? p.M : p.K;
   const int64_t rowsB = p.tb ? p.N : p.K, colsB = p.tb ? p.K : p.N;
@@ -52,8 +55,16 @@ double gflops(const Product& p, kernels::GemmBackend backend, double minMs) {
   Rng rng(1);
   for (auto& a : A) a = rng.uniform() - 0.5f;
   for (auto& b : B) b = rng.uniform() - 0.5f;
+  std::vector<BFloat16> Ah(A.size()), Bh(B.size());
+  kernels::toBf16(A.data(), Ah.data(), static_cast<int64_t>(A.size()));
+  kernels::toBf16(B.data(), Bh.data(), static_cast<int64_t>(B.size()));
   auto run = [&] {
-    kernels::gemm(p.ta, p.tb, p.M, p.N, p.K, 1.f, A.data(), colsA, B.data(), colsB, 0.f, C.data(), p.N);
+    if (bf16)
+      kernels::gemmBf16(p.ta, p.tb, p.M, p.N, p.K, 1.f, Ah.data(), colsA, Bh.data(), colsB, 0.f,
+                        C.data(), p.N);
+    else
+      kernels::gemm(p.ta, p.tb, p.M, p.N, p.K, 1.f, A.data(), colsA, B.data(), colsB, 0.f,
+                    C.data(), p.N);
   };
   run();  // primitive creation, page faults
   std::vector<double> perCall;
@@ -89,20 +100,26 @@ int main(int argc, char** argv) {
   kernels::configureKernels(threads, kernels::GemmBackend::Auto);
   for (const Product& p : kProducts) {
     // Alternate the backends so drifts of a shared machine hit both alike.
-    double onednn = 0, openblas = 0;
+    double onednn = 0, openblas = 0, bf16 = 0;
     for (int round = 0; round < 2; ++round) {
       onednn = std::max(onednn, gflops(p, kernels::GemmBackend::OneDnn, minMs / 2));
       openblas = std::max(openblas, gflops(p, kernels::GemmBackend::OpenBlas, minMs / 2));
+      bf16 = std::max(bf16, gflops(p, kernels::GemmBackend::Auto, minMs / 2, true));
     }
     kernels::setGemmBackend(kernels::GemmBackend::Auto);
     const bool autoOnednn = kernels::gemmBackendFor(p.M, p.N, p.K) == kernels::GemmBackend::OneDnn;
-    std::fprintf(stderr, "%-16s %5lldx%5lldx%5lld  onednn %6.1f  openblas %6.1f GFLOP/s  auto: %s\n",
+    std::fprintf(stderr,
+                 "%-16s %5lldx%5lldx%5lld  onednn %6.1f  openblas %6.1f  bf16 (%s) %6.1f GFLOP/s  "
+                 "auto: %s\n",
                  p.name, static_cast<long long>(p.M), static_cast<long long>(p.N),
-                 static_cast<long long>(p.K), onednn, openblas, autoOnednn ? "onednn" : "openblas");
+                 static_cast<long long>(p.K), onednn, openblas,
+                 kernels::nativeBf16Gemm() ? "oneDNN" : "widened", bf16,
+                 autoOnednn ? "onednn" : "openblas");
     std::printf("{\"product\": \"%s\", \"M\": %lld, \"N\": %lld, \"K\": %lld, \"threads\": %d, "
-                "\"onednn_gflops\": %.1f, \"openblas_gflops\": %.1f, \"auto\": \"%s\"}\n",
+                "\"onednn_gflops\": %.1f, \"openblas_gflops\": %.1f, \"bf16_gflops\": %.1f, "
+                "\"auto\": \"%s\"}\n",
                 p.name, static_cast<long long>(p.M), static_cast<long long>(p.N),
-                static_cast<long long>(p.K), threads, onednn, openblas,
+                static_cast<long long>(p.K), threads, onednn, openblas, bf16,
                 autoOnednn ? "onednn" : "openblas");
   }
   return 0;

@@ -9,6 +9,7 @@
 #include "TestData.h"
 #include "autograd/GradCheck.h"
 #include "autograd/Ops.h"
+#include "autograd/Precision.h"
 #include "core/Rng.h"
 #include "core/ThreadPool.h"
 #include "tensor/cpu/Attention.h"
@@ -131,6 +132,33 @@ TEST(GptOps, AttentionMatchesNaiveReference) {
     expectNear(y.data().data<float>(), yref, 2e-5, ("y " + what).c_str());
     y.backward(gy);
     expectNear(x.grad().data<float>(), gref, 2e-5, ("gqkv " + what).c_str());
+  }
+}
+
+// --precision bf16: the tile products take bf16 operands (8-bit mantissas) with
+// fp32 accumulation, so outputs and gradients match the double reference to
+// bf16's resolution (~2^-8 relative per operand), not fp32's; and the fp32 path
+// is not what ran (the results differ from it).
+TEST(GptOps, AttentionInBf16MatchesTheReferenceToBf16Resolution) {
+  struct Case { int64_t B, T, C, H; };
+  for (Case c : {Case{2, 5, 16, 4}, Case{2, 65, 24, 3}, Case{1, 130, 32, 1}}) {
+    Tensor qkv = randn({c.B, c.T, 3 * c.C}, c.T + c.C, 1.f);
+    Tensor gy = randn({c.B, c.T, c.C}, 7);
+    std::vector<double> gref;
+    std::vector<double> yref = naiveAttention(qkv, c.H, &gy, &gref);
+    auto run = [&](Precision p) {
+      PrecisionScope scope(p);
+      Variable x(qkv, true);
+      Variable y = causalSelfAttention(x, c.H);
+      y.backward(gy);
+      return std::make_pair(y.data().toVector(), x.grad().toVector());
+    };
+    const auto bf16 = run(Precision::BF16), fp32 = run(Precision::FP32);
+    const std::string what = "T=" + std::to_string(c.T) + " C=" + std::to_string(c.C);
+    expectNear(bf16.first.data(), yref, 3e-2, ("bf16 y " + what).c_str());
+    expectNear(bf16.second.data(), gref, 3e-2, ("bf16 gqkv " + what).c_str());
+    EXPECT_NE(bf16.first, fp32.first) << what;
+    EXPECT_NE(bf16.second, fp32.second) << what;
   }
 }
 

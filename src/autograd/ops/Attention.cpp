@@ -2,6 +2,7 @@
 // The node keeps qkv, the output and the per-row log-sum-exp ([B, H, T]): no
 // [T, T] score matrix lives between forward and backward.
 #include "autograd/Ops.h"
+#include "autograd/Precision.h"
 #include "autograd/ops/OpUtil.h"
 #include "tensor/cpu/Attention.h"
 
@@ -10,14 +11,14 @@ namespace {
 
 class CausalAttentionNode final : public Node {
  public:
-  CausalAttentionNode(Tensor qkv, Tensor y, Tensor lse, int64_t heads)
-      : qkv_(std::move(qkv)), y_(std::move(y)), lse_(std::move(lse)), heads_(heads) {}
+  CausalAttentionNode(Tensor qkv, Tensor y, Tensor lse, int64_t heads, bool bf16)
+      : qkv_(std::move(qkv)), y_(std::move(y)), lse_(std::move(lse)), heads_(heads), bf16_(bf16) {}
   const char* name() const override { return "causal_self_attention"; }
   void backward(const Tensor& gy, GradSink& sink) override {
     const int64_t B = y_.size(0), T = y_.size(1), C = y_.size(2);
     detail::writeGrad(sink, 0, qkv_.numel(), [&](float* g) {
       kernels::causalAttentionBackward(qkv_.data<float>(), y_.data<float>(), lse_.data<float>(),
-                                       gy.data<float>(), g, B, T, C, heads_);
+                                       gy.data<float>(), g, B, T, C, heads_, bf16_);
     });
   }
   void release() override { qkv_ = y_ = lse_ = Tensor(); }
@@ -25,6 +26,7 @@ class CausalAttentionNode final : public Node {
  private:
   Tensor qkv_, y_, lse_;
   int64_t heads_;
+  bool bf16_;  // the forward's precision: backward's products run in it too
 };
 
 }  // namespace
@@ -39,10 +41,12 @@ Variable causalSelfAttention(const Variable& qkv, int64_t nHead) {
   Tensor y = Tensor::empty({B, T, C});
   const bool graph = needsGraph({&qkv});
   Tensor lse = graph ? Tensor::empty({B, nHead, T}) : Tensor();
+  // Its products follow --precision, as linear layers' do.
+  const bool bf16 = precision() == Precision::BF16;
   kernels::causalAttentionForward(xd.data<float>(), y.data<float>(),
-                                  graph ? lse.data<float>() : nullptr, B, T, C, nHead);
+                                  graph ? lse.data<float>() : nullptr, B, T, C, nHead, bf16);
   if (!graph) return Variable(std::move(y));
-  return record(y, std::make_shared<CausalAttentionNode>(xd, y, lse, nHead), {&qkv});
+  return record(y, std::make_shared<CausalAttentionNode>(xd, y, lse, nHead, bf16), {&qkv});
 }
 
 }  // namespace dtrain::autograd

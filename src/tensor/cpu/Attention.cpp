@@ -6,6 +6,7 @@
 
 #include "core/Error.h"
 #include "core/Scratch.h"
+#include "tensor/cpu/Bf16.h"
 #include "tensor/cpu/Blas.h"
 #include "tensor/cpu/FastMath.h"
 #include "tensor/cpu/Lanes.h"
@@ -33,10 +34,39 @@ inline int64_t visibleKeys(int64_t i, int64_t j0, int64_t nj) {
 
 struct Workspace {
   ScratchBuffer<float> s, dp, rowMax, rowSum, delta;
+  ScratchBuffer<BFloat16> q, k, v, go, p, ds;  // bf16 copies (--precision bf16)
 };
 Workspace& workspace() {
   thread_local Workspace ws;
   return ws;
+}
+
+// A matrix operand of a tile product: fp32 rows, and (bf16 products) its bf16
+// copy with its own row stride.
+struct Operand {
+  const float* f;
+  int64_t ldf;
+  const BFloat16* h = nullptr;
+  int64_t ldh = 0;
+  Operand rows(int64_t r) const { return {f + r * ldf, ldf, h ? h + r * ldh : nullptr, ldh}; }
+};
+
+// C = alpha op(A) op(B) + beta C: on the bf16 copies with fp32 accumulation when
+// both have one (the products of --precision bf16, as linear layers'), else fp32.
+void product(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const Operand& A,
+             const Operand& B, float beta, float* C, int64_t ldc) {
+  if (A.h && B.h)
+    gemmBf16(ta, tb, M, N, K, alpha, A.h, A.ldh, B.h, B.ldh, beta, C, ldc);
+  else
+    gemm(ta, tb, M, N, K, alpha, A.f, A.ldf, B.f, B.ldf, beta, C, ldc);
+}
+
+// rows x D strided fp32 rows -> packed bf16 (row stride D).
+BFloat16* packBf16(ScratchBuffer<BFloat16>& buf, const float* x, int64_t ld, int64_t rows,
+                   int64_t D) {
+  BFloat16* out = buf.grow(rows * D);
+  for (int64_t r = 0; r < rows; ++r) toBf16(x + r * ld, out + r * D, D);
+  return out;
 }
 
 // Pointers to the q, k, v (and output) rows of one (batch, head) pair.
@@ -44,6 +74,32 @@ struct Head {
   const float *q, *k, *v;
   int64_t ld;  // 3C: row stride of q, k, v
 };
+// Its q, k, v as operands, with bf16 copies when bf16.
+struct HeadOperands {
+  Operand q, k, v;
+};
+HeadOperands operandsOf(const Head& hd, int64_t T, int64_t D, bool bf16, Workspace& ws) {
+  HeadOperands o{{hd.q, hd.ld}, {hd.k, hd.ld}, {hd.v, hd.ld}};
+  if (bf16) {
+    o.q.h = packBf16(ws.q, hd.q, hd.ld, T, D);
+    o.k.h = packBf16(ws.k, hd.k, hd.ld, T, D);
+    o.v.h = packBf16(ws.v, hd.v, hd.ld, T, D);
+    o.q.ldh = o.k.ldh = o.v.ldh = D;
+  }
+  return o;
+}
+// A score-sized tile as an operand (bf16: converted into buf).
+Operand tileOperand(const float* t, int64_t rows, int64_t cols, bool bf16,
+                    ScratchBuffer<BFloat16>& buf) {
+  Operand o{t, cols};
+  if (bf16) {
+    BFloat16* h = buf.grow(kBlockQ * kBlockK);
+    toBf16(t, h, rows * cols);
+    o.h = h;
+    o.ldh = cols;
+  }
+  return o;
+}
 Head headOf(const float* qkv, int64_t b, int64_t h, int64_t T, int64_t C, int64_t D) {
   const float* q = qkv + b * T * 3 * C + h * D;
   return {q, q + C, q + 2 * C, 3 * C};
@@ -55,8 +111,9 @@ void checkShape(const char* op, int64_t B, int64_t T, int64_t C, int64_t H) {
 }
 
 void forwardHead(const Head& hd, float* o, int64_t ldo, float* lse, int64_t T, int64_t D,
-                 float scale) {
+                 float scale, bool bf16) {
   Workspace& ws = workspace();
+  const HeadOperands x = operandsOf(hd, T, D, bf16, ws);
   float* s = ws.s.grow(kBlockQ * kBlockK);
   float* m = ws.rowMax.grow(kBlockQ);
   float* l = ws.rowSum.grow(kBlockQ);
@@ -66,8 +123,7 @@ void forwardHead(const Head& hd, float* o, int64_t ldo, float* lse, int64_t T, i
     std::fill(l, l + mi, 0.f);
     for (int64_t j0 = 0; j0 < keys; j0 += kBlockK) {
       const int64_t nj = std::min(kBlockK, keys - j0);
-      gemm(false, true, mi, nj, D, scale, hd.q + i0 * hd.ld, hd.ld, hd.k + j0 * hd.ld, hd.ld, 0.f,
-           s, nj);
+      product(false, true, mi, nj, D, scale, x.q.rows(i0), x.k.rows(j0), 0.f, s, nj);
       for (int64_t r = 0; r < mi; ++r) {
         float* sr = s + r * nj;
         const int64_t vis = visibleKeys(i0 + r, j0, nj);
@@ -81,8 +137,8 @@ void forwardHead(const Head& hd, float* o, int64_t ldo, float* lse, int64_t T, i
           for (int64_t d = 0; d < D; ++d) orow[d] *= rescale;
         }
       }
-      gemm(false, false, mi, D, nj, 1.f, s, nj, hd.v + j0 * hd.ld, hd.ld, j0 == 0 ? 0.f : 1.f,
-           o + i0 * ldo, ldo);
+      product(false, false, mi, D, nj, 1.f, tileOperand(s, mi, nj, bf16, ws.p), x.v.rows(j0),
+              j0 == 0 ? 0.f : 1.f, o + i0 * ldo, ldo);
     }
     for (int64_t r = 0; r < mi; ++r) {
       float* orow = o + (i0 + r) * ldo;
@@ -96,8 +152,14 @@ void forwardHead(const Head& hd, float* o, int64_t ldo, float* lse, int64_t T, i
 // FlashAttention-2's backward: key blocks outer (dK, dV of a block are summed
 // over the query blocks that see it), query blocks inner (dQ accumulates).
 void backwardHead(const Head& hd, const float* o, const float* go, int64_t ldo, const float* lse,
-                  float* gq, float* gk, float* gv, int64_t T, int64_t D, float scale) {
+                  float* gq, float* gk, float* gv, int64_t T, int64_t D, float scale, bool bf16) {
   Workspace& ws = workspace();
+  const HeadOperands x = operandsOf(hd, T, D, bf16, ws);
+  Operand gO{go, ldo};
+  if (bf16) {
+    gO.h = packBf16(ws.go, go, ldo, T, D);
+    gO.ldh = D;
+  }
   float* p = ws.s.grow(kBlockQ * kBlockK);
   float* dp = ws.dp.grow(kBlockQ * kBlockK);
   float* delta = ws.delta.grow(T);
@@ -112,14 +174,14 @@ void backwardHead(const Head& hd, const float* o, const float* go, int64_t ldo, 
     for (int64_t i0 = j0 / kBlockQ * kBlockQ; i0 < T; i0 += kBlockQ) {
       const int64_t mi = std::min(kBlockQ, T - i0);
       const bool first = i0 <= j0;
-      const float* qi = hd.q + i0 * hd.ld;
-      const float* goi = go + i0 * ldo;
-      gemm(false, true, mi, nj, D, scale, qi, hd.ld, hd.k + j0 * hd.ld, hd.ld, 0.f, p, nj);
+      const Operand qi = x.q.rows(i0), goi = gO.rows(i0);
+      product(false, true, mi, nj, D, scale, qi, x.k.rows(j0), 0.f, p, nj);
       for (int64_t r = 0; r < mi; ++r)
         expMasked(p + r * nj, visibleKeys(i0 + r, j0, nj), nj, lse[i0 + r]);
       // dV_j += P^T dO_i;  dP = dO_i V_j^T
-      gemm(true, false, nj, D, mi, 1.f, p, nj, goi, ldo, first ? 0.f : 1.f, gv + j0 * hd.ld, hd.ld);
-      gemm(false, true, mi, nj, D, 1.f, goi, ldo, hd.v + j0 * hd.ld, hd.ld, 0.f, dp, nj);
+      product(true, false, nj, D, mi, 1.f, tileOperand(p, mi, nj, bf16, ws.p), goi,
+              first ? 0.f : 1.f, gv + j0 * hd.ld, hd.ld);
+      product(false, true, mi, nj, D, 1.f, goi, x.v.rows(j0), 0.f, dp, nj);
       // dS = P * (dP - delta): the softmax backward, row by row (masked P are 0).
       for (int64_t r = 0; r < mi; ++r) {
         const float dr = delta[i0 + r];
@@ -128,10 +190,9 @@ void backwardHead(const Head& hd, const float* o, const float* go, int64_t ldo, 
         for (int64_t c = 0; c < nj; ++c) dsr[c] = pr[c] * (dsr[c] - dr);
       }
       // dQ_i += scale dS K_j;  dK_j += scale dS^T Q_i
-      gemm(false, false, mi, D, nj, scale, dp, nj, hd.k + j0 * hd.ld, hd.ld, 1.f, gq + i0 * hd.ld,
-           hd.ld);
-      gemm(true, false, nj, D, mi, scale, dp, nj, qi, hd.ld, first ? 0.f : 1.f, gk + j0 * hd.ld,
-           hd.ld);
+      const Operand ds = tileOperand(dp, mi, nj, bf16, ws.ds);
+      product(false, false, mi, D, nj, scale, ds, x.k.rows(j0), 1.f, gq + i0 * hd.ld, hd.ld);
+      product(true, false, nj, D, mi, scale, ds, qi, first ? 0.f : 1.f, gk + j0 * hd.ld, hd.ld);
     }
   }
 }
@@ -139,7 +200,7 @@ void backwardHead(const Head& hd, const float* o, const float* go, int64_t ldo, 
 }  // namespace
 
 void causalAttentionForward(const float* qkv, float* y, float* lse, int64_t B, int64_t T, int64_t C,
-                            int64_t H) {
+                            int64_t H, bool bf16) {
   checkShape("causalAttentionForward", B, T, C, H);
   const int64_t D = C / H;
   const float scale = 1.f / std::sqrt(static_cast<float>(D));
@@ -147,13 +208,13 @@ void causalAttentionForward(const float* qkv, float* y, float* lse, int64_t B, i
     for (int64_t bh = lo; bh < hi; ++bh) {
       const int64_t b = bh / H, h = bh % H;
       forwardHead(headOf(qkv, b, h, T, C, D), y + b * T * C + h * D, C, lse ? lse + bh * T : nullptr,
-                  T, D, scale);
+                  T, D, scale, bf16);
     }
   });
 }
 
 void causalAttentionBackward(const float* qkv, const float* y, const float* lse, const float* gy,
-                             float* gqkv, int64_t B, int64_t T, int64_t C, int64_t H) {
+                             float* gqkv, int64_t B, int64_t T, int64_t C, int64_t H, bool bf16) {
   checkShape("causalAttentionBackward", B, T, C, H);
   const int64_t D = C / H;
   const float scale = 1.f / std::sqrt(static_cast<float>(D));
@@ -163,7 +224,7 @@ void causalAttentionBackward(const float* qkv, const float* y, const float* lse,
       const int64_t outOff = b * T * C + h * D;
       float* gq = gqkv + b * T * 3 * C + h * D;
       backwardHead(headOf(qkv, b, h, T, C, D), y + outOff, gy + outOff, C, lse + bh * T, gq,
-                   gq + C, gq + 2 * C, T, D, scale);
+                   gq + C, gq + 2 * C, T, D, scale, bf16);
     }
   });
 }

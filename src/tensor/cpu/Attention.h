@@ -14,14 +14,19 @@
 
 namespace dtrain::kernels {
 
+// bf16: the tile products take bf16 copies of q, k, v, the probabilities, the
+// output gradient and dS, accumulating in fp32 (--precision bf16); the softmax,
+// its statistics and every stored value stay fp32.
+//
 // lse [B, H, T] receives log(sum_j exp(score_tj)) per query row (may be null
 // when no backward follows).
 void causalAttentionForward(const float* qkv, float* y, float* lse, int64_t B, int64_t T, int64_t C,
-                            int64_t H);
+                            int64_t H, bool bf16 = false);
 
 // From the forward's qkv, y, lse and the output gradient gy [B, T, C], writes
 // (overwrites) gqkv [B, T, 3C].
 void causalAttentionBackward(const float* qkv, const float* y, const float* lse, const float* gy,
-                             float* gqkv, int64_t B, int64_t T, int64_t C, int64_t H);
+                             float* gqkv, int64_t B, int64_t T, int64_t C, int64_t H,
+                             bool bf16 = false);
 
 }  // namespace dtrain::kernels
