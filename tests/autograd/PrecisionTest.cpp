@@ -86,6 +86,33 @@ TEST(Precision, Bf16LinearKeepsHalfTheBytesForBackward) {
   EXPECT_EQ(bf16, (x0.nbytes() + w0.nbytes()) / 2);
 }
 
+// Attention and GELU save bf16 too: what their nodes hold for backward once the
+// fp32 input is dropped (a non-leaf, as in a model) is half of fp32's. Attention
+// keeps qkv and y (plus the fp32 log-sum-exp per row; in fp32 its y is the
+// output, which the next op's backward may not need), GELU its derivative.
+TEST(Precision, Bf16AttentionAndGeluKeepHalfTheBytesForBackward) {
+  const Tensor a0 = randomTensor({2, 64, 96}, 7);  // qkv of C = 32, 2 heads
+  auto kept = [&](Precision p, bool attention) {
+    PrecisionScope scope(p);
+    Variable leaf(a0.clone(), true);
+    const int64_t before = memory::stats().currentBytes;
+    Variable y;
+    {
+      Variable input = scale(leaf, 1.0f);  // a non-leaf the graph may drop
+      y = attention ? causalSelfAttention(input, 2) : gelu(input);
+    }
+    return memory::stats().currentBytes - before - y.data().nbytes();
+  };
+  // The kernels' per-thread scratch tiles grow once, at their first use: warm up.
+  for (Precision p : {Precision::FP32, Precision::BF16}) kept(p, true);
+  const int64_t lse = 2 * 2 * 64 * 4;  // [B, H, T] fp32, kept in both precisions
+  const int64_t qkv = a0.nbytes(), y = a0.nbytes() / 3;
+  EXPECT_EQ(kept(Precision::FP32, true), qkv + lse);  // its y is the output itself
+  EXPECT_EQ(kept(Precision::BF16, true), (qkv + y) / 2 + lse);
+  EXPECT_EQ(kept(Precision::FP32, false), a0.nbytes());
+  EXPECT_EQ(kept(Precision::BF16, false), a0.nbytes() / 2);
+}
+
 TEST(Precision, NamesAndErrors) {
   EXPECT_EQ(parsePrecision("fp32"), Precision::FP32);
   EXPECT_EQ(parsePrecision("bf16"), Precision::BF16);

@@ -5,20 +5,27 @@
 #include "autograd/Precision.h"
 #include "autograd/ops/OpUtil.h"
 #include "tensor/cpu/Attention.h"
+#include "tensor/cpu/Bf16.h"
 
 namespace dtrain::autograd {
 namespace {
 
+// Under bf16 (Precision.h) qkv_ and y_ are bf16 copies (half the bytes: the
+// backward's products read bf16 operands anyway), else the fp32 tensors.
 class CausalAttentionNode final : public Node {
  public:
-  CausalAttentionNode(Tensor qkv, Tensor y, Tensor lse, int64_t heads, bool bf16)
-      : qkv_(std::move(qkv)), y_(std::move(y)), lse_(std::move(lse)), heads_(heads), bf16_(bf16) {}
+  CausalAttentionNode(Tensor qkv, Tensor y, Tensor lse, int64_t heads)
+      : qkv_(std::move(qkv)), y_(std::move(y)), lse_(std::move(lse)), heads_(heads) {}
   const char* name() const override { return "causal_self_attention"; }
   void backward(const Tensor& gy, GradSink& sink) override {
     const int64_t B = y_.size(0), T = y_.size(1), C = y_.size(2);
     detail::writeGrad(sink, 0, qkv_.numel(), [&](float* g) {
-      kernels::causalAttentionBackward(qkv_.data<float>(), y_.data<float>(), lse_.data<float>(),
-                                       gy.data<float>(), g, B, T, C, heads_, bf16_);
+      if (qkv_.dtype() == DType::BF16)
+        kernels::causalAttentionBackwardBf16(qkv_.data<BFloat16>(), y_.data<BFloat16>(),
+                                             lse_.data<float>(), gy.data<float>(), g, B, T, C, heads_);
+      else
+        kernels::causalAttentionBackward(qkv_.data<float>(), y_.data<float>(), lse_.data<float>(),
+                                         gy.data<float>(), g, B, T, C, heads_);
     });
   }
   void release() override { qkv_ = y_ = lse_ = Tensor(); }
@@ -26,8 +33,13 @@ class CausalAttentionNode final : public Node {
  private:
   Tensor qkv_, y_, lse_;
   int64_t heads_;
-  bool bf16_;  // the forward's precision: backward's products run in it too
 };
+
+Tensor bf16Copy(const Tensor& t) {
+  Tensor out = Tensor::empty(t.shape(), DType::BF16);
+  kernels::toBf16(t.data<float>(), out.data<BFloat16>(), t.numel());
+  return out;
+}
 
 }  // namespace
 
@@ -42,11 +54,15 @@ Variable causalSelfAttention(const Variable& qkv, int64_t nHead) {
   const bool graph = needsGraph({&qkv});
   Tensor lse = graph ? Tensor::empty({B, nHead, T}) : Tensor();
   // Its products follow --precision, as linear layers' do.
-  const bool bf16 = precision() == Precision::BF16;
+  const Tensor qkvBf16 = precision() == Precision::BF16 ? bf16Copy(xd) : Tensor();
   kernels::causalAttentionForward(xd.data<float>(), y.data<float>(),
-                                  graph ? lse.data<float>() : nullptr, B, T, C, nHead, bf16);
+                                  graph ? lse.data<float>() : nullptr, B, T, C, nHead,
+                                  qkvBf16.defined() ? qkvBf16.data<BFloat16>() : nullptr);
   if (!graph) return Variable(std::move(y));
-  return record(y, std::make_shared<CausalAttentionNode>(xd, y, lse, nHead, bf16), {&qkv});
+  auto node = qkvBf16.defined()
+                  ? std::make_shared<CausalAttentionNode>(qkvBf16, bf16Copy(y), lse, nHead)
+                  : std::make_shared<CausalAttentionNode>(xd, y, lse, nHead);
+  return record(y, std::move(node), {&qkv});
 }
 
 }  // namespace dtrain::autograd

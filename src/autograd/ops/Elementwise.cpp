@@ -1,6 +1,8 @@
 // Elementwise arithmetic and activations.
 #include "autograd/Ops.h"
+#include "autograd/Precision.h"
 #include "autograd/ops/OpUtil.h"
+#include "tensor/cpu/Bf16.h"
 
 namespace dtrain::autograd {
 namespace {
@@ -78,6 +80,22 @@ class ActivationNode final : public Node {
   BackwardKernel kernel_;
 };
 
+// gx = gy * dydx with dydx saved in bf16.
+class Bf16DerivativeNode final : public Node {
+ public:
+  Bf16DerivativeNode(const char* name, Tensor dydx) : name_(name), dydx_(std::move(dydx)) {}
+  const char* name() const override { return name_; }
+  void backward(const Tensor& gy, GradSink& sink) override {
+    const int64_t n = gy.numel();
+    writeGrad(sink, 0, n, [&](float* o) { kernels::mulBf16(dydx_.data<BFloat16>(), gy.data<float>(), o, n); });
+  }
+  void release() override { dydx_ = Tensor(); }
+
+ private:
+  const char* name_;
+  Tensor dydx_;
+};
+
 using ForwardKernel = void (*)(const float*, float*, int64_t);
 Variable activation(const Variable& x, const char* name, ForwardKernel fwd, BackwardKernel bwd,
                     bool savesInput) {
@@ -139,6 +157,12 @@ Variable gelu(const Variable& x) {
   }
   // The derivative is computed with the output and saved instead of the input
   // (same memory): the backward is then one multiply, not an erf and an exp.
+  // Under bf16 (Precision.h) it is saved in bf16, as the products' operands are.
+  if (precision() == Precision::BF16) {
+    Tensor half = Tensor::empty(xd.shape(), DType::BF16);
+    kernels::geluWithDerivativeBf16(xd.data<float>(), y.data<float>(), half.data<BFloat16>(), y.numel());
+    return record(std::move(y), std::make_shared<Bf16DerivativeNode>("gelu", std::move(half)), {&x});
+  }
   Tensor dydx = Tensor::empty(xd.shape());
   kernels::geluWithDerivative(xd.data<float>(), y.data<float>(), dydx.data<float>(), y.numel());
   return record(std::move(y), std::make_shared<ActivationNode>("gelu", dydx, kernels::mul), {&x});

@@ -33,26 +33,28 @@ inline int64_t visibleKeys(int64_t i, int64_t j0, int64_t nj) {
 }
 
 struct Workspace {
-  ScratchBuffer<float> s, dp, rowMax, rowSum, delta;
-  ScratchBuffer<BFloat16> q, k, v, go, p, ds;  // bf16 copies (--precision bf16)
+  ScratchBuffer<float> s, dp, rowMax, rowSum, delta, row;
+  ScratchBuffer<BFloat16> go, p, ds;  // bf16 copies (--precision bf16)
 };
 Workspace& workspace() {
   thread_local Workspace ws;
   return ws;
 }
 
-// A matrix operand of a tile product: fp32 rows, and (bf16 products) its bf16
-// copy with its own row stride.
+// A matrix operand of a tile product: fp32 rows, and/or (bf16 products) bf16
+// rows, each with its row stride.
 struct Operand {
-  const float* f;
-  int64_t ldf;
+  const float* f = nullptr;
+  int64_t ldf = 0;
   const BFloat16* h = nullptr;
   int64_t ldh = 0;
-  Operand rows(int64_t r) const { return {f + r * ldf, ldf, h ? h + r * ldh : nullptr, ldh}; }
+  Operand rows(int64_t r) const {
+    return {f ? f + r * ldf : nullptr, ldf, h ? h + r * ldh : nullptr, ldh};
+  }
 };
 
-// C = alpha op(A) op(B) + beta C: on the bf16 copies with fp32 accumulation when
-// both have one (the products of --precision bf16, as linear layers'), else fp32.
+// C = alpha op(A) op(B) + beta C: on the bf16 rows with fp32 accumulation when
+// both have them (the products of --precision bf16, as linear layers'), else fp32.
 void product(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const Operand& A,
              const Operand& B, float beta, float* C, int64_t ldc) {
   if (A.h && B.h)
@@ -61,34 +63,7 @@ void product(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, con
     gemm(ta, tb, M, N, K, alpha, A.f, A.ldf, B.f, B.ldf, beta, C, ldc);
 }
 
-// rows x D strided fp32 rows -> packed bf16 (row stride D).
-BFloat16* packBf16(ScratchBuffer<BFloat16>& buf, const float* x, int64_t ld, int64_t rows,
-                   int64_t D) {
-  BFloat16* out = buf.grow(rows * D);
-  for (int64_t r = 0; r < rows; ++r) toBf16(x + r * ld, out + r * D, D);
-  return out;
-}
-
-// Pointers to the q, k, v (and output) rows of one (batch, head) pair.
-struct Head {
-  const float *q, *k, *v;
-  int64_t ld;  // 3C: row stride of q, k, v
-};
-// Its q, k, v as operands, with bf16 copies when bf16.
-struct HeadOperands {
-  Operand q, k, v;
-};
-HeadOperands operandsOf(const Head& hd, int64_t T, int64_t D, bool bf16, Workspace& ws) {
-  HeadOperands o{{hd.q, hd.ld}, {hd.k, hd.ld}, {hd.v, hd.ld}};
-  if (bf16) {
-    o.q.h = packBf16(ws.q, hd.q, hd.ld, T, D);
-    o.k.h = packBf16(ws.k, hd.k, hd.ld, T, D);
-    o.v.h = packBf16(ws.v, hd.v, hd.ld, T, D);
-    o.q.ldh = o.k.ldh = o.v.ldh = D;
-  }
-  return o;
-}
-// A score-sized tile as an operand (bf16: converted into buf).
+// A score-sized fp32 tile as an operand (bf16: also converted into buf).
 Operand tileOperand(const float* t, int64_t rows, int64_t cols, bool bf16,
                     ScratchBuffer<BFloat16>& buf) {
   Operand o{t, cols};
@@ -100,9 +75,20 @@ Operand tileOperand(const float* t, int64_t rows, int64_t cols, bool bf16,
   }
   return o;
 }
-Head headOf(const float* qkv, int64_t b, int64_t h, int64_t T, int64_t C, int64_t D) {
-  const float* q = qkv + b * T * 3 * C + h * D;
-  return {q, q + C, q + 2 * C, 3 * C};
+
+// The q, k, v rows of one (batch, head) pair in the packed [B, T, 3C] layout:
+// from the fp32 qkv and/or its bf16 copy (either may be null).
+struct HeadOperands {
+  Operand q, k, v;
+};
+HeadOperands headOf(const float* qkv, const BFloat16* qkvh, int64_t b, int64_t h, int64_t T,
+                    int64_t C, int64_t D) {
+  const int64_t at = b * T * 3 * C + h * D, ld = 3 * C;
+  HeadOperands x;
+  Operand* parts[3] = {&x.q, &x.k, &x.v};
+  for (int i = 0; i < 3; ++i)
+    *parts[i] = {qkv ? qkv + at + i * C : nullptr, ld, qkvh ? qkvh + at + i * C : nullptr, ld};
+  return x;
 }
 
 void checkShape(const char* op, int64_t B, int64_t T, int64_t C, int64_t H) {
@@ -110,10 +96,10 @@ void checkShape(const char* op, int64_t B, int64_t T, int64_t C, int64_t H) {
                " C=", C, " heads=", H, " (C must be a positive multiple of the heads)");
 }
 
-void forwardHead(const Head& hd, float* o, int64_t ldo, float* lse, int64_t T, int64_t D,
-                 float scale, bool bf16) {
+void forwardHead(const HeadOperands& x, float* o, int64_t ldo, float* lse, int64_t T, int64_t D,
+                 float scale) {
   Workspace& ws = workspace();
-  const HeadOperands x = operandsOf(hd, T, D, bf16, ws);
+  const bool bf16 = x.q.h != nullptr;
   float* s = ws.s.grow(kBlockQ * kBlockK);
   float* m = ws.rowMax.grow(kBlockQ);
   float* l = ws.rowSum.grow(kBlockQ);
@@ -151,23 +137,23 @@ void forwardHead(const Head& hd, float* o, int64_t ldo, float* lse, int64_t T, i
 
 // FlashAttention-2's backward: key blocks outer (dK, dV of a block are summed
 // over the query blocks that see it), query blocks inner (dQ accumulates).
-void backwardHead(const Head& hd, const float* o, const float* go, int64_t ldo, const float* lse,
-                  float* gq, float* gk, float* gv, int64_t T, int64_t D, float scale, bool bf16) {
+// delta[t] = go_t . o_t (rows of the softmax Jacobian); gq, gk, gv have row
+// stride ldg.
+void backwardHead(const HeadOperands& x, const float* go, int64_t ldo, const float* delta,
+                  const float* lse, float* gq, float* gk, float* gv, int64_t ldg, int64_t T,
+                  int64_t D, float scale) {
   Workspace& ws = workspace();
-  const HeadOperands x = operandsOf(hd, T, D, bf16, ws);
-  Operand gO{go, ldo};
-  if (bf16) {
-    gO.h = packBf16(ws.go, go, ldo, T, D);
-    gO.ldh = D;
-  }
+  const bool bf16 = x.q.h != nullptr;
   float* p = ws.s.grow(kBlockQ * kBlockK);
   float* dp = ws.dp.grow(kBlockQ * kBlockK);
-  float* delta = ws.delta.grow(T);
-  // delta_i = sum_j P_ij dP_ij = go_i . o_i (rows of the softmax Jacobian).
-  for (int64_t t = 0; t < T; ++t) {
-    delta[t] = detail::laneDot(go + t * ldo, o + t * ldo, D);
-    std::fill(gq + t * hd.ld, gq + t * hd.ld + D, 0.f);
+  Operand gO{go, ldo};
+  if (bf16) {
+    BFloat16* h = ws.go.grow(T * D);
+    for (int64_t t = 0; t < T; ++t) toBf16(go + t * ldo, h + t * D, D);
+    gO.h = h;
+    gO.ldh = D;
   }
+  for (int64_t t = 0; t < T; ++t) std::fill(gq + t * ldg, gq + t * ldg + D, 0.f);
   for (int64_t j0 = 0; j0 < T; j0 += kBlockK) {
     const int64_t nj = std::min(kBlockK, T - j0);
     // The first query block that sees key j0 is the one holding row j0.
@@ -180,7 +166,7 @@ void backwardHead(const Head& hd, const float* o, const float* go, int64_t ldo, 
         expMasked(p + r * nj, visibleKeys(i0 + r, j0, nj), nj, lse[i0 + r]);
       // dV_j += P^T dO_i;  dP = dO_i V_j^T
       product(true, false, nj, D, mi, 1.f, tileOperand(p, mi, nj, bf16, ws.p), goi,
-              first ? 0.f : 1.f, gv + j0 * hd.ld, hd.ld);
+              first ? 0.f : 1.f, gv + j0 * ldg, ldg);
       product(false, true, mi, nj, D, 1.f, goi, x.v.rows(j0), 0.f, dp, nj);
       // dS = P * (dP - delta): the softmax backward, row by row (masked P are 0).
       for (int64_t r = 0; r < mi; ++r) {
@@ -191,42 +177,69 @@ void backwardHead(const Head& hd, const float* o, const float* go, int64_t ldo, 
       }
       // dQ_i += scale dS K_j;  dK_j += scale dS^T Q_i
       const Operand ds = tileOperand(dp, mi, nj, bf16, ws.ds);
-      product(false, false, mi, D, nj, scale, ds, x.k.rows(j0), 1.f, gq + i0 * hd.ld, hd.ld);
-      product(true, false, nj, D, mi, scale, ds, qi, first ? 0.f : 1.f, gk + j0 * hd.ld, hd.ld);
+      product(false, false, mi, D, nj, scale, ds, x.k.rows(j0), 1.f, gq + i0 * ldg, ldg);
+      product(true, false, nj, D, mi, scale, ds, qi, first ? 0.f : 1.f, gk + j0 * ldg, ldg);
     }
   }
+}
+
+// The backward over every (batch, head) pair; outRow(b, h, t) gives head h's
+// output row t of batch b as fp32 (for delta).
+template <typename OutRow>
+void backwardAll(const float* qkv, const BFloat16* qkvh, OutRow outRow, const float* lse,
+                 const float* gy, float* gqkv, int64_t B, int64_t T, int64_t C, int64_t H) {
+  const int64_t D = C / H;
+  const float scale = 1.f / std::sqrt(static_cast<float>(D));
+  detail::forRange(B * H, 1, [&](int64_t lo, int64_t hi) {
+    for (int64_t bh = lo; bh < hi; ++bh) {
+      const int64_t b = bh / H, h = bh % H;
+      const float* go = gy + b * T * C + h * D;
+      float* delta = workspace().delta.grow(T);
+      for (int64_t t = 0; t < T; ++t) delta[t] = detail::laneDot(go + t * C, outRow(b, h, t), D);
+      float* gq = gqkv + b * T * 3 * C + h * D;
+      backwardHead(headOf(qkv, qkvh, b, h, T, C, D), go, C, delta, lse + bh * T, gq, gq + C,
+                   gq + 2 * C, 3 * C, T, D, scale);
+    }
+  });
 }
 
 }  // namespace
 
 void causalAttentionForward(const float* qkv, float* y, float* lse, int64_t B, int64_t T, int64_t C,
-                            int64_t H, bool bf16) {
+                            int64_t H, const BFloat16* qkvBf16) {
   checkShape("causalAttentionForward", B, T, C, H);
   const int64_t D = C / H;
   const float scale = 1.f / std::sqrt(static_cast<float>(D));
   detail::forRange(B * H, 1, [&](int64_t lo, int64_t hi) {
     for (int64_t bh = lo; bh < hi; ++bh) {
       const int64_t b = bh / H, h = bh % H;
-      forwardHead(headOf(qkv, b, h, T, C, D), y + b * T * C + h * D, C, lse ? lse + bh * T : nullptr,
-                  T, D, scale, bf16);
+      // With a bf16 copy the products read it alone (fp32 rows are not needed).
+      forwardHead(headOf(qkvBf16 ? nullptr : qkv, qkvBf16, b, h, T, C, D), y + b * T * C + h * D,
+                  C, lse ? lse + bh * T : nullptr, T, D, scale);
     }
   });
 }
 
 void causalAttentionBackward(const float* qkv, const float* y, const float* lse, const float* gy,
-                             float* gqkv, int64_t B, int64_t T, int64_t C, int64_t H, bool bf16) {
+                             float* gqkv, int64_t B, int64_t T, int64_t C, int64_t H) {
   checkShape("causalAttentionBackward", B, T, C, H);
   const int64_t D = C / H;
-  const float scale = 1.f / std::sqrt(static_cast<float>(D));
-  detail::forRange(B * H, 1, [&](int64_t lo, int64_t hi) {
-    for (int64_t bh = lo; bh < hi; ++bh) {
-      const int64_t b = bh / H, h = bh % H;
-      const int64_t outOff = b * T * C + h * D;
-      float* gq = gqkv + b * T * 3 * C + h * D;
-      backwardHead(headOf(qkv, b, h, T, C, D), y + outOff, gy + outOff, C, lse + bh * T, gq,
-                   gq + C, gq + 2 * C, T, D, scale, bf16);
-    }
-  });
+  backwardAll(qkv, nullptr, [&](int64_t b, int64_t h, int64_t t) { return y + (b * T + t) * C + h * D; },
+              lse, gy, gqkv, B, T, C, H);
+}
+
+void causalAttentionBackwardBf16(const BFloat16* qkv, const BFloat16* y, const float* lse,
+                                 const float* gy, float* gqkv, int64_t B, int64_t T, int64_t C,
+                                 int64_t H) {
+  checkShape("causalAttentionBackwardBf16", B, T, C, H);
+  const int64_t D = C / H;
+  backwardAll(nullptr, qkv,
+              [&](int64_t b, int64_t h, int64_t t) {
+                float* row = workspace().row.grow(D);
+                fromBf16(y + (b * T + t) * C + h * D, row, D);
+                return static_cast<const float*>(row);
+              },
+              lse, gy, gqkv, B, T, C, H);
 }
 
 }  // namespace dtrain::kernels

@@ -12,21 +12,27 @@
 // (batch, head) pairs with dtrain::parallelFor.
 #include <cstdint>
 
+#include "tensor/DType.h"
+
 namespace dtrain::kernels {
 
-// bf16: the tile products take bf16 copies of q, k, v, the probabilities, the
-// output gradient and dS, accumulating in fp32 (--precision bf16); the softmax,
-// its statistics and every stored value stay fp32.
+// qkvBf16 (--precision bf16): a bf16 copy of qkv; the tile products then read
+// it, and take bf16 copies of the probabilities, the output gradient and dS,
+// accumulating in fp32; the online softmax and its statistics stay fp32.
 //
 // lse [B, H, T] receives log(sum_j exp(score_tj)) per query row (may be null
 // when no backward follows).
 void causalAttentionForward(const float* qkv, float* y, float* lse, int64_t B, int64_t T, int64_t C,
-                            int64_t H, bool bf16 = false);
+                            int64_t H, const BFloat16* qkvBf16 = nullptr);
 
 // From the forward's qkv, y, lse and the output gradient gy [B, T, C], writes
 // (overwrites) gqkv [B, T, 3C].
 void causalAttentionBackward(const float* qkv, const float* y, const float* lse, const float* gy,
-                             float* gqkv, int64_t B, int64_t T, int64_t C, int64_t H,
-                             bool bf16 = false);
+                             float* gqkv, int64_t B, int64_t T, int64_t C, int64_t H);
+// The same from bf16 copies of qkv and y (what a bf16 forward saves: half the
+// bytes); bf16 products as above.
+void causalAttentionBackwardBf16(const BFloat16* qkv, const BFloat16* y, const float* lse,
+                                 const float* gy, float* gqkv, int64_t B, int64_t T, int64_t C,
+                                 int64_t H);
 
 }  // namespace dtrain::kernels

@@ -15,6 +15,10 @@ void fromBf16(const BFloat16* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = bf16ToFloat(x[i]);
 }
 
+void mulBf16(const BFloat16* a, const float* b, float* out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = bf16ToFloat(a[i]) * b[i];
+}
+
 bool nativeBf16Gemm() {
   return gemmBackend() != GemmBackend::OpenBlas && onednn::supportsBf16();
 }

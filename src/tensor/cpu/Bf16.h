@@ -14,6 +14,8 @@ namespace dtrain::kernels {
 // Round to nearest, ties to even (as the hardware's vcvtneps2bf16); NaN stays NaN.
 void toBf16(const float* x, BFloat16* y, int64_t n);
 void fromBf16(const BFloat16* x, float* y, int64_t n);
+// out[i] = float(a[i]) * b[i] (a backward through a derivative saved in bf16).
+void mulBf16(const BFloat16* a, const float* b, float* out, int64_t n);
 
 inline float bf16ToFloat(BFloat16 v) { return dtrain::bf16ToFloat(v.bits); }
 

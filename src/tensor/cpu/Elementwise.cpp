@@ -1,5 +1,7 @@
 #include "tensor/cpu/Elementwise.h"
 
+#include "tensor/Half.h"
+
 #include <cstring>
 
 
@@ -93,6 +95,16 @@ void geluWithDerivative(const float* x, float* y, float* dydx, int64_t n) {
       const float u = x[i], cdf = geluCdf(u);
       y[i] = u * cdf;
       dydx[i] = cdf + u * geluPdf(u);
+    }
+  });
+}
+
+void geluWithDerivativeBf16(const float* x, float* y, BFloat16* dydx, int64_t n) {
+  forRange(n, kElementwiseGrain, [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) {
+      const float u = x[i], cdf = geluCdf(u);
+      y[i] = u * cdf;
+      dydx[i].bits = floatToBf16(cdf + u * geluPdf(u));
     }
   });
 }

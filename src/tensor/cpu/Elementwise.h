@@ -4,6 +4,8 @@
 // dtrain::parallelFor.
 #include <cstdint>
 
+#include "tensor/DType.h"
+
 namespace dtrain::kernels {
 
 void add(const float* a, const float* b, float* out, int64_t n);
@@ -27,6 +29,8 @@ void geluBackward(const float* x, const float* gy, float* gx, int64_t n);  // x 
 // Training form: y = gelu(x) and its derivative dydx in one pass, so the backward
 // is gx = gy * dydx (a multiply) instead of a second erf and exp per element.
 void geluWithDerivative(const float* x, float* y, float* dydx, int64_t n);
+// The same with the derivative rounded to bf16 (what a bf16 run saves for backward).
+void geluWithDerivativeBf16(const float* x, float* y, BFloat16* dydx, int64_t n);
 
 // Bias: y[r, c] += bias[c] for a [rows, cols] matrix.
 void addRowBias(float* y, const float* bias, int64_t rows, int64_t cols);
