@@ -42,6 +42,9 @@ const Product kProducts[] = {
     {"gpt proj dX", false, false, 2048, 512, 128},
     {"gpt proj dW", true, false, 128, 512, 2048},
     {"gpt lm_head fwd", false, true, 2048, 256, 128},
+    {"fedavg fc1 fwd", false, true, 10, 256, 784},  // a FedAvg client's batch of 10
+    {"fedavg fc1 dW", true, false, 256, 784, 10},
+    {"fedavg fc2 dX", false, false, 10, 256, 256},
     {"attn tile QK^T", false, true, 64, 64, 32},
     {"attn tile PV", false, false, 64, 32, 64},
 };
