@@ -5,7 +5,7 @@ or across emulated hosts (scripts/netsim.sh), with PyTorch DDP's hooks as peers 
   bench/compress.py [--rounds 2] [--epochs 3] [--workers 2] [--eval-every 117]
                     [--only none,onebit,...] [--dir /tmp/dtrain-compress] [--out-md FILE]
                     [--train-args "--lr 0.05 --momentum 0.9"] [--plot FILE.png]
-                    [--hosts N --rate 100mbit]
+                    [--hosts N --rate 100mbit] [--model gpt-small --max-steps 300 --target 2.3]
 
 With --hosts N (root, needs network namespaces) the N workers are one rank per emulated host
 (`scripts/netsim.sh up N --rate R`, brought up here and down at the end), dtrain runs as
@@ -23,6 +23,12 @@ configuration the medians over rounds of: compressed bytes per step (what one ra
 collectives), bytes sent per worker per step (measured by the communicator), samples/s, time to
 85%, final accuracy.
 Files: DIR/<slug>-r<round>.json (final line) and .jsonl (metrics).
+
+--model gpt-small (any gpt-*) trains the language model on the KJV text instead, for
+--max-steps steps with the model's own optimizer (AdamW; --train-args defaults to nothing),
+and the target is a validation loss: time to target = time_s of the first evaluation with
+val_loss <= --target (nats per byte); the last column is the final val_loss. The PyTorch
+peers exist for mlp only.
 """
 import argparse, json, os, shlex, statistics, subprocess, sys
 
@@ -70,11 +76,23 @@ def run_torch(a, slug, r):
             "end_only": True, "seconds": res["seconds"]}
 
 
+def is_lm(a):
+    return a.model.startswith("gpt")
+
+
+def reached(a, rec):
+    """Whether an evaluation record meets the target (accuracy up, or validation loss down)."""
+    if is_lm(a):
+        return "val_loss" in rec and rec["val_loss"] <= a.target
+    return "test_accuracy" in rec and rec["test_accuracy"] >= a.target
+
+
 def run(a, slug, r):
     if slug in TORCH:
         return run_torch(a, slug, r)
     base = os.path.join(a.dir, f"{slug}-r{r}")
-    flags = (f"--model mlp --workers {a.workers} --epochs {a.epochs} --progress off "
+    length = f"--max-steps {a.max_steps}" if a.max_steps else f"--epochs {a.epochs}"
+    flags = (f"--model {a.model} --workers {a.workers} {length} --progress off "
              f"--eval-every {a.eval_every} --eval-deferred --metrics {base}.jsonl --seed {r} "
              f"{a.train_args} {CONFIGS[slug]}")
     cmd = (f"{NETSIM} mpirun -np {a.hosts} -- {DTRAIN} train --backend mpi {flags}" if a.hosts
@@ -89,7 +107,7 @@ def run(a, slug, r):
     t85 = None
     with open(base + ".jsonl") as f:
         for rec in map(json.loads, f):
-            if "test_accuracy" in rec and "time_s" in rec and rec["test_accuracy"] >= 0.85:
+            if "time_s" in rec and reached(a, rec):
                 t85 = rec["time_s"] if t85 is None else min(t85, rec["time_s"])
     line["time_to_85"] = t85
     with open(base + ".json", "w") as f:
@@ -102,19 +120,22 @@ def plot(a, slugs, path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     fig, ax = plt.subplots(figsize=(9, 5.5), dpi=120)
+    key = "val_loss" if is_lm(a) else "test_accuracy"
     for s in slugs:
         with open(os.path.join(a.dir, f"{s}-r0.jsonl")) as f:
-            pts = [(rec["time_s"], rec["test_accuracy"]) for rec in map(json.loads, f)
-                   if "test_accuracy" in rec and "time_s" in rec]
+            pts = [(rec["time_s"], rec[key]) for rec in map(json.loads, f)
+                   if key in rec and "time_s" in rec]
         if pts:
             ax.plot(*zip(*sorted(pts)), marker=".", label=s)
-    ax.axhline(0.85, color="grey", lw=0.8, ls="--")
+    ax.axhline(a.target, color="grey", lw=0.8, ls="--")
     ax.set_xscale("log")
     ax.set_xlabel("training seconds (log)")
-    ax.set_ylabel("test accuracy")
+    ax.set_ylabel("validation loss (nats per byte)" if is_lm(a) else "test accuracy")
     where = f"{a.hosts} emulated hosts at {a.rate}" if a.hosts else f"{a.workers} local workers"
-    ax.set_title(f"mlp, Fashion-MNIST: time to accuracy per compressor, {where}")
-    ax.set_ylim(0.6, 0.9)
+    what = f"{a.model}, KJV: time to validation loss" if is_lm(a) else f"{a.model}, Fashion-MNIST: time to accuracy"
+    ax.set_title(f"{what} per compressor, {where}")
+    if not is_lm(a):
+        ax.set_ylim(0.6, 0.9)
     ax.legend(fontsize=8, ncol=2)
     fig.tight_layout()
     fig.savefig(path)
@@ -129,12 +150,26 @@ def main():
     p.add_argument("--only", default=",".join(CONFIGS))
     p.add_argument("--dir", default="/tmp/dtrain-compress")
     p.add_argument("--out-md")
-    p.add_argument("--train-args", default="--lr 0.05 --momentum 0.9")
+    p.add_argument("--train-args", help='extra dtrain flags (default "--lr 0.05 --momentum 0.9" for mlp, none for gpt)')
+    p.add_argument("--model", default="mlp", help="mlp, lenet, or gpt-tiny|small|base (a validation-loss target)")
+    p.add_argument("--max-steps", type=int, default=0, help="train this many steps instead of --epochs")
+    p.add_argument("--target", type=float, help="test accuracy (default 0.85) or, for gpt, val_loss (default 2.3)")
     p.add_argument("--hosts", type=int, default=0, help="emulated hosts, one rank each (0: local backend)")
     p.add_argument("--rate", default="1gbit", help="--hosts: link rate (tbf), e.g. 100mbit")
     p.add_argument("--plot", help="time-to-accuracy plot of the first round (PNG)")
     a = p.parse_args()
+    if a.plot:
+        try:
+            import matplotlib  # noqa: F401 (checked before hours of runs, not after)
+        except ImportError:
+            sys.exit("compress.py: --plot needs matplotlib (apt-get install python3-matplotlib)")
+    if a.train_args is None:
+        a.train_args = "" if is_lm(a) else "--lr 0.05 --momentum 0.9"
+    if a.target is None:
+        a.target = 2.3 if is_lm(a) else 0.85
     slugs = a.only.split(",")
+    if is_lm(a) and any(s in TORCH for s in slugs):
+        sys.exit("compress.py: the PyTorch DDP peers train mlp only")
     for s in slugs:
         if s not in CONFIGS and not (a.hosts and s in TORCH):
             known = list(CONFIGS) + (list(TORCH) if a.hosts else [])
@@ -154,7 +189,9 @@ def main():
         if a.hosts:
             subprocess.run([NETSIM, "down"], capture_output=True)
     med = lambda xs: statistics.median(xs) if xs else None
-    rows = ["| compress | bytes/step | sent/worker/step | ratio | samples/s | time to 85% (s) | final accuracy |",
+    goal = f"val_loss {a.target}" if is_lm(a) else f"{a.target:.0%}"
+    final = "final val_loss" if is_lm(a) else "final accuracy"
+    rows = [f"| compress | bytes/step | sent/worker/step | ratio | samples/s | time to {goal} (s) | {final} |",
             "|---|---|---|---|---|---|---|"]
     ref = med([x["samples_per_s"] for x in res.get("none", [])])
     for s in slugs:
@@ -169,7 +206,7 @@ def main():
                     + (f"{med(sent):,.0f}" if sent else "") + " | "
                     f"{med([x['compression_ratio'] for x in xs]):.1f}x | {sps:,.0f}"
                     + (f" ({sps / ref:.2f}x)" if ref else "") + " | " + t85 + " | "
-                    f"{med([x['test_accuracy'] for x in xs]):.4f} |")
+                    f"{med([x['val_loss' if is_lm(a) else 'test_accuracy'] for x in xs]):.4f} |")
     table = "\n".join(rows)
     print(table)
     if a.plot:
