@@ -11,7 +11,6 @@
 #include "cli/BenchCommand.h"
 #include "cli/ExportCommand.h"
 #include "cli/GenerateCommand.h"
-#include "cli/OpenmpSpin.h"
 #include "cli/TrainCommand.h"
 #include "comm/Registry.h"
 #include "core/Error.h"
@@ -39,7 +38,6 @@ void checkCommand(CLI::App& app, int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  dtrain::cli::shortenOpenmpSpin(argc, argv);
   CLI::App app{"dtrain: distributed and parallel deep-learning training", "dtrain"};
   app.set_version_flag("--version", "dtrain 0.1.0");
   app.require_subcommand(1);

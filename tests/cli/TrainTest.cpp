@@ -43,21 +43,6 @@ TEST(Train, LastStdoutLineIsTheResultJson) {
   EXPECT_EQ(records, 8);
 }
 
-// --threads > 1 re-executes dtrain once with a short libgomp spin (OpenmpSpin.h):
-// the run goes on with its arguments intact, in both spellings of the flag, and
-// a user's own OpenMP setting keeps it from re-executing.
-TEST(Train, MultiThreadedRunsSurviveTheOpenmpReexec) {
-  for (const char* flags : {"--threads 2", "--threads=2", "--threads 1"}) {
-    for (const char* env : {"env -u GOMP_SPINCOUNT -u OMP_WAIT_POLICY ", "env OMP_WAIT_POLICY=passive "}) {
-      auto r = runShell(std::string(env) + DTRAIN_BIN +
-                        " train --dataset synthetic --synthetic-size 512 --max-steps 3 --progress off " +
-                        flags);
-      ASSERT_EQ(r.code, 0) << env << flags << ": " << r.err;
-      EXPECT_EQ(lastJson(r)["threads"], flags[10] == '1' ? 1 : 2) << flags;
-    }
-  }
-}
-
 TEST(Train, MlpReaches80PercentOnFashionMnistInOneEpoch) {
   if (!haveFashionMnist()) GTEST_SKIP() << "dataset-fashion-mnist not installed";
   auto r = runDtrain("train --model mlp --epochs 1 --progress off");

@@ -1,6 +1,9 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <mutex>
+#include <set>
+#include <thread>
 #include <vector>
 
 #include "core/Error.h"
@@ -67,6 +70,45 @@ TEST(ThreadPool, ParallelForCoversRangeOnce) {
     });
     for (auto& h : hits) ASSERT_EQ(h.load(), 1);
   }
+  setNumThreads(1);
+}
+
+// The parts run on distinct threads of the OpenMP team (the caller's included),
+// each inside a parallel region (so oneDNN runs single-threaded there).
+TEST(ThreadPool, PartsRunOnSeveralThreadsInAParallelRegion) {
+  setNumThreads(2);
+  std::mutex m;
+  std::set<std::thread::id> ids;
+  std::atomic<int> inRegion{0};
+  EXPECT_FALSE(inParallelRegion());
+  parallelFor(0, 2, 1, [&](int64_t, int64_t) {
+    if (inParallelRegion()) inRegion++;
+    std::lock_guard<std::mutex> lock(m);
+    ids.insert(std::this_thread::get_id());
+  });
+  EXPECT_EQ(ids.size(), 2u);
+  EXPECT_EQ(inRegion.load(), 2);
+  EXPECT_FALSE(inParallelRegion());
+  setNumThreads(1);
+}
+
+// Ranks that are threads of one process call parallelFor at once: one gets the
+// team, the others run inline; every range is covered exactly once.
+TEST(ThreadPool, ConcurrentCallersEachCoverTheirRange) {
+  setNumThreads(2);
+  std::vector<std::vector<std::atomic<int>>> hits(4);
+  for (auto& h : hits) h = std::vector<std::atomic<int>>(5000);
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < 4; ++r)
+    ranks.emplace_back([&, r] {
+      for (int rep = 0; rep < 20; ++rep)
+        parallelFor(0, 5000, 100, [&](int64_t lo, int64_t hi) {
+          for (int64_t i = lo; i < hi; ++i) hits[r][i]++;
+        });
+    });
+  for (auto& t : ranks) t.join();
+  for (auto& h : hits)
+    for (auto& x : h) ASSERT_EQ(x.load(), 20);
   setNumThreads(1);
 }
 
