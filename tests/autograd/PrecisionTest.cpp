@@ -86,31 +86,55 @@ TEST(Precision, Bf16LinearKeepsHalfTheBytesForBackward) {
   EXPECT_EQ(bf16, (x0.nbytes() + w0.nbytes()) / 2);
 }
 
-// Attention and GELU save bf16 too: what their nodes hold for backward once the
-// fp32 input is dropped (a non-leaf, as in a model) is half of fp32's. Attention
-// keeps qkv and y (plus the fp32 log-sum-exp per row; in fp32 its y is the
-// output, which the next op's backward may not need), GELU its derivative.
-TEST(Precision, Bf16AttentionAndGeluKeepHalfTheBytesForBackward) {
+// Attention, GELU and layer norm save bf16 too: what their nodes hold for
+// backward once the fp32 input is dropped (a non-leaf, as in a model) is half
+// of fp32's. Attention keeps qkv and y (plus the fp32 log-sum-exp per row; in
+// fp32 its y is the output itself), GELU its derivative, layer norm its input
+// (plus fp32 mean and 1/std per row).
+TEST(Precision, Bf16AttentionGeluLayerNormKeepHalfTheBytesForBackward) {
   const Tensor a0 = randomTensor({2, 64, 96}, 7);  // qkv of C = 32, 2 heads
-  auto kept = [&](Precision p, bool attention) {
+  enum Op { Attention, Gelu, LayerNorm };
+  auto kept = [&](Precision p, Op op) {
     PrecisionScope scope(p);
     Variable leaf(a0.clone(), true);
     const int64_t before = memory::stats().currentBytes;
     Variable y;
     {
       Variable input = scale(leaf, 1.0f);  // a non-leaf the graph may drop
-      y = attention ? causalSelfAttention(input, 2) : gelu(input);
+      y = op == Attention ? causalSelfAttention(input, 2)
+          : op == Gelu    ? gelu(input)
+                          : layerNorm(input, Variable(), Variable(), 1e-5f);
     }
     return memory::stats().currentBytes - before - y.data().nbytes();
   };
   // The kernels' per-thread scratch tiles grow once, at their first use: warm up.
-  for (Precision p : {Precision::FP32, Precision::BF16}) kept(p, true);
+  for (Precision p : {Precision::FP32, Precision::BF16}) kept(p, Attention);
   const int64_t lse = 2 * 2 * 64 * 4;  // [B, H, T] fp32, kept in both precisions
   const int64_t qkv = a0.nbytes(), y = a0.nbytes() / 3;
-  EXPECT_EQ(kept(Precision::FP32, true), qkv + lse);  // its y is the output itself
-  EXPECT_EQ(kept(Precision::BF16, true), (qkv + y) / 2 + lse);
-  EXPECT_EQ(kept(Precision::FP32, false), a0.nbytes());
-  EXPECT_EQ(kept(Precision::BF16, false), a0.nbytes() / 2);
+  EXPECT_EQ(kept(Precision::FP32, Attention), qkv + lse);
+  EXPECT_EQ(kept(Precision::BF16, Attention), (qkv + y) / 2 + lse);
+  EXPECT_EQ(kept(Precision::FP32, Gelu), a0.nbytes());
+  EXPECT_EQ(kept(Precision::BF16, Gelu), a0.nbytes() / 2);
+  const int64_t rowStats = 2 * (2 * 64) * 4;  // mean and 1/std per row, fp32
+  EXPECT_EQ(kept(Precision::FP32, LayerNorm), a0.nbytes() + rowStats);
+  EXPECT_EQ(kept(Precision::BF16, LayerNorm), a0.nbytes() / 2 + rowStats);
+}
+
+// A layer norm backward from the bf16 copy of its input is within bf16's
+// resolution of the fp32 one.
+TEST(Precision, Bf16LayerNormGradientIsCloseToFp32) {
+  const Tensor x0 = randomTensor({8, 48}, 9), g0 = randomTensor({48}, 10), gy = randomTensor({8, 48}, 11);
+  auto grads = [&](Precision p) {
+    PrecisionScope scope(p);
+    Variable x(x0.clone(), true), g(g0.clone(), true);
+    Variable y = layerNorm(scale(x, 1.0f), g, Variable(), 1e-5f);
+    y.backward(gy);
+    return std::make_pair(x.grad().toVector(), g.grad().toVector());
+  };
+  const auto a = grads(Precision::FP32), b = grads(Precision::BF16);
+  for (size_t i = 0; i < a.first.size(); ++i) EXPECT_NEAR(a.first[i], b.first[i], 2e-2) << i;
+  for (size_t i = 0; i < a.second.size(); ++i) EXPECT_NEAR(a.second[i], b.second[i], 2e-2) << i;
+  EXPECT_NE(a.first, b.first);
 }
 
 TEST(Precision, NamesAndErrors) {

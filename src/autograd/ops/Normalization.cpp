@@ -2,7 +2,9 @@
 #include <cmath>
 
 #include "autograd/Ops.h"
+#include "autograd/Precision.h"
 #include "autograd/ops/OpUtil.h"
+#include "tensor/cpu/Bf16.h"
 #include "tensor/cpu/Norm.h"
 
 namespace dtrain::autograd {
@@ -73,6 +75,8 @@ class BatchNormEvalNode final : public SavedNormNode {
   }
 };
 
+// Under bf16 (Precision.h) x_ is a bf16 copy of the input (the residual stream
+// in a transformer: half its bytes), widened again for the backward.
 class LayerNormNode final : public SavedNormNode {
  public:
   using SavedNormNode::SavedNormNode;
@@ -80,8 +84,13 @@ class LayerNormNode final : public SavedNormNode {
   void backward(const Tensor& gy, GradSink& sink) override {
     const int64_t D = x_.size(-1), R = x_.numel() / std::max<int64_t>(1, D);
     const bool affine = gamma_.defined();
+    Tensor x = x_;
+    if (x_.dtype() == DType::BF16) {
+      x = Tensor::empty(x_.shape());
+      kernels::fromBf16(x_.data<BFloat16>(), x.data<float>(), x.numel());
+    }
     normBackward(sink, x_.shape(), D, affine, [&](float* gx, float* gg, float* gb) {
-      kernels::layerNormBackward(x_.data<float>(), affine ? gamma_.data<float>() : nullptr,
+      kernels::layerNormBackward(x.data<float>(), affine ? gamma_.data<float>() : nullptr,
                                  mean_.data<float>(), invStd_.data<float>(), gy.data<float>(), gx,
                                  gg, gb, R, D);
     });
@@ -146,7 +155,12 @@ Variable layerNorm(const Variable& x, const Variable& gamma, const Variable& bet
                             b.defined() ? b.data<float>() : nullptr, y.data<float>(),
                             mean.data<float>(), invStd.data<float>(), R, D, eps);
   if (!needsGraph({&x, &gamma, &beta})) return Variable(std::move(y));
-  return record(std::move(y), std::make_shared<LayerNormNode>(xd, g, mean, invStd),
+  Tensor saved = xd;
+  if (precision() == Precision::BF16) {
+    saved = Tensor::empty(xd.shape(), DType::BF16);
+    kernels::toBf16(xd.data<float>(), saved.data<BFloat16>(), saved.numel());
+  }
+  return record(std::move(y), std::make_shared<LayerNormNode>(saved, g, mean, invStd),
                 {&x, &gamma, &beta});
 }
 
