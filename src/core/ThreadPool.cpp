@@ -63,8 +63,11 @@ void parallelFor(int64_t begin, int64_t end, int64_t grain,
 #pragma omp parallel num_threads(parts)
   {
     ParallelRegion region;
-    const int64_t lo = begin + omp_get_thread_num() * chunk, hi = std::min(end, lo + chunk);
-    if (lo < hi) {
+    // The team may be smaller than asked (OMP_DYNAMIC, OMP_THREAD_LIMIT, an
+    // inactive region): its threads then take the parts in turn.
+    for (int p = omp_get_thread_num(); p < parts; p += omp_get_num_threads()) {
+      const int64_t lo = begin + p * chunk, hi = std::min(end, lo + chunk);
+      if (lo >= hi) continue;
       try {
         fn(lo, hi);
       } catch (...) {

@@ -1,4 +1,5 @@
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <atomic>
 #include <mutex>
@@ -109,6 +110,21 @@ TEST(ThreadPool, ConcurrentCallersEachCoverTheirRange) {
   for (auto& t : ranks) t.join();
   for (auto& h : hits)
     for (auto& x : h) ASSERT_EQ(x.load(), 20);
+  setNumThreads(1);
+}
+
+// A team smaller than asked (here none: parallel regions made inactive) still
+// covers every part.
+TEST(ThreadPool, CoversTheRangeWhenTheTeamIsSmaller) {
+  setNumThreads(3);
+  const int saved = omp_get_max_active_levels();
+  omp_set_max_active_levels(0);
+  std::vector<std::atomic<int>> hits(999);
+  parallelFor(0, 999, 10, [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) hits[i]++;
+  });
+  omp_set_max_active_levels(saved);
+  for (auto& h : hits) ASSERT_EQ(h.load(), 1);
   setNumThreads(1);
 }
 
