@@ -220,14 +220,14 @@ void FederatedRunner::exchangeResults(std::vector<ClientResult>& results) {
   }
   const int p = comm_->size();
   std::vector<size_t> counts(static_cast<size_t>(p), 0);
-  for (size_t i = 0; i < results.size(); ++i) counts[1 + i % (p - 1)] += record;
+  for (size_t i = 0; i < results.size(); ++i) counts[hostOf(i)] += record;
   std::vector<float> all(results.size() * record);
   comm_->allgatherv(mine.data(), all.data(), counts, DType::F32);
   std::vector<size_t> at(static_cast<size_t>(p), 0);
   for (int r = 1; r < p; ++r) at[r] = at[r - 1] + counts[r - 1];
   for (size_t i = 0; i < results.size(); ++i) {
-    const float* rec = all.data() + at[1 + i % (p - 1)];
-    at[1 + i % (p - 1)] += record;
+    const float* rec = all.data() + at[hostOf(i)];
+    at[hostOf(i)] += record;
     double head[2];
     std::memcpy(head, rec, sizeof head);
     results[i].meanLoss = head[0];

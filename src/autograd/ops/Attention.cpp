@@ -5,7 +5,6 @@
 #include "autograd/Precision.h"
 #include "autograd/ops/OpUtil.h"
 #include "tensor/cpu/Attention.h"
-#include "tensor/cpu/Bf16.h"
 
 namespace dtrain::autograd {
 namespace {
@@ -35,12 +34,6 @@ class CausalAttentionNode final : public Node {
   int64_t heads_;
 };
 
-Tensor bf16Copy(const Tensor& t) {
-  Tensor out = Tensor::empty(t.shape(), DType::BF16);
-  kernels::toBf16(t.data<float>(), out.data<BFloat16>(), t.numel());
-  return out;
-}
-
 }  // namespace
 
 Variable causalSelfAttention(const Variable& qkv, int64_t nHead) {
@@ -54,13 +47,13 @@ Variable causalSelfAttention(const Variable& qkv, int64_t nHead) {
   const bool graph = needsGraph({&qkv});
   Tensor lse = graph ? Tensor::empty({B, nHead, T}) : Tensor();
   // Its products follow --precision, as linear layers' do.
-  const Tensor qkvBf16 = precision() == Precision::BF16 ? bf16Copy(xd) : Tensor();
+  const Tensor qkvBf16 = precision() == Precision::BF16 ? detail::toBf16(xd.data<float>(), xd.shape()) : Tensor();
   kernels::causalAttentionForward(xd.data<float>(), y.data<float>(),
                                   graph ? lse.data<float>() : nullptr, B, T, C, nHead,
                                   qkvBf16.defined() ? qkvBf16.data<BFloat16>() : nullptr);
   if (!graph) return Variable(std::move(y));
   auto node = qkvBf16.defined()
-                  ? std::make_shared<CausalAttentionNode>(qkvBf16, bf16Copy(y), lse, nHead)
+                  ? std::make_shared<CausalAttentionNode>(qkvBf16, detail::toBf16(y.data<float>(), y.shape()), lse, nHead)
                   : std::make_shared<CausalAttentionNode>(xd, y, lse, nHead);
   return record(y, std::move(node), {&qkv});
 }

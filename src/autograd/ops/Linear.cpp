@@ -9,12 +9,6 @@
 namespace dtrain::autograd {
 namespace {
 
-Tensor toBf16(const float* x, const Shape& shape) {
-  Tensor out = Tensor::empty(shape, DType::BF16);
-  kernels::toBf16(x, out.data<BFloat16>(), out.numel());
-  return out;
-}
-
 // C = op(A) op(B) + beta C for A and B both fp32 or both bf16 (C fp32).
 void product(bool transA, bool transB, int64_t M, int64_t N, int64_t K, const Tensor& A,
              int64_t lda, const Tensor& B, int64_t ldb, float beta, float* C, int64_t ldc) {
@@ -36,7 +30,7 @@ class LinearNode final : public Node {
   void backward(const Tensor& gy, GradSink& sink) override {
     const int64_t B = x_.size(0), in = x_.size(1), out = w_.size(0);
     if (sink.needs(0) || sink.needs(1)) {
-      const Tensor g = x_.dtype() == DType::BF16 ? toBf16(gy.data<float>(), {B, out}) : gy;
+      const Tensor g = x_.dtype() == DType::BF16 ? detail::toBf16(gy.data<float>(), {B, out}) : gy;
       if (sink.needs(0)) {  // dx = gy W
         GradTarget t = sink.target(0);
         product(false, false, B, in, out, g, out, w_, in, t.accumulate ? 1.f : 0.f, t.ptr, in);
@@ -104,8 +98,8 @@ Variable linear(const Variable& x, const Variable& weight, const Variable& bias)
   // The operands as multiplied, and kept for backward.
   Tensor xs = xd.view({B, in}), ws = wd;
   if (precision() == Precision::BF16) {
-    xs = toBf16(xd.data<float>(), {B, in});
-    ws = toBf16(wd.data<float>(), {out, in});
+    xs = detail::toBf16(xd.data<float>(), {B, in});
+    ws = detail::toBf16(wd.data<float>(), {out, in});
   }
   product(false, true, B, out, in, xs, in, ws, in, bias.defined() ? 1.f : 0.f, y.data<float>(),
           out);

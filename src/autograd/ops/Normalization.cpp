@@ -155,11 +155,8 @@ Variable layerNorm(const Variable& x, const Variable& gamma, const Variable& bet
                             b.defined() ? b.data<float>() : nullptr, y.data<float>(),
                             mean.data<float>(), invStd.data<float>(), R, D, eps);
   if (!needsGraph({&x, &gamma, &beta})) return Variable(std::move(y));
-  Tensor saved = xd;
-  if (precision() == Precision::BF16) {
-    saved = Tensor::empty(xd.shape(), DType::BF16);
-    kernels::toBf16(xd.data<float>(), saved.data<BFloat16>(), saved.numel());
-  }
+  const Tensor saved =
+      precision() == Precision::BF16 ? detail::toBf16(xd.data<float>(), xd.shape()) : xd;
   return record(std::move(y), std::make_shared<LayerNormNode>(saved, g, mean, invStd),
                 {&x, &gamma, &beta});
 }

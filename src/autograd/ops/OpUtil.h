@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "autograd/Variable.h"
+#include "tensor/cpu/Bf16.h"
 #include "tensor/cpu/Elementwise.h"
 
 namespace dtrain::autograd::detail {
@@ -40,6 +41,13 @@ inline const Tensor& checkF32(const Variable& v, const char* op, const char* wha
 // Contiguous f32 data of a variable (copy only when it is a strided view).
 inline Tensor contig(const Variable& v, const char* op, const char* what) {
   return checkF32(v, op, what).contiguous();
+}
+
+// A bf16 copy of n = numel(shape) fp32 values (what --precision bf16 saves or multiplies).
+inline Tensor toBf16(const float* x, const Shape& shape) {
+  Tensor out = Tensor::empty(shape, DType::BF16);
+  kernels::toBf16(x, out.data<BFloat16>(), out.numel());
+  return out;
 }
 
 }  // namespace dtrain::autograd::detail
