@@ -40,9 +40,9 @@ std::unique_ptr<parallel::Strategy> makeSingle(const TrainConfig&, comm::Communi
 }
 
 // --zero 1|2|3 shards the optimizer state (and gradients, and parameters) of the same allreduce
-// data parallelism (parallel/zero/).
-std::unique_ptr<parallel::Strategy> makeAllreduce(const TrainConfig& c, comm::Communicator& comm,
-                                                  const SharedRun&) {
+// data parallelism (parallel/zero/). Also the dp dimension of a pipeline or a
+// tensor-parallel mesh, on the communicator of a stage's (a slice's) replicas.
+std::unique_ptr<parallel::Strategy> makeDataParallel(const TrainConfig& c, comm::Communicator& comm) {
   if (c.zero > 0) {
     parallel::zero::ZeroOptions z;
     z.stage = c.zero;
@@ -54,6 +54,11 @@ std::unique_ptr<parallel::Strategy> makeAllreduce(const TrainConfig& c, comm::Co
     return std::make_unique<parallel::zero::ZeroDataParallel>(comm, std::move(z));
   }
   return std::make_unique<parallel::DataParallel>(comm, dataParallelOptions(c, comm));
+}
+
+std::unique_ptr<parallel::Strategy> makeAllreduce(const TrainConfig& c, comm::Communicator& comm,
+                                                  const SharedRun&) {
+  return makeDataParallel(c, comm);
 }
 
 // Ranks 0..servers-1 serve (the model only gives them the parameter names and
@@ -82,8 +87,8 @@ std::unique_ptr<parallel::Strategy> makeHogwild(const TrainConfig& c, comm::Comm
 }
 
 // --pipeline-stages P (and --tensor-parallel T): world = dp x pp x tp; the dp
-// dimension averages gradients with the allreduce strategy on its own
-// sub-communicator.
+// dimension averages gradients with the allreduce strategy (or shards them
+// with --zero 1|2) on its own sub-communicator.
 std::unique_ptr<parallel::Strategy> makePipeline(const TrainConfig& c, comm::Communicator& comm,
                                                  const SharedRun&) {
   parallel::pipeline::PipelineOptions o;
@@ -95,9 +100,7 @@ std::unique_ptr<parallel::Strategy> makePipeline(const TrainConfig& c, comm::Com
   o.spread = c.placement == "spread";
   o.gatherEvery = c.evalEvery;
   o.gatherOptimizer = !c.save.empty();
-  o.makeDataParallel = [&c](comm::Communicator& dp) {
-    return std::make_unique<parallel::DataParallel>(dp, dataParallelOptions(c, dp));
-  };
+  o.makeDataParallel = [&c](comm::Communicator& dp) { return makeDataParallel(c, dp); };
   return std::make_unique<parallel::pipeline::PipelineParallel>(comm, std::move(o));
 }
 
@@ -110,9 +113,7 @@ std::unique_ptr<parallel::Strategy> makeTensor(const TrainConfig& c, comm::Commu
   o.spread = c.placement == "spread";
   o.gatherEvery = c.evalEvery;
   o.gatherOptimizer = !c.save.empty();
-  o.makeDataParallel = [&c](comm::Communicator& dp) {
-    return std::make_unique<parallel::DataParallel>(dp, dataParallelOptions(c, dp));
-  };
+  o.makeDataParallel = [&c](comm::Communicator& dp) { return makeDataParallel(c, dp); };
   return std::make_unique<parallel::tensor::TensorParallel>(comm, std::move(o));
 }
 

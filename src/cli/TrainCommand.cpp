@@ -374,7 +374,8 @@ void addTrainCommand(CLI::App& app) {
   // ZeRO (issue 14).
   sub->add_option("--zero", c.zero,
                   "ZeRO stage on the allreduce strategy: 1 shards the optimizer state, 2 also "
-                  "the gradients, 3 also the parameters (0: off)")
+                  "the gradients, 3 also the parameters (0: off); 1 and 2 also on the "
+                  "data-parallel replicas of --pipeline-stages and --tensor-parallel")
       ->capture_default_str();
   sub->add_option("--offload", c.offload,
                   "Keep on disk between uses: none, optimizer (its state) or params (with "

@@ -30,6 +30,18 @@
 
 namespace dtrain::parallel {
 
+// A piece of a parameter's final gradient (Strategy::heldGradients): elements
+// [offset, offset + grad.numel()) of the flattened gradient of parameter `name`
+// (the optimizer's name), `grad` a contiguous view the update reads.
+struct GradientPiece {
+  std::string name;
+  int64_t offset = 0;
+  Tensor grad;
+};
+
+// Sum of the squares of a tensor's floats, in double.
+double sumOfSquares(const Tensor& t);
+
 // One optimizer step's samples and the task's loss, as the trainer hands them
 // to the strategy's step schedule (Strategy::forwardBackward).
 struct StepWork {
@@ -80,41 +92,36 @@ class Strategy {
   virtual void finishGradients() {}
   // Applies the update for this step.
   virtual void applyUpdate(optim::Optimizer& optimizer) { optimizer.step(); }
+  // The parts of the final gradient this rank holds for the update, after
+  // finishGradients(). Default: each of the model's gradients whole.
+  // Strategies whose ranks keep only a shard of them (ZeRO) return their shard.
+  virtual std::vector<GradientPiece> heldGradients(nn::Module& model);
+  // True when the ranks of this strategy hold disjoint pieces of the gradient
+  // (ZeRO), false when each holds all of it (replicas after an allreduce): an
+  // enclosing strategy (a pipeline's or tensor-parallel group's data-parallel
+  // dimension) then counts every rank's pieces, or one replica's.
+  virtual bool shardsGradients() const { return false; }
+  // Before setup(): parameters whose held gradient an enclosing strategy
+  // exchanges piece by piece with a rank that holds other parameters (a
+  // pipeline's tied weights): a strategy that shards gradients lays each of
+  // them out on its own, the same whatever else the rank holds. Default: no-op.
+  virtual void isolateParameters(const std::vector<std::string>& names) {}
   // Squared L2 norm of the whole model's gradient, after finishGradients(), for
   // clipping by the global norm (--clip-grad-norm). Collective where a strategy
-  // makes it so: every rank calls it at the same steps. The default sums this
-  // rank's gradients, which is the global gradient for one process and after an
+  // makes it so: every rank calls it at the same steps. The default sums the
+  // held gradients, which is the global gradient for one process and after an
   // allreduce (every replica holds the same averaged gradient); strategies whose
   // ranks hold shards of the gradient (ZeRO, tensor parallelism, parameter
   // servers) override it to sum the shards' squares across ranks.
-  virtual double gradNormSquared(nn::Module& model) {
-    double sum = 0;
-    for (auto& [name, p] : model.namedParameters()) {
-      const Tensor& g = p.grad();
-      if (!g.defined()) continue;
-      const Tensor c = g.contiguous();
-      const float* x = c.data<float>();
-      for (int64_t i = 0, n = c.numel(); i < n; ++i) sum += static_cast<double>(x[i]) * x[i];
-    }
-    return sum;
-  }
+  virtual double gradNormSquared(nn::Module& model);
+  // Multiplies the gradients that the update will read by coef
+  // (--clip-grad-norm): the held ones.
+  virtual void scaleGradients(nn::Module& model, float coef);
   // After finish(), on every rank: every rank's memory figures (memory_per_rank),
   // in rank order, at least on the reporter. Collective where a strategy makes
   // it so (parallel/MemoryGather.h). Default: this rank's only.
   virtual std::vector<memory::RankMemory> gatherMemory(const memory::RankMemory& mine) {
     return {mine};
-  }
-  // Multiplies the gradients that the update will read by coef (--clip-grad-norm);
-  // strategies whose ranks keep only a shard of them (ZeRO-2) scale that.
-  virtual void scaleGradients(nn::Module& model, float coef) {
-    for (auto& [name, p] : model.namedParameters()) {
-      Tensor& g = p.grad();
-      if (!g.defined()) continue;
-      // Gradients are contiguous (the optimizer requires it); they may be views
-      // into fusion buckets, which scaling in place keeps.
-      float* x = g.data<float>();
-      for (int64_t i = 0, n = g.numel(); i < n; ++i) x[i] *= coef;
-    }
   }
   // Combines a per-rank scalar (e.g. the loss) into the global mean. Collective
   // for multi-rank strategies: every rank calls it at the same steps.

@@ -90,15 +90,29 @@ void TrainConfig::validate(bool workersKnown) const {
   } else if (compress != "none") {
     checkAllreduceOnly("--compress " + compress, "not yet to");
   }
-  // ZeRO: the allreduce strategy, uncompressed, only (parallel/zero/).
+  // ZeRO: the allreduce strategy, uncompressed, only (parallel/zero/), also as
+  // the dp dimension of a pipeline or tensor-parallel mesh.
   if (zero != 0) {
     DTRAIN_CHECK_USAGE(zero >= 1 && zero <= 3, "--zero ", zero,
                        ": the stages are 1 (optimizer state), 2 (and gradients) and 3 (and "
                        "parameters)");
-    checkAllreduceOnly("--zero", "not to");
+    const int modelParallel = pipelineStages * tensorParallel;
+    if (modelParallel > 1) {
+      const char* mesh = pipelineStages > 1 ? "--pipeline-stages" : "--tensor-parallel";
+      // Stage 3 would gather each layer's parameters around its use inside a
+      // stage's schedule or a group's f and g; DeepSpeed refuses ZeRO-2/3 with
+      // pipelines for the same reason. Stages 1 and 2 shard the dp dimension.
+      DTRAIN_CHECK_USAGE(zero <= 2, "--zero 3 does not combine with ", mesh,
+                         " (stages 1 and 2 do: they shard across the data-parallel replicas)");
+      DTRAIN_CHECK_USAGE(!workersKnown || workers > modelParallel, "--zero with ", mesh,
+                         " shards across data-parallel replicas, and this run has one (--workers ",
+                         workers, " = ", modelParallel, " model-parallel ranks): use --workers ",
+                         2 * modelParallel, " or more");
+    } else {
+      checkAllreduceOnly("--zero", "not to");
+    }
     DTRAIN_CHECK_USAGE(compress == "none", "--zero cannot be combined with --compress ", compress,
                        " yet");
-    DTRAIN_CHECK_USAGE(pipelineStages <= 1, "--zero cannot be combined with --pipeline-stages yet");
     DTRAIN_CHECK_USAGE(optimizer != "lars",
                        "--zero does not support --optimizer lars (its trust ratio needs whole "
                        "tensors; use sgd, adam, adamw or adagrad)");
@@ -223,7 +237,6 @@ void TrainConfig::validate(bool workersKnown) const {
                        " is not a multiple of --tensor-parallel ", tensorParallel,
                        " (workers = data-parallel replicas x tensor-parallel ranks)");
     DTRAIN_CHECK_USAGE(compress == "none", "--compress does not combine with --tensor-parallel yet");
-    DTRAIN_CHECK_USAGE(zero == 0, "--zero does not combine with --tensor-parallel yet");
   }
   try {
     comm::algorithmFromName(allreduceAlgo);

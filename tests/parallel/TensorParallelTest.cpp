@@ -179,8 +179,6 @@ TEST(TensorParallelUsage, BadFlagsAreOneLineErrors) {
   expectError(runShell(mlp + "--workers 6 --tensor-parallel 2 --pipeline-stages 2"), 2,
               "--workers 6 is not a multiple of --pipeline-stages 2 x --tensor-parallel 2");
   expectError(runShell(mlp + "--tensor-parallel 2 --strategy hogwild"), 2, "drop --strategy hogwild");
-  expectError(runShell(mlp + "--workers 4 --tensor-parallel 2 --zero 1"), 2,
-              "--zero does not combine with --tensor-parallel yet");
   expectError(runShell(mlp + "--workers 4 --tensor-parallel 2 --compress fp16"), 2,
               "--compress does not combine with --tensor-parallel yet");
   expectError(runShell(mlp + "--tensor-parallel 2 --lora-rank 4"), 2,

@@ -4,20 +4,23 @@
 
 namespace dtrain::parallel {
 
-std::vector<FusionBucket> makeFusionBuckets(const std::vector<autograd::Variable>& params,
-                                            size_t bucketBytes, int64_t padTo) {
+std::vector<FusionBucket> makeFusionBuckets(
+    const std::vector<autograd::Variable>& params, size_t bucketBytes, int64_t padTo,
+    const std::function<bool(const autograd::Variable&)>& isolate) {
   DTRAIN_CHECK(bucketBytes > 0, "fusion buckets need a positive size");
   // Group first (reverse registration order = the order gradients become final).
   std::vector<std::vector<autograd::Variable>> groups;
   size_t open = 0;
   for (auto it = params.rbegin(); it != params.rend(); ++it) {
     if (!it->requiresGrad()) continue;
-    if (groups.empty() || open >= bucketBytes) {
+    const bool alone = isolate && isolate(*it);
+    if (groups.empty() || open >= bucketBytes || alone) {
       groups.emplace_back();
       open = 0;
     }
     groups.back().push_back(*it);
-    open += static_cast<size_t>(it->numel()) * sizeof(float);
+    // An isolated parameter closes its bucket behind it.
+    open = alone ? bucketBytes : open + static_cast<size_t>(it->numel()) * sizeof(float);
   }
   memory::CategoryScope accounted(memory::Category::Gradients);
   std::vector<FusionBucket> buckets;

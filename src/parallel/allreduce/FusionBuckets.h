@@ -7,6 +7,7 @@
 // writes straight into the buffer that is communicated, with no packing copy.
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "autograd/Variable.h"
@@ -26,7 +27,10 @@ struct FusionBucket {
 // than the limit gets a bucket of its own and none is ever split. Installs the
 // gradient buffers. Returns the buckets in launch order. Each buffer is padded
 // with zeros to a multiple of padTo floats (ZeRO splits it into equal slices).
-std::vector<FusionBucket> makeFusionBuckets(const std::vector<autograd::Variable>& params,
-                                            size_t bucketBytes, int64_t padTo = 1);
+// A parameter `isolate` names gets a bucket of its own (ZeRO: the same layout
+// on every rank that holds it, whatever else each holds).
+std::vector<FusionBucket> makeFusionBuckets(
+    const std::vector<autograd::Variable>& params, size_t bucketBytes, int64_t padTo = 1,
+    const std::function<bool(const autograd::Variable&)>& isolate = nullptr);
 
 }  // namespace dtrain::parallel

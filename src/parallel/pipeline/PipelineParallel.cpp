@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 #include "core/Error.h"
 #include "core/Timer.h"
 #include "parallel/MemoryGather.h"
+#include "parallel/RankSums.h"
 
 namespace dtrain::parallel::pipeline {
 
@@ -32,20 +34,6 @@ struct OpSpan {
     if (rec) rec->span(name, "pipeline", Lane::Compute, t0, nowMicros());
   }
 };
-
-// Every rank's doubles, in rank order (there is no f64 reduction: gathering
-// the bytes keeps the sum exact and the same on every rank).
-std::vector<double> allgatherDoubles(comm::Communicator& comm, const std::vector<double>& mine) {
-  std::vector<double> all(mine.size() * comm.size());
-  comm.allgather(mine.data(), all.data(), mine.size() * sizeof(double), DType::U8);
-  return all;
-}
-
-double sumOverRanks(comm::Communicator& comm, double value) {
-  double sum = 0;
-  for (double v : allgatherDoubles(comm, {value})) sum += v;
-  return sum;
-}
 
 }  // namespace
 
@@ -183,20 +171,37 @@ void PipelineParallel::exchangeTiedGradients() {
   const int stage = mesh_.coord().stage;
   const int peer = stage == 0 ? lastStage() : 0;
   comm::Communicator& pipe = mesh_.pipeline();
-  for (size_t i : tied_) {
-    Tensor& g = optimizer_->param(i).grad();
-    DTRAIN_CHECK(g.defined(), "pipeline: tied parameter ", optimizer_->paramName(i), " has no gradient");
-    Tensor mine = g.contiguous().clone(), theirs = Tensor::empty(g.shape(), DType::F32);
+  std::set<std::string> tiedNames;
+  for (size_t i : tied_) tiedNames.insert(optimizer_->paramName(i));
+  // The pieces this rank holds of each tied gradient: whole ones, or with ZeRO
+  // the owned range, which isolateParameters made the same on both stages.
+  std::vector<GradientPiece> pieces;
+  for (GradientPiece& p : stageGradients())
+    if (tiedNames.count(p.name)) pieces.push_back(std::move(p));
+  std::vector<int64_t> layout;
+  for (const GradientPiece& p : pieces) layout.insert(layout.end(), {p.offset, p.grad.numel()});
+  std::vector<int64_t> theirLayout(layout.size());
+  auto sentLayout = pipe.isend(layout.data(), layout.size(), DType::I64, peer, kTiedTag);
+  pipe.recv(theirLayout.data(), theirLayout.size(), DType::I64, peer, kTiedTag);
+  sentLayout->wait();
+  DTRAIN_CHECK(layout == theirLayout, "pipeline: the stages hold different pieces of the tied weights");
+  for (GradientPiece& p : pieces) {
+    Tensor mine = p.grad.clone(), theirs = Tensor::empty(p.grad.shape(), DType::F32);
     auto sent = pipe.isend(mine.data<float>(), mine.numel(), DType::F32, peer, kTiedTag);
     pipe.recv(theirs.data<float>(), theirs.numel(), DType::F32, peer, kTiedTag);
     sent->wait();
     // Stage 0 adds (embedding + head), the last stage (head + embedding): the
     // same two floats, so the same sum on both.
-    float* out = g.data<float>();
+    float* out = p.grad.data<float>();
     const float* a = stage == 0 ? mine.data<float>() : theirs.data<float>();
     const float* b = stage == 0 ? theirs.data<float>() : mine.data<float>();
-    for (int64_t k = 0, n = g.numel(); k < n; ++k) out[k] = a[k] + b[k];
+    for (int64_t k = 0, n = p.grad.numel(); k < n; ++k) out[k] = a[k] + b[k];
   }
+}
+
+std::vector<GradientPiece> PipelineParallel::stageGradients() {
+  return dataParallel_ ? dataParallel_->heldGradients(stageModules_)
+                       : Strategy::heldGradients(stageModules_);
 }
 
 void PipelineParallel::finishGradients() {
@@ -207,32 +212,38 @@ void PipelineParallel::finishGradients() {
 void PipelineParallel::zeroGradients(nn::Module&) {
   // Only this stage's: zeroing the others would give them gradients (Module::zeroGrad
   // allocates zeros for undefined ones), which the optimizer would then apply.
-  stageModules_.zeroGrad();
+  // The dp strategy knows which of them it keeps (ZeRO-2: only its buckets').
+  if (dataParallel_ && !outputShapes_.empty()) dataParallel_->zeroGradients(stageModules_);
+  else stageModules_.zeroGrad();
 }
 
 void PipelineParallel::applyUpdate(optim::Optimizer& optimizer) {
-  optimizer.step(stageParams_);
+  // The dp strategy updates (ZeRO: its shard, then allgathers); without one
+  // this stage's parameters.
+  if (dataParallel_) dataParallel_->applyUpdate(optimizer);
+  else optimizer.step(stageParams_);
   // The reporter evaluates after this step: it needs every stage's parameters.
   if (opts_.gatherEvery > 0 && (step_ + 1) % opts_.gatherEvery == 0) gatherToStageZero(false);
 }
 
 double PipelineParallel::gradNormSquared(nn::Module&) {
-  // Each parameter once (its owner's), summed over the stages; a stage's cut
-  // parameters summed over its tensor-parallel group first.
+  // Each parameter once: its owner stage's (not a tied copy), a tensor-parallel
+  // cut one from every slice, a whole one from slice 0; each element from one
+  // replica, or from its owner where the dp strategy shards (ZeRO).
   const std::vector<size_t> owned = ownedBy(mesh_.coord().stage);
+  std::set<std::string> counted;
+  for (size_t i : owned)
+    if (mesh_.coord().slice == 0 || (shards_ && shards_->isCut(i))) counted.insert(optimizer_->paramName(i));
   double sum = 0;
-  if (shards_) {
-    sum = shards_->gradSquares(owned);
-  } else {
-    for (size_t i : owned) {
-      const Tensor& g = optimizer_->param(i).grad();
-      if (!g.defined()) continue;
-      const Tensor c = g.contiguous();
-      const float* x = c.data<float>();
-      for (int64_t k = 0, n = c.numel(); k < n; ++k) sum += static_cast<double>(x[k]) * x[k];
-    }
-  }
-  return sumOverRanks(mesh_.pipeline(), sum);
+  if (!dataParallel_ || dataParallel_->shardsGradients() || mesh_.coord().replica == 0)
+    for (const GradientPiece& p : stageGradients())
+      if (counted.count(p.name)) sum += sumOfSquares(p.grad);
+  return sumOverRanks(world_, sum);
+}
+
+void PipelineParallel::scaleGradients(nn::Module&, float coef) {
+  if (dataParallel_) dataParallel_->scaleGradients(stageModules_, coef);
+  else Strategy::scaleGradients(stageModules_, coef);
 }
 
 double PipelineParallel::reduceMetric(double localValue) {

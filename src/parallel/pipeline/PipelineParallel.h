@@ -84,6 +84,7 @@ class PipelineParallel final : public Strategy {
   void finishGradients() override;
   void applyUpdate(optim::Optimizer& optimizer) override;
   double gradNormSquared(nn::Module& model) override;
+  void scaleGradients(nn::Module& model, float coef) override;
   double reduceMetric(double localValue) override;
   void finish(nn::Module& model, optim::Optimizer& optimizer) override;
   // Per rank: pipeline_stage, pipeline_bubble (idle / step time of this stage),
@@ -102,6 +103,8 @@ class PipelineParallel final : public Strategy {
   // layers that no earlier stage uses.
   std::vector<size_t> ownedBy(int stage) const;
   void exchangeTiedGradients();
+  // This stage's gradients as the update reads them (the dp strategy's pieces).
+  std::vector<GradientPiece> stageGradients();
   // Stages > 0 send their parameters (and optimizer state) to stage 0.
   void gatherToStageZero(bool withOptimizer);
   int lastStage() const { return mesh_.pp() - 1; }

@@ -102,17 +102,20 @@ void PipelineParallel::plan(const Tensor& microBatch) {
         if (lastNames.count(params[i].first)) tied_.push_back(i);
     }
   }
-  {
-    // The stage's gradient buffers, counted as gradients (memory_per_rank):
-    // the step's zeroGradients ran before the plan knew the stage.
-    memory::CategoryScope gradients(memory::Category::Gradients);
-    stageModules_.zeroGrad();
-  }
   if (dataParallel_) {
+    // The tied weights' gradients are exchanged piece by piece after the dp
+    // strategy averaged them (exchangeTiedGradients): the pieces must match.
+    std::vector<std::string> tiedNames;
+    for (size_t i : tied_) tiedNames.push_back(optimizer_->paramName(i));
+    dataParallel_->isolateParameters(tiedNames);
     dataParallel_->setup(stageModules_, *optimizer_);
     dataParallel_->setSpanRecorder(spans_);
     dataParallel_->beginStep(step_);
   }
+  // The stage's gradient buffers, counted as gradients (memory_per_rank): the
+  // step's zeroGradients ran before the plan knew the stage.
+  memory::CategoryScope gradients(memory::Category::Gradients);
+  zeroGradients(*model_);
 }
 
 std::vector<size_t> PipelineParallel::ownedBy(int stage) const {
@@ -135,6 +138,12 @@ std::vector<size_t> PipelineParallel::ownedBy(int stage) const {
 
 void PipelineParallel::gatherToStageZero(bool withOptimizer) {
   if (cuts_.empty() || outputShapes_.empty()) return;  // no step ran: nothing changed
+  if (withOptimizer && dataParallel_) {
+    // A dp strategy that shards the optimizer state (ZeRO) assembles it on
+    // replica 0 (collective over the stage's replicas).
+    dataParallel_->checkpointState();
+    if (mesh_.coord().replica == 0) dataParallel_->syncModel(stageModules_, optimizer_);
+  }
   if (mesh_.coord().replica != 0) return;  // the reporter's pipeline only
   if (shards_) {
     // Each stage's group assembles its whole tensors on slice 0, which swaps

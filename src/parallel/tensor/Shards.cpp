@@ -10,15 +10,6 @@ namespace dtrain::parallel::tensor {
 
 namespace {
 constexpr int kGatherTag = (1 << 20) + 7;
-
-double sumOfSquares(const Tensor& g) {
-  if (!g.defined()) return 0;
-  const Tensor c = g.contiguous();
-  const float* x = c.data<float>();
-  double s = 0;
-  for (int64_t i = 0, n = c.numel(); i < n; ++i) s += static_cast<double>(x[i]) * x[i];
-  return s;
-}
 }  // namespace
 
 Shards::Shards(comm::Communicator& group) : group_(group) {
@@ -56,17 +47,6 @@ void Shards::cut(nn::Module& modules, optim::Optimizer& optimizer) {
 
 bool Shards::isCut(size_t optimizerIndex) const {
   return std::find(cutParams_.begin(), cutParams_.end(), optimizerIndex) != cutParams_.end();
-}
-
-double Shards::gradSquares(const std::vector<size_t>& indices) {
-  double cut = 0, whole = 0;
-  for (size_t i : indices) (isCut(i) ? cut : whole) += sumOfSquares(optimizer_->param(i).grad());
-  // The slices' sums in double, exchanged bit for bit (there is no f64
-  // reduction) and added in rank order: the same total on every rank.
-  std::vector<double> all(static_cast<size_t>(group_.size()));
-  group_.allgather(&cut, all.data(), 1, DType::I64);
-  for (double x : all) whole += x;
-  return whole;
 }
 
 void Shards::restoreSlices() {

@@ -2,9 +2,9 @@
 // A rank's side of tensor parallelism, shared by the strategies that cut
 // layers (TensorParallel: dp x tp; PipelineParallel: a stage's layers in
 // dp x pp x tp): the group's sum for Megatron's f and g, the cut of a module
-// (and of optimizer state already loaded), the global gradient norm's share,
-// and the gather of the slices to the group's rank 0, which can swap the
-// whole tensors into its model and optimizer (to evaluate or save) and back.
+// (and of optimizer state already loaded), and the gather of the slices to the
+// group's rank 0, which can swap the whole tensors into its model and
+// optimizer (to evaluate or save) and back.
 #include <memory>
 #include <string>
 #include <vector>
@@ -31,11 +31,6 @@ class Shards {
   int size() const { return group_.size(); }
   int slice() const { return group_.rank(); }
   comm::Communicator& group() { return group_; }
-
-  // Sum of squares of the gradients of `indices` (optimizer indices), the cut
-  // ones' summed over the group, the others' counted once. Collective over the
-  // group; the same total on every rank.
-  double gradSquares(const std::vector<size_t>& indices);
 
   // Collective over the group: every rank sends its slices (and, withOptimizer,
   // the optimizer state's slices) to the group's rank 0, which assembles them.

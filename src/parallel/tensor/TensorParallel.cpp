@@ -3,6 +3,9 @@
 #include "core/Error.h"
 #include "core/Log.h"
 #include "parallel/MemoryGather.h"
+#include "parallel/RankSums.h"
+#include <set>
+
 #include "parallel/allreduce/DataParallel.h"
 
 namespace dtrain::parallel::tensor {
@@ -22,6 +25,8 @@ TensorParallel::~TensorParallel() = default;
 bool TensorParallel::ownsProcess() const { return std::string(world_.backend()) != "local"; }
 
 void TensorParallel::setup(nn::Module& model, optim::Optimizer& optimizer) {
+  model_ = &model;
+  optimizer_ = &optimizer;
   shards_->cut(model, optimizer);
   DTRAIN_CHECK_USAGE(!shards_->plan().empty(), "--tensor-parallel: the model has no layers to cut "
                      "(it needs a Linear -> activation -> Linear run or gpt's attention and MLP)");
@@ -62,9 +67,30 @@ void TensorParallel::applyUpdate(optim::Optimizer& optimizer) {
   if (opts_.gatherEvery > 0 && (step_ + 1) % opts_.gatherEvery == 0) gather(false);
 }
 
-double TensorParallel::gradNormSquared(nn::Module&) {
-  // Gradients are final and dp-averaged here, the same on every replica.
-  return shards_->gradSquares(allParams_);
+void TensorParallel::zeroGradients(nn::Module& model) {
+  // The dp strategy knows which gradients it keeps (ZeRO-2: only its buckets').
+  if (dataParallel_) dataParallel_->zeroGradients(model);
+  else model.zeroGrad();
+}
+
+double TensorParallel::gradNormSquared(nn::Module& model) {
+  // Gradients are final and dp-averaged here. Each element once: a cut
+  // parameter's from every slice, a whole one's from slice 0; from one
+  // replica, or from its owner where the dp strategy shards them (ZeRO).
+  double sum = 0;
+  if (!dataParallel_ || dataParallel_->shardsGradients() || mesh_.coord().replica == 0) {
+    std::set<std::string> counted;
+    for (size_t i : allParams_)
+      if (mesh_.coord().slice == 0 || shards_->isCut(i)) counted.insert(optimizer_->paramName(i));
+    for (const GradientPiece& p : dataParallel_ ? dataParallel_->heldGradients(model) : heldGradients(model))
+      if (counted.count(p.name)) sum += sumOfSquares(p.grad);
+  }
+  return sumOverRanks(world_, sum);
+}
+
+void TensorParallel::scaleGradients(nn::Module& model, float coef) {
+  if (dataParallel_) dataParallel_->scaleGradients(model, coef);
+  else Strategy::scaleGradients(model, coef);
 }
 
 double TensorParallel::reduceMetric(double localValue) {
@@ -73,6 +99,12 @@ double TensorParallel::reduceMetric(double localValue) {
 }
 
 void TensorParallel::gather(bool withOptimizer) {
+  if (withOptimizer && dataParallel_) {
+    // A dp strategy that shards the optimizer state (ZeRO) assembles it on
+    // replica 0 (collective over the replicas of this slice).
+    dataParallel_->checkpointState();
+    if (mesh_.coord().replica == 0) dataParallel_->syncModel(*model_, optimizer_);
+  }
   if (mesh_.coord().replica == 0) shards_->gather(withOptimizer);
 }
 

@@ -59,7 +59,9 @@ class TensorParallel final : public Strategy {
   void beginMicroStep(int index, int count) override;
   void finishGradients() override;
   void applyUpdate(optim::Optimizer& optimizer) override;
+  void zeroGradients(nn::Module& model) override;
   double gradNormSquared(nn::Module& model) override;
+  void scaleGradients(nn::Module& model, float coef) override;
   double reduceMetric(double localValue) override;
   void syncModel(nn::Module& model, optim::Optimizer* optimizer) override;
   void finish(nn::Module& model, optim::Optimizer& optimizer) override;
@@ -81,6 +83,8 @@ class TensorParallel final : public Strategy {
   Mesh mesh_;
   std::unique_ptr<Shards> shards_;
   std::unique_ptr<Strategy> dataParallel_;  // null when dp = 1
+  nn::Module* model_ = nullptr;
+  optim::Optimizer* optimizer_ = nullptr;
   std::vector<size_t> allParams_;           // every optimizer index
   int64_t step_ = 0, steps_ = 0;
   uint64_t groupBytesAtStart_ = 0;

@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "core/Error.h"
 #include "parallel/MemoryGather.h"
+#include "parallel/RankSums.h"
 #include "parallel/allreduce/DataParallel.h"
 
 namespace dtrain::parallel::zero {
@@ -58,8 +60,16 @@ void ZeroDataParallel::setup(nn::Module& model, optim::Optimizer& optimizer) {
   const bool hasState = broadcastReplicaState(comm_, model, optimizer);
   const int64_t stepCount = optimizer.stepCount();
   const size_t bytes = static_cast<size_t>(std::max(1.0, opts_.fusionMb * 1024 * 1024));
-  buckets_ = opts_.stage == 3 ? makeUnitBuckets(model)
-                              : makeFusionBuckets(model.parameters(), bytes, comm_.size());
+  std::unordered_set<const void*> isolated;
+  for (const std::string& name : isolated_) {
+    const auto index = optimizer.indexOf(name);
+    DTRAIN_CHECK(index, "ZeRO: no parameter ", name, " to isolate");
+    isolated.insert(optimizer.param(*index).impl());
+  }
+  buckets_ = opts_.stage == 3
+                 ? makeUnitBuckets(model)
+                 : makeFusionBuckets(model.parameters(), bytes, comm_.size(),
+                                     [&](const autograd::Variable& p) { return isolated.count(p.impl()) > 0; });
   // Parameters move into padded flat buffers, one per bucket, laid out as the
   // bucket's gradients are.
   {
@@ -284,30 +294,22 @@ void ZeroDataParallel::finishGradients() {
   }
 }
 
-double ZeroDataParallel::gradNormSquared(nn::Module&) {
-  double sum = 0;
-  for (size_t i = 0; i < shard_->size(); ++i) {
-    const Tensor& g = shard_->param(i).grad();
-    const float* x = g.data<float>();
-    for (int64_t k = 0, n = g.numel(); k < n; ++k) sum += static_cast<double>(x[k]) * x[k];
-  }
-  // The shards' sums in double, exchanged bit for bit (there is no f64
-  // reduction) and added in rank order: the same total on every rank.
-  std::vector<double> all(static_cast<size_t>(comm_.size()));
-  comm::Options o;
-  o.tag = kNormTag;
-  comm_.allgather(&sum, all.data(), 1, DType::I64, o);
-  double total = 0;
-  for (double x : all) total += x;
-  return total;
+std::vector<GradientPiece> ZeroDataParallel::heldGradients(nn::Module&) {
+  std::vector<GradientPiece> held;
+  for (size_t i = 0; i < pieces_.size(); ++i)
+    held.push_back({pieces_[i].name, pieces_[i].paramOffset, shard_->param(i).grad()});
+  return held;
 }
 
-void ZeroDataParallel::scaleGradients(nn::Module&, float coef) {
-  for (size_t i = 0; i < shard_->size(); ++i) {
-    Tensor& g = shard_->param(i).grad();
-    float* x = g.data<float>();
-    for (int64_t k = 0, n = g.numel(); k < n; ++k) x[k] *= coef;
-  }
+void ZeroDataParallel::isolateParameters(const std::vector<std::string>& names) {
+  DTRAIN_CHECK(buckets_.empty(), "ZeroDataParallel::isolateParameters after setup");
+  DTRAIN_CHECK(opts_.stage != 3 || names.empty(), "ZeRO stage 3 buckets are units of the model");
+  isolated_ = names;
+}
+
+double ZeroDataParallel::gradNormSquared(nn::Module& model) {
+  // This rank's pieces' sum, added to the other shards' exactly.
+  return sumOverRanks(comm_, Strategy::gradNormSquared(model), kNormTag);
 }
 
 void ZeroDataParallel::applyUpdate(optim::Optimizer& optimizer) {

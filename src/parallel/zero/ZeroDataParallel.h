@@ -90,8 +90,13 @@ class ZeroDataParallel final : public Strategy {
   void beginMicroStep(int index, int count) override;
   void finishGradients() override;
   void applyUpdate(optim::Optimizer& optimizer) override;
+  // The owned pieces of the averaged gradient (what the shard optimizer reads).
+  std::vector<GradientPiece> heldGradients(nn::Module& model) override;
+  bool shardsGradients() const override { return true; }
+  // Stages 1 and 2: each named parameter gets a bucket of its own, so its
+  // owned piece is the same range on every rank of the same index.
+  void isolateParameters(const std::vector<std::string>& names) override;
   double gradNormSquared(nn::Module& model) override;
-  void scaleGradients(nn::Module& model, float coef) override;
   double reduceMetric(double localValue) override;
   std::vector<memory::RankMemory> gatherMemory(const memory::RankMemory& mine) override;
   std::map<std::string, double> stats() const override;
@@ -153,6 +158,7 @@ class ZeroDataParallel final : public Strategy {
   size_t nextLaunch_ = 0;
   bool syncing_ = true;
   std::map<std::string, Tensor> gathered_;  // checkpointState, on the reporter
+  std::vector<std::string> isolated_;       // isolateParameters
 
   // Stage 3.
   std::vector<Tensor> paramShard_;          // per bucket: the owned slice of the parameters
