@@ -5,11 +5,12 @@ links, real TCP between MPI processes), rounds alternating the layouts, medians.
 
   bench/hybrid.py [--ranks 4] [--per-host 2] [--rate 1gbit] [--model gpt-small]
                   [--global-batch 32] [--micro-batches 4] [--steps 10] [--rounds 2]
-                  [--only dp4,dp2xtp2,...] [--dir /tmp/dtrain-hybrid]
+                  [--only dp4,dp2xtp2,...] [--zero 0,1,2] [--dir /tmp/dtrain-hybrid]
 
 Each layout runs `netsim.sh mpirun -np N --ranks-per-host R -- dtrain train --backend mpi
 --model M --workers N [--pipeline-stages P --micro-batches MB] [--tensor-parallel T]
---batch-size GLOBAL/dp --max-steps S` (--placement pack: tensor-parallel groups innermost,
+--batch-size GLOBAL/dp --max-steps S [--zero Z]` (--zero: each layout with dp > 1 once per
+listed ZeRO stage, which shards the dp dimension's optimizer state and gradients; --placement pack: tensor-parallel groups innermost,
 so a group of T <= R ranks stays on one host). Needs root. Prints a markdown table: samples/s
 (median); model states (parameters + gradients + optimizer state) of rank 0 (the reporter, which
 also keeps the other stages' parameters to evaluate and save) and of the largest other rank;
@@ -32,15 +33,15 @@ def layouts(n):
     return out
 
 
-def slug(dp, pp, tp):
+def slug(dp, pp, tp, zero=0):
     parts = [f"dp{dp}"] if dp > 1 or (pp == 1 and tp == 1) else []
     parts += [f"pp{pp}"] if pp > 1 else []
     parts += [f"tp{tp}"] if tp > 1 else []
-    return "x".join(parts)
+    return "x".join(parts) + (f" zero{zero}" if zero else "")
 
 
 def run(a, layout, r):
-    dp, pp, tp = layout
+    dp, pp, tp, zero = layout
     cmd = ["bash", NETSIM, "mpirun", "-np", str(a.ranks), "--ranks-per-host", str(a.per_host), "--",
            DTRAIN, "train", "--backend", "mpi", "--model", a.model, "--workers", str(a.ranks),
            "--batch-size", str(a.global_batch // dp), "--max-steps", str(a.steps),
@@ -49,12 +50,14 @@ def run(a, layout, r):
         cmd += ["--pipeline-stages", str(pp), "--micro-batches", str(a.micro_batches)]
     if tp > 1:
         cmd += ["--tensor-parallel", str(tp)]
+    if zero:
+        cmd += ["--zero", str(zero)]
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
         print(f"{slug(*layout)}: failed: {p.stderr.strip().splitlines()[-1:]}", file=sys.stderr)
         return None
     line = json.loads(p.stdout.strip().splitlines()[-1])
-    with open(os.path.join(a.dir, f"{slug(*layout)}-r{r}.json"), "w") as f:
+    with open(os.path.join(a.dir, f"{slug(*layout).replace(' ', '-')}-r{r}.json"), "w") as f:
         json.dump(line, f)
     return line
 
@@ -70,11 +73,14 @@ def main():
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--only", default="")
+    ap.add_argument("--zero", default="0", help="ZeRO stages to run each dp > 1 layout with, e.g. 0,1,2")
     ap.add_argument("--dir", default="/tmp/dtrain-hybrid")
     a = ap.parse_args()
     os.makedirs(a.dir, exist_ok=True)
     hosts = a.ranks // a.per_host
-    todo = [l for l in layouts(a.ranks) if not a.only or slug(*l) in a.only.split(",")]
+    stages = [int(z) for z in a.zero.split(",")]
+    todo = [l + (z,) for l in layouts(a.ranks) if not a.only or slug(*l) in a.only.split(",")
+            for z in stages if z == 0 or l[0] > 1]
     up = subprocess.run(["bash", NETSIM, "up", str(hosts), "--rate", a.rate], capture_output=True, text=True)
     if up.returncode != 0:
         sys.exit(f"hybrid.py: netsim: {up.stderr.strip()}")
