@@ -96,6 +96,7 @@ std::unique_ptr<parallel::Strategy> makePipeline(const TrainConfig& c, comm::Com
   o.tensorParallel = c.tensorParallel;
   o.microBatches = static_cast<int>(c.microBatches);
   o.schedule = parallel::pipeline::scheduleFromName(c.pipelineSchedule);
+  o.virtualStages = c.virtualStages;
   o.split = c.pipelineSplit;
   o.spread = c.placement == "spread";
   o.gatherEvery = c.evalEvery;

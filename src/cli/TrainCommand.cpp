@@ -470,9 +470,13 @@ void addTrainCommand(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--pipeline-schedule", c.pipelineSchedule, "pipeline: gpipe or 1f1b")
       ->capture_default_str();
+  sub->add_option("--virtual-stages", c.virtualStages,
+                  "pipeline: model chunks per stage, v > 1 interleaves 1f1b (Megatron; bubble / v, "
+                  "--micro-batches a multiple of P)")
+      ->capture_default_str();
   sub->add_option("--pipeline-split", c.pipelineSplit,
-                  "pipeline: first layer of stages 1..P-1, e.g. 2,4 (default: balanced by "
-                  "measured per-layer time)")
+                  "pipeline: first layer of stages 1..P-1 (of chunks 1..P*v-1 with "
+                  "--virtual-stages), e.g. 2,4 (default: balanced by measured per-layer time)")
       ->delimiter(',');
   sub->add_option("--placement", c.placement,
                   "pack (a pipeline's stages or a tensor-parallel group on neighbouring ranks) or "

@@ -215,16 +215,23 @@ void TrainConfig::validate(bool workersKnown) const {
     DTRAIN_CHECK_USAGE(accumulate == 1, "--accumulate does not combine with --pipeline-stages "
                        "(the pipeline's --micro-batches accumulate gradients)");
     DTRAIN_CHECK_USAGE(compress == "none", "--compress does not combine with --pipeline-stages yet");
-    DTRAIN_CHECK_USAGE(pipelineSplit.empty() ||
-                           static_cast<int>(pipelineSplit.size()) == pipelineStages - 1,
-                       "--pipeline-split needs ", pipelineStages - 1, " cut points for ",
-                       pipelineStages, " stages (got ", pipelineSplit.size(), ")");
+    DTRAIN_CHECK_USAGE(virtualStages >= 1, "--virtual-stages must be >= 1 (got ", virtualStages, ")");
+    DTRAIN_CHECK_USAGE(virtualStages == 1 || pipelineSchedule == "1f1b",
+                       "--virtual-stages interleaves the 1f1b schedule (not ", pipelineSchedule, ")");
+    DTRAIN_CHECK_USAGE(virtualStages == 1 || microBatches % pipelineStages == 0,
+                       "--virtual-stages needs --micro-batches a multiple of --pipeline-stages (",
+                       microBatches, " micro-batches, ", pipelineStages, " stages)");
+    const int chunks = pipelineStages * virtualStages;
+    DTRAIN_CHECK_USAGE(pipelineSplit.empty() || static_cast<int>(pipelineSplit.size()) == chunks - 1,
+                       "--pipeline-split needs ", chunks - 1, " cut points for ", chunks,
+                       virtualStages > 1 ? " model chunks" : " stages", " (got ", pipelineSplit.size(), ")");
     for (size_t i = 0; i < pipelineSplit.size(); ++i)
       DTRAIN_CHECK_USAGE(pipelineSplit[i] >= 1 && (i == 0 || pipelineSplit[i] > pipelineSplit[i - 1]),
                          "--pipeline-split: cut points must be increasing layer indices >= 1");
   } else {
-    DTRAIN_CHECK_USAGE(microBatches == 1 && pipelineSplit.empty(),
-                       "--micro-batches and --pipeline-split apply to --pipeline-stages P > 1");
+    DTRAIN_CHECK_USAGE(microBatches == 1 && pipelineSplit.empty() && virtualStages == 1,
+                       "--micro-batches, --virtual-stages and --pipeline-split apply to "
+                       "--pipeline-stages P > 1");
   }
   // Tensor parallelism (--tensor-parallel; the strategy "tensor" once resolved).
   DTRAIN_CHECK_USAGE(tensorParallel >= 1, "--tensor-parallel must be >= 1 (got ", tensorParallel, ")");

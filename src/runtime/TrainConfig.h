@@ -82,6 +82,7 @@ struct TrainConfig {
   int pipelineStages = 1;
   int64_t microBatches = 1;             // --batch-size cut into this many per step
   std::string pipelineSchedule = "1f1b";  // or gpipe
+  int virtualStages = 1;                // > 1: interleaved 1F1B, this many model chunks per stage
   std::vector<int> pipelineSplit;       // first layer of stages 1..P-1; empty: balanced by time
   std::string placement = "pack";       // pack: a pipeline's stages on neighbouring ranks; spread
   // Tensor parallelism (parallel/tensor/, README "Tensor parallelism"):

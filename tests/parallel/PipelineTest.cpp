@@ -2,8 +2,10 @@
 // 1F1B, M micro-batches) ends with the same parameters as one process with the
 // same --batch-size (mlp and gpt-tiny, whose tied wte spans the first and the
 // last stage), on the local and the mpi backends; dp x pp equals one process
-// with batch dp*B; the checkpoint holds the whole model, and --load resumes a
-// pipeline; LoRA adapters train across stages; bad flags are usage errors.
+// with batch dp*B; interleaved 1F1B (--virtual-stages) equals one process too
+// and holds each chunk's activations; the checkpoint holds the whole model,
+// and --load resumes a pipeline; LoRA adapters train across stages; bad flags
+// are usage errors.
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
@@ -88,6 +90,30 @@ TEST_F(Pipeline, GptTiedEmbeddingAcrossStagesEqualsOneProcess) {
     expectClose(p.params, ref.params, 1e-5, "gpt-tiny " + extra);
     EXPECT_NEAR(p.line.at("train_loss").get<double>(), ref.line.at("train_loss").get<double>(), 1e-4);
   }
+}
+
+TEST_F(Pipeline, InterleavedOneFOneBEqualsOneProcess) {
+  // gpt-tiny's 4 layers as 4 chunks on 2 stages: stage 0 holds the embedding
+  // and the second block, stage 1 the first block and the tied head, so
+  // activations wrap from stage 1 back to stage 0 and wte spans both.
+  const Finished ref = dtrain(kGpt + "--max-steps 8 --batch-size 4", "ref");
+  for (const std::string extra : {"--micro-batches 2", "--micro-batches 4",
+                                  "--micro-batches 4 --pipeline-split 1,2,3 --eval-every 4"}) {
+    const Finished p = dtrain(kGpt + "--max-steps 8 --batch-size 4 --pipeline-stages 2 --virtual-stages 2 " +
+                                  extra, "p");
+    expectClose(p.params, ref.params, 1e-5, "gpt-tiny pp 2 x v 2 " + extra);
+    EXPECT_EQ(p.line.at("virtual_stages"), 2);
+    EXPECT_EQ(p.line.at("pipeline_cuts"), nlohmann::json({0, 1, 2, 3}));
+  }
+  // mlp's 6 layers on 3 stages x 2 chunks; dp 2 x pp 2 x v 2.
+  const Finished m = expectLikeOneProcess(kMlp + "--max-steps 20 ", "--batch-size 24",
+                                          "--batch-size 24 --pipeline-stages 3 --micro-batches 6 --virtual-stages 2");
+  EXPECT_NEAR(m.line.at("pipeline_bubble_ideal").get<double>(), 2.0 / 14, 1e-12);
+  // Stage s holds its (P-1-s)*2 + (v-1)*P warm-up forwards plus the steady
+  // state's first, each a chunk's (half a stage's) activations: 8, 6, 4.
+  EXPECT_EQ(m.line.at("pipeline_peak_in_flight_per_stage"), nlohmann::json({8.0, 6.0, 4.0}));
+  expectLikeOneProcess(kMlp + "--max-steps 10 ", "--batch-size 32",
+                       "--batch-size 16 --workers 4 --pipeline-stages 2 --micro-batches 4 --virtual-stages 2");
 }
 
 TEST_F(Pipeline, LoraAdaptersTrainAcrossStagesLikeOneProcess) {
@@ -179,6 +205,16 @@ TEST(PipelineUsage, BadFlagsAreOneLineErrors) {
   expectError(runShell(base + "--pipeline-stages 2 --pipeline-schedule zigzag"), 2,
               "unknown --pipeline-schedule 'zigzag'");
   expectError(runShell(base + "--micro-batches 2"), 2, "apply to --pipeline-stages P > 1");
+  expectError(runShell(base + "--virtual-stages 2"), 2, "apply to --pipeline-stages P > 1");
+  expectError(runShell(base + "--pipeline-stages 2 --micro-batches 4 --virtual-stages 2 --pipeline-schedule gpipe"),
+              2, "--virtual-stages interleaves the 1f1b schedule (not gpipe)");
+  expectError(runShell(base + "--batch-size 12 --pipeline-stages 2 --micro-batches 3 --virtual-stages 2"), 2,
+              "--virtual-stages needs --micro-batches a multiple of --pipeline-stages (3 micro-batches, 2 stages)");
+  expectError(runShell(base + "--pipeline-stages 2 --micro-batches 4 --virtual-stages 4"), 2,
+              "--pipeline-stages x --virtual-stages = 8 stages: this model has only 6 layers");
+  expectError(runShell(base + "--pipeline-stages 2 --micro-batches 4 --virtual-stages 2 --pipeline-split 2"), 2,
+              "--pipeline-split needs 3 cut points for 4 model chunks (got 1)");
+  expectError(runShell(base + "--pipeline-stages 2 --virtual-stages 0"), 2, "--virtual-stages must be >= 1");
   expectError(runShell(base + "--pipeline-stages 2 --strategy ps"), 2, "drop --strategy ps");
 }
 
@@ -203,6 +239,9 @@ TEST_F(Pipeline, MpiBackendEqualsOneProcess) {
   const Finished gpt = train(mpirun(2), kGpt + "--backend mpi --max-steps 6 --batch-size 4 "
                         "--pipeline-stages 2 --micro-batches 2 --pipeline-schedule gpipe", dir_, "gpt-mpi");
   expectClose(gpt.params, gptRef.params, 1e-5, "gpt-tiny mpi pp=2 gpipe");
+  const Finished interleaved = train(mpirun(2), kGpt + "--backend mpi --max-steps 6 --batch-size 4 "
+                                "--pipeline-stages 2 --micro-batches 2 --virtual-stages 2", dir_, "v-mpi");
+  expectClose(interleaved.params, gptRef.params, 1e-5, "gpt-tiny mpi pp=2 v=2");
 }
 #endif
 

@@ -64,8 +64,9 @@ std::vector<int> balancedCuts(const std::vector<double>& cost, int stages) {
   return cuts;
 }
 
-std::vector<int> cutsFromSplit(const std::vector<int>& split, int layers, int stages) {
-  DTRAIN_CHECK_USAGE(stages <= layers, "--pipeline-stages ", stages, ": this model has only ",
+std::vector<int> cutsFromSplit(const std::vector<int>& split, int layers, int stages,
+                               const std::string& what) {
+  DTRAIN_CHECK_USAGE(stages <= layers, what, " = ", stages, " stages: this model has only ",
                      layers, " layers to cut");
   if (split.empty()) return {};
   DTRAIN_CHECK_USAGE(static_cast<int>(split.size()) == stages - 1, "--pipeline-split needs ",
@@ -81,7 +82,7 @@ std::vector<int> cutsFromSplit(const std::vector<int>& split, int layers, int st
 
 std::string describePlan(const std::vector<nn::SequenceLayer>& layers,
                          const std::vector<LayerProfile>& profile, const std::vector<int>& cuts,
-                         bool byHand) {
+                         bool byHand, int ranks) {
   std::ostringstream os;
   os << "pipeline plan (" << (byHand ? "--pipeline-split" : "balanced by measured time")
      << ", forward + backward of one micro-batch):";
@@ -94,7 +95,9 @@ std::string describePlan(const std::vector<nn::SequenceLayer>& layers,
       ms += profile[i].ms;
       bytes += profile[i].activationBytes;
     }
-    os << "\n  stage " << s << ": layers " << cuts[s] << ".." << end - 1 << " ("
+    os << "\n  stage " << s % ranks;
+    if (static_cast<int>(cuts.size()) > ranks) os << " chunk " << s / ranks;
+    os << ": layers " << cuts[s] << ".." << end - 1 << " ("
        << layers[cuts[s]].name << (end - 1 > cuts[s] ? " .. " + layers[end - 1].name : "")
        << "), " << ms << " ms, " << bytes / 1024 << " KiB activations";
   }

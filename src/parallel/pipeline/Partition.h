@@ -27,17 +27,20 @@ std::vector<LayerProfile> profileLayers(const std::vector<nn::SequenceLayer>& la
 std::vector<int> balancedCuts(const std::vector<double>& cost, int stages);
 
 // Throws UsageError unless `split` (--pipeline-split: the first layers of
-// stages 1..P-1) fits `layers` layers; returns the cuts with 0 in front.
-std::vector<int> cutsFromSplit(const std::vector<int>& split, int layers, int stages);
+// stages 1..P-1, or of model chunks 1..Pv-1) fits `layers` layers; returns the
+// cuts with 0 in front. `what` names the flags that set `stages` in the message.
+std::vector<int> cutsFromSplit(const std::vector<int>& split, int layers, int stages,
+                               const std::string& what = "--pipeline-stages");
 
 // Layer range [cuts[s], cuts[s+1]) of stage s.
 inline int stageEnd(const std::vector<int>& cuts, int stage, int layers) {
   return stage + 1 < static_cast<int>(cuts.size()) ? cuts[stage + 1] : layers;
 }
 
-// One line per stage: its layers, measured time and activation bytes.
+// One line per stage (per chunk, with more cuts than `ranks` stages): its
+// layers, measured time and activation bytes.
 std::string describePlan(const std::vector<nn::SequenceLayer>& layers,
                          const std::vector<LayerProfile>& profile, const std::vector<int>& cuts,
-                         bool byHand);
+                         bool byHand, int ranks);
 
 }  // namespace dtrain::parallel::pipeline

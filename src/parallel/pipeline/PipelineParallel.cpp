@@ -17,11 +17,16 @@ namespace {
 
 constexpr int kTiedTag = 1 << 20;  // above every activation and gradient tag
 
-// Tags of a step's messages: forward activation and backward gradient of
-// micro-batch m, alternating between two ranges by step parity so that a fast
-// stage's next step never matches this step's receives.
-int activationTag(int64_t step, int m, int count) { return static_cast<int>(step % 2) * 2 * count + m; }
-int gradientTag(int64_t step, int m, int count) { return activationTag(step, m, count) + count; }
+// Tags of a step's messages: the activation entering model chunk k for
+// micro-batch m, and the gradient of chunk k's output, alternating between two
+// ranges by step parity so that a fast stage's next step never matches this
+// step's receives (`count` = micro-batches x chunks).
+int activationTag(int64_t step, int k, int m, int micro, int count) {
+  return static_cast<int>(step % 2) * 2 * count + k * m + micro;
+}
+int gradientTag(int64_t step, int k, int m, int micro, int count) {
+  return activationTag(step, k, m, micro, count) + count;
+}
 
 // Records a span named "<prefix><micro>" on the compute lane.
 struct OpSpan {
@@ -57,7 +62,8 @@ void PipelineParallel::setup(nn::Module& model, optim::Optimizer& optimizer) {
   optimizer_ = &optimizer;
   layers_ = nn::layerSequence(model);
   // Checked on every rank alike, before anything collective.
-  cuts_ = cutsFromSplit(opts_.split, static_cast<int>(layers_.size()), mesh_.pp());
+  cuts_ = cutsFromSplit(opts_.split, static_cast<int>(layers_.size()), mesh_.pp() * opts_.virtualStages,
+                        opts_.virtualStages > 1 ? "--pipeline-stages x --virtual-stages" : "--pipeline-stages");
 }
 
 void PipelineParallel::beginStep(int64_t step) {
@@ -75,26 +81,32 @@ double PipelineParallel::forwardBackward(nn::Module& model, const StepWork& w) {
   auto micro = [&](const Tensor& t, int i) { return t.slice(0, i * mb, (i + 1) * mb).contiguous(); };
   if (outputShapes_.empty()) plan(micro(w.x, 0));
 
-  const int stage = mesh_.coord().stage, last = lastStage();
-  const int n = static_cast<int>(layers_.size());
-  const int begin = cuts_[stage], end = stageEnd(cuts_, stage, n);
+  const int stage = mesh_.coord().stage, p = mesh_.pp(), v = opts_.virtualStages;
+  const int chunks = p * v, count = m * chunks;
+  const int next = (stage + 1) % p, prev = (stage + p - 1) % p;  // chunk k+1's and k-1's stage
   comm::Communicator& pipe = mesh_.pipeline();
   Timer stepTimer;
   double idleUs = 0;
 
-  // Every receive of the step, posted now (the shapes are the plan's).
-  std::vector<Tensor> inputs(m), outputGrads(m);
-  std::vector<comm::WorkPtr> inputReady(m), gradReady(m);
-  for (int i = 0; i < m; ++i) {
-    if (stage > 0) {
-      inputs[i] = Tensor::empty(outputShapes_[begin - 1], DType::F32);
-      inputReady[i] = pipe.irecv(inputs[i].data<float>(), inputs[i].numel(), DType::F32, stage - 1,
-                                 activationTag(step_, i, m));
-    }
-    if (stage < last) {
-      outputGrads[i] = Tensor::empty(outputShapes_[end - 1], DType::F32);
-      gradReady[i] = pipe.irecv(outputGrads[i].data<float>(), outputGrads[i].numel(), DType::F32,
-                                stage + 1, gradientTag(step_, i, m));
+  // Every receive of the step, posted now (the shapes are the plan's), per
+  // (chunk c of this stage, micro-batch): its input unless it is the model's
+  // first chunk, its output's gradient unless it is the last.
+  auto at = [m](int c, int i) { return c * m + i; };
+  std::vector<Tensor> inputs(v * m), outputGrads(v * m);
+  std::vector<comm::WorkPtr> inputReady(v * m), gradReady(v * m);
+  for (int c = 0; c < v; ++c) {
+    const int k = c * p + stage;
+    for (int i = 0; i < m; ++i) {
+      if (k > 0) {
+        Tensor& t = inputs[at(c, i)] = Tensor::empty(outputShapes_[cuts_[k] - 1], DType::F32);
+        inputReady[at(c, i)] = pipe.irecv(t.data<float>(), t.numel(), DType::F32, prev,
+                                          activationTag(step_, k, m, i, count));
+      }
+      if (k < chunks - 1) {
+        Tensor& t = outputGrads[at(c, i)] = Tensor::empty(outputShapes_[cuts_[k + 1] - 1], DType::F32);
+        gradReady[at(c, i)] = pipe.irecv(t.data<float>(), t.numel(), DType::F32, next,
+                                         gradientTag(step_, k, m, i, count));
+      }
     }
   }
   auto wait = [&](comm::WorkPtr& work, const char* what, int i) {
@@ -104,65 +116,68 @@ double PipelineParallel::forwardBackward(nn::Module& model, const StepWork& w) {
     idleUs += nowMicros() - t0;
   };
   std::vector<std::pair<comm::WorkPtr, Tensor>> sends;  // kept alive until sent
-  std::vector<Variable> stageInputs(m), stageOutputs(m);
+  std::vector<Variable> stageInputs(v * m), stageOutputs(v * m);
   double lossSum = 0;
   bool finite = true;
-  int inFlight = 0;
+  int64_t heldBytes = 0;
   const Tensor seed = Tensor::full({1}, 1.0f / static_cast<float>(m));
 
-  for (const PipeOp& op : stageOps(opts_.schedule, stage, mesh_.pp(), m)) {
-    const int i = op.micro;
+  for (const PipeOp& op : stageOps(opts_.schedule, stage, p, m, v)) {
+    const int i = op.micro, c = op.chunk, k = c * p + stage, slot = at(c, i);
+    const int begin = cuts_[k], end = stageEnd(cuts_, k, static_cast<int>(layers_.size()));
     if (op.forward) {
       Variable in;
-      if (stage == 0) {
+      if (k == 0) {
         in = Variable(micro(w.x, i));
       } else {
-        wait(inputReady[i], "wait activation ", i);
-        in = Variable(inputs[i], true);
+        wait(inputReady[slot], "wait activation ", i);
+        in = Variable(inputs[slot], true);
       }
       OpSpan s(w.spans, "F", i);
       Variable h = in;
       for (int l = begin; l < end; ++l) h = layers_[l].forward(h);
-      if (stage == last) {
+      if (k == chunks - 1) {
         h = w.lossFromOutput(h, micro(w.y, i));
         const float l = h.item();
         finite = finite && std::isfinite(l);
         lossSum += l;
       } else {
         Tensor out = h.data().contiguous();
-        sends.emplace_back(pipe.isend(out.data<float>(), out.numel(), DType::F32, stage + 1,
-                                      activationTag(step_, i, m)),
+        sends.emplace_back(pipe.isend(out.data<float>(), out.numel(), DType::F32, next,
+                                      activationTag(step_, k + 1, m, i, count)),
                            out);
       }
-      stageInputs[i] = in;
-      stageOutputs[i] = h;
-      peakInFlight_ = std::max(peakInFlight_, ++inFlight);
+      stageInputs[slot] = in;
+      stageOutputs[slot] = h;
+      heldBytes += chunkActivationBytes_[c];
+      peakActivationBytes_ = std::max(peakActivationBytes_, heldBytes);
     } else {
-      if (stage < last) wait(gradReady[i], "wait gradient ", i);
+      if (k < chunks - 1) wait(gradReady[slot], "wait gradient ", i);
+      // Each chunk's last backward (micro-batch M-1) makes its gradients final.
       if (dataParallel_) dataParallel_->beginMicroStep(i, m);
       OpSpan s(w.spans, "B", i);
       // A first stage without parameters (mlp's Flatten alone) has nothing to differentiate.
-      if (finite && stageOutputs[i].requiresGrad()) {
-        if (stage == last) stageOutputs[i].backward(seed.reshape(stageOutputs[i].shape()));
-        else stageOutputs[i].backward(outputGrads[i]);
+      if (finite && stageOutputs[slot].requiresGrad()) {
+        if (k == chunks - 1) stageOutputs[slot].backward(seed.reshape(stageOutputs[slot].shape()));
+        else stageOutputs[slot].backward(outputGrads[slot]);
       }
-      if (stage > 0) {
-        Tensor g = stageInputs[i].grad().defined() ? stageInputs[i].grad().contiguous()
-                                                   : Tensor::zeros(inputs[i].shape(), DType::F32);
-        sends.emplace_back(pipe.isend(g.data<float>(), g.numel(), DType::F32, stage - 1,
-                                      gradientTag(step_, i, m)),
+      if (k > 0) {
+        Tensor g = stageInputs[slot].grad().defined() ? stageInputs[slot].grad().contiguous()
+                                                      : Tensor::zeros(inputs[slot].shape(), DType::F32);
+        sends.emplace_back(pipe.isend(g.data<float>(), g.numel(), DType::F32, prev,
+                                      gradientTag(step_, k - 1, m, i, count)),
                            g);
       }
-      stageInputs[i] = Variable();
-      stageOutputs[i] = Variable();  // frees the micro-batch's graph
-      --inFlight;
+      stageInputs[slot] = Variable();
+      stageOutputs[slot] = Variable();  // frees the micro-batch's graph
+      heldBytes -= chunkActivationBytes_[c];
     }
   }
   for (auto& [work, t] : sends) work->wait();
   ++measuredSteps_;  // stepTimer started after the plan: its profile is not pipeline time
   idleUs_ += idleUs;
   busyUs_ += stepTimer.seconds() * 1e6;
-  if (stage != last) return 0;
+  if (stage != lastStage()) return 0;
   return finite ? lossSum / m : std::nan("");
 }
 
@@ -256,9 +271,10 @@ void PipelineParallel::finish(nn::Module&, optim::Optimizer&) {
   gatherToStageZero(opts_.gatherOptimizer);
   // Every stage's figures, for the reporter's final line.
   const int pp = mesh_.pp();
+  const int inFlight =
+      peakInFlight(stageOps(opts_.schedule, mesh_.coord().stage, pp, opts_.microBatches, opts_.virtualStages));
   std::vector<double> mine{measuredSteps_ ? idleUs_ / std::max(1.0, busyUs_) : 0.0,
-                           static_cast<double>(peakInFlight_),
-                           static_cast<double>(peakInFlight_) * static_cast<double>(stageActivationBytes_),
+                           static_cast<double>(inFlight), static_cast<double>(peakActivationBytes_),
                            static_cast<double>(parameterBytes_)};
   const size_t k = mine.size();
   const std::vector<double> all = allgatherDoubles(mesh_.pipeline(), mine);
@@ -277,13 +293,14 @@ std::map<std::string, double> PipelineParallel::stats() const {
 }
 
 nlohmann::json PipelineParallel::report() const {
-  const double p = mesh_.pp(), m = opts_.microBatches;
+  const double p = mesh_.pp(), m = opts_.microBatches, v = opts_.virtualStages;
   nlohmann::json j{{"pipeline_stages", mesh_.pp()},
                    {"pipeline_replicas", mesh_.dp()},
                    {"micro_batches", opts_.microBatches},
                    {"pipeline_schedule", scheduleName(opts_.schedule)},
+                   {"virtual_stages", opts_.virtualStages},
                    {"pipeline_cuts", cuts_},
-                   {"pipeline_bubble_ideal", (p - 1) / (m + p - 1)}};
+                   {"pipeline_bubble_ideal", (p - 1) / (v * m + p - 1)}};
   const char* names[] = {"pipeline_bubble_per_stage", "pipeline_peak_in_flight_per_stage",
                          "pipeline_activation_bytes_peak_per_stage",
                          "pipeline_parameter_bytes_per_stage"};

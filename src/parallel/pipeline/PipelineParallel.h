@@ -38,6 +38,7 @@
 // which swaps them in, and the slice-0 pipeline gathers as above.
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -56,6 +57,7 @@ struct PipelineOptions {
   int tensorParallel = 1;  // --tensor-parallel: each stage's layers cut across T ranks
   int microBatches = 1;
   ScheduleKind schedule = ScheduleKind::OneFOneB;
+  int virtualStages = 1;   // --virtual-stages: model chunks per stage (interleaved 1F1B)
   std::vector<int> split;  // --pipeline-split; empty: balanced by measured time
   bool spread = false;     // --placement spread
   int64_t gatherEvery = 0;     // steps between gathers to the reporter (--eval-every); 0: end only
@@ -99,9 +101,13 @@ class PipelineParallel final : public Strategy {
 
  private:
   void plan(const Tensor& microBatch);
-  // Parameter indices (in the model's order) stage `stage` owns: those of its
-  // layers that no earlier stage uses.
+  // Parameter indices (in the model's order) stage `stage` owns: those whose
+  // first use in the layer sequence is one of its layers.
   std::vector<size_t> ownedBy(int stage) const;
+  // The layers of stage `stage`'s chunks, in order.
+  std::vector<int> layersOf(int stage) const;
+  // Names of the parameters of `layers`.
+  std::set<std::string> parameterNames(const std::vector<int>& layers) const;
   void exchangeTiedGradients();
   // This stage's gradients as the update reads them (the dp strategy's pieces).
   std::vector<GradientPiece> stageGradients();
@@ -129,8 +135,8 @@ class PipelineParallel final : public Strategy {
   // Figures.
   int64_t measuredSteps_ = 0;
   double idleUs_ = 0, busyUs_ = 0;  // summed over measured steps
-  int peakInFlight_ = 0;
-  int64_t stageActivationBytes_ = 0;
+  std::vector<int64_t> chunkActivationBytes_;  // per chunk of this stage, one micro-batch
+  int64_t peakActivationBytes_ = 0;            // the most the schedule held at once
   int64_t parameterBytes_ = 0;  // of this stage's parameters (tied ones included)
   // By finish(), per figure, per stage: bubble, peak in flight, peak
   // activation bytes, parameter bytes.

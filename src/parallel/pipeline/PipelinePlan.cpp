@@ -1,6 +1,7 @@
 // The plan (the cut, the shapes, what each stage owns and shares) and the
 // gather of the stages' parameters to stage 0: PipelineParallel's set-up and
 // reporting half (PipelineParallel.cpp runs the steps).
+#include <map>
 #include <set>
 
 #include "core/Error.h"
@@ -16,9 +17,10 @@ constexpr int kMaxDims = 6;
 }  // namespace
 
 void PipelineParallel::plan(const Tensor& microBatch) {
-  const int n = static_cast<int>(layers_.size()), pp = mesh_.pp();
+  // With --virtual-stages v the cut is into P*v model chunks, chunk k on stage k % P.
+  const int n = static_cast<int>(layers_.size()), pp = mesh_.pp() * opts_.virtualStages;
   // Rank 0 measures; everyone receives the cuts, output shapes and activation
-  // bytes: [cuts (pp)] then per layer [bytes, ndim, dims (kMaxDims)].
+  // bytes: [cuts (chunks)] then per layer [bytes, ndim, dims (kMaxDims)].
   const size_t perLayer = 2 + kMaxDims;
   std::vector<int64_t> msg(pp + n * perLayer, 0);
   if (world_.rank() == 0) {
@@ -37,9 +39,12 @@ void PipelineParallel::plan(const Tensor& microBatch) {
       m[1] = static_cast<int64_t>(profile[i].output.size());
       for (size_t d = 0; d < profile[i].output.size(); ++d) m[2 + d] = profile[i].output[d];
     }
-    planText_ = describePlan(layers_, profile, cuts, byHand);
+    planText_ = describePlan(layers_, profile, cuts, byHand, mesh_.pp());
     log::info(planText_, "\n  mesh: ", mesh_.describe(0), ", schedule ",
-              scheduleName(opts_.schedule), ", ", opts_.microBatches, " micro-batches");
+              scheduleName(opts_.schedule),
+              opts_.virtualStages > 1 ? detail::concat(" interleaved (", opts_.virtualStages, " chunks per stage)")
+                                      : std::string(),
+              ", ", opts_.microBatches, " micro-batches");
   }
   comm::Options o;
   o.root = 0;
@@ -51,10 +56,13 @@ void PipelineParallel::plan(const Tensor& microBatch) {
     outputShapes_.push_back(Shape(m + 2, m + 2 + m[1]));
   }
   const int stage = mesh_.coord().stage;
-  for (int i = cuts_[stage]; i < stageEnd(cuts_, stage, n); ++i) {
-    stageActivationBytes_ += activationBytes_[i];
-    for (auto& [name, module] : layers_[i].modules) stageModules_.add(name, module);
+  for (int c = 0; c < opts_.virtualStages; ++c) {
+    const int k = c * mesh_.pp() + stage;
+    chunkActivationBytes_.push_back(0);
+    for (int i = cuts_[k]; i < stageEnd(cuts_, k, n); ++i) chunkActivationBytes_.back() += activationBytes_[i];
   }
+  for (int i : layersOf(stage))
+    for (auto& [name, module] : layers_[i].modules) stageModules_.add(name, module);
   // Tensor parallelism: this stage's layers only (stage 0 keeps the others
   // whole, to evaluate the gathered model).
   if (shards_) {
@@ -79,28 +87,14 @@ void PipelineParallel::plan(const Tensor& microBatch) {
     }
     if (world_.rank() != 0) optimizer_->param(i).data() = Tensor::empty({0}, DType::F32);
   }
-  // Parameters this stage shares with another (tied weights).
-  if (stage == 0 || stage == lastStage()) {
-    const std::vector<size_t> mine = ownedBy(stage);
-    const std::set<size_t> owned(mine.begin(), mine.end());
-    std::set<std::string> names;
-    for (auto& [name, p] : stageModules_.namedParameters()) names.insert(name);
-    const auto& params = optimizer_->params();
-    if (stage == lastStage() && stage != 0) {
-      // Mine but owned by an earlier stage: stage 0 (a layer sequence's one tie,
-      // gpt's wte, joins its first and its last layer; nn/LayerSequence.h).
-      for (size_t i = 0; i < params.size(); ++i)
-        if (names.count(params[i].first) && !owned.count(i)) tied_.push_back(i);
-    } else if (stage == 0 && lastStage() != 0) {
-      const std::vector<size_t> last = ownedBy(lastStage());
-      nn::ModuleGroup lastModules;
-      for (int i = cuts_[lastStage()]; i < n; ++i)
-        for (auto& [name, module] : layers_[i].modules) lastModules.add(name, module);
-      std::set<std::string> lastNames;
-      for (auto& [name, p] : lastModules.namedParameters()) lastNames.insert(name);
-      for (size_t i : mine)
-        if (lastNames.count(params[i].first)) tied_.push_back(i);
-    }
+  // Parameters this stage shares with another (tied weights): a layer
+  // sequence's one tie, gpt's wte, joins its first and its last layer
+  // (nn/LayerSequence.h), so stage 0 and the last stage.
+  if ((stage == 0 || stage == lastStage()) && lastStage() != 0) {
+    const std::set<std::string> here = parameterNames(layersOf(stage));
+    const std::set<std::string> peers = parameterNames(layersOf(stage == 0 ? lastStage() : 0));
+    for (size_t i = 0; i < optimizer_->size(); ++i)
+      if (here.count(optimizer_->paramName(i)) && peers.count(optimizer_->paramName(i))) tied_.push_back(i);
   }
   if (dataParallel_) {
     // The tied weights' gradients are exchanged piece by piece after the dp
@@ -118,21 +112,36 @@ void PipelineParallel::plan(const Tensor& microBatch) {
   zeroGradients(*model_);
 }
 
-std::vector<size_t> PipelineParallel::ownedBy(int stage) const {
+std::vector<int> PipelineParallel::layersOf(int stage) const {
+  std::vector<int> out;
   const int n = static_cast<int>(layers_.size());
-  std::set<std::string> earlier, here;
-  auto names = [&](int from, int to, std::set<std::string>& out) {
-    nn::ModuleGroup g;
-    for (int i = from; i < to; ++i)
-      for (auto& [name, module] : layers_[i].modules) g.add(name, module);
-    for (auto& [name, p] : g.namedParameters()) out.insert(name);
-  };
-  names(0, cuts_[stage], earlier);
-  names(cuts_[stage], stageEnd(cuts_, stage, n), here);
+  for (int k = stage; k < static_cast<int>(cuts_.size()); k += mesh_.pp())
+    for (int i = cuts_[k]; i < stageEnd(cuts_, k, n); ++i) out.push_back(i);
+  return out;
+}
+
+std::set<std::string> PipelineParallel::parameterNames(const std::vector<int>& layers) const {
+  nn::ModuleGroup g;
+  for (int i : layers)
+    for (auto& [name, module] : layers_[i].modules) g.add(name, module);
+  std::set<std::string> out;
+  for (auto& [name, p] : g.namedParameters()) out.insert(name);
+  return out;
+}
+
+std::vector<size_t> PipelineParallel::ownedBy(int stage) const {
+  // The stage of each layer, then each parameter's first user.
+  std::vector<int> stageOf(layers_.size());
+  for (int s = 0; s < mesh_.pp(); ++s)
+    for (int i : layersOf(s)) stageOf[i] = s;
+  std::map<std::string, int> owner;
+  for (size_t i = 0; i < layers_.size(); ++i)
+    for (const std::string& name : parameterNames({static_cast<int>(i)})) owner.emplace(name, stageOf[i]);
   std::vector<size_t> out;
-  const auto& params = optimizer_->params();
-  for (size_t i = 0; i < params.size(); ++i)
-    if (here.count(params[i].first) && !earlier.count(params[i].first)) out.push_back(i);
+  for (size_t i = 0; i < optimizer_->size(); ++i) {
+    auto it = owner.find(optimizer_->paramName(i));
+    if (it != owner.end() && it->second == stage) out.push_back(i);
+  }
   return out;
 }
 
