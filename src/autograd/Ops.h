@@ -76,6 +76,20 @@ Variable copyToTensorParallel(const Variable& x, const SumAcrossRanks& sum);
 Variable reduceFromTensorParallel(const Variable& partial, const Variable& bias,
                                   const SumAcrossRanks& sum);
 
+// Krizhevsky's "one weird trick" (2014): layers below a tensor-parallel
+// region run data-parallel (each rank of the group on its own samples), the
+// region on the group's gathered batch. `gather` copies n floats of every
+// rank, in rank order, into `all` (n * size floats).
+using GatherAcrossRanks = std::function<void(const float* mine, float* all, int64_t n)>;
+// Forward: the group's batches stacked along dim 0 in rank order; backward:
+// this rank's rows of the gradient (the region's f sum made it whole and the
+// same on every rank).
+Variable gatherBatch(const Variable& x, int rank, int size, const GatherAcrossRanks& gather);
+// Forward: this rank's rows of the group's output; backward: every rank's
+// rows of the gradient, gathered and scaled by 1/size (the group's loss is the
+// mean of its ranks' losses), so the region sees the whole batch's gradient.
+Variable scatterBatch(const Variable& y, int rank, int size, const GatherAcrossRanks& gather);
+
 // Identity forward; when backward reaches it, `hook` runs before the gradient
 // flows on to the nodes that produced x (ops/Hooks.cpp).
 Variable beforeBackward(const Variable& x, std::function<void()> hook);

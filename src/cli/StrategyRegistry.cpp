@@ -111,6 +111,7 @@ std::unique_ptr<parallel::Strategy> makeTensor(const TrainConfig& c, comm::Commu
                                                const SharedRun&) {
   parallel::tensor::TensorParallelOptions o;
   o.size = c.tensorParallel;
+  o.dataParallelBelowCut = c.tensorParallelStyle == "krizhevsky";
   o.spread = c.placement == "spread";
   o.gatherEvery = c.evalEvery;
   o.gatherOptimizer = !c.save.empty();

@@ -98,10 +98,13 @@ nlohmann::json resultLine(const runtime::TrainConfig& c, const runtime::TrainRes
   out["workers"] = workers;
   out["strategy"] = strategy;
   out["backend"] = backend;
-  // A pipeline's stages of one replica share its batch.
+  // A pipeline's stages of one replica share its batch, and so do a Megatron
+  // tensor-parallel group's ranks (krizhevsky: each reads its own).
+  const bool krizhevsky = c.tensorParallelStyle == "krizhevsky";
   if (strategy != "single")
-    out["global_batch"] =
-        c.batchSize * c.accumulate * (workers / c.pipelineStages / c.tensorParallel);
+    out["global_batch"] = c.batchSize * c.accumulate *
+                          (workers / c.pipelineStages / (krizhevsky ? 1 : c.tensorParallel));
+  if (krizhevsky) out["tensor_parallel_style"] = c.tensorParallelStyle;
   if (c.offload != "none") out["offload"] = c.offload;
   if (strategy == "allreduce") {
     out["accumulate"] = c.accumulate;
@@ -483,6 +486,11 @@ void addTrainCommand(CLI::App& app) {
                   "spread (replicas first)")
       ->capture_default_str();
   // Tensor parallelism (README "Tensor parallelism"; parallel/tensor/).
+  sub->add_option("--tensor-parallel-style", c.tensorParallelStyle,
+                  "megatron (a group's ranks on the same samples) or krizhevsky (mlp, lenet: the "
+                  "layers below the cut data-parallel in the group, the cut ones on its gathered "
+                  "batch: 'one weird trick')")
+      ->capture_default_str();
   sub->add_option("--tensor-parallel", c.tensorParallel,
                   "Cut the model's layers across T ranks, Megatron-style (workers = data-parallel "
                   "replicas x T; default workers T)")

@@ -125,4 +125,28 @@ TensorParallelPlan tensorParallelize(Module& model, const std::shared_ptr<Tensor
   return plan;
 }
 
+std::vector<std::string> dataParallelBelowCut(Module& model, const TensorParallelPlan& plan,
+                                              const std::shared_ptr<TensorParallelGroup>& group) {
+  auto* seq = dynamic_cast<Sequential*>(&model);
+  const auto& layers = seq ? seq->children() : decltype(model.children()){};
+  size_t first = layers.size();
+  for (size_t i = 0; i < layers.size() && first == layers.size(); ++i)
+    for (auto& [name, layout] : plan)
+      if (name.rfind(layers[i].first + ".", 0) == 0) first = i;
+  DTRAIN_CHECK_USAGE(first < layers.size(), "--tensor-parallel-style krizhevsky needs a sequence of "
+                     "layers with a Linear -> activation -> Linear run to cut (mlp, lenet)");
+  std::vector<std::string> below;
+  for (size_t i = 0; i < first; ++i)
+    for (auto& [name, p] : layers[i].second->namedParameters()) below.push_back(layers[i].first + "." + name);
+  std::shared_ptr<TensorParallelGroup> g = group;
+  layers[first].second->setForwardWrapper([g](const Variable& x, const Module::Forward& forward) {
+    return forward(g->active ? autograd::gatherBatch(x, g->rank, g->size, g->gather) : x);
+  });
+  layers.back().second->setForwardWrapper([g](const Variable& x, const Module::Forward& forward) {
+    Variable y = forward(x);
+    return g->active ? autograd::scatterBatch(y, g->rank, g->size, g->gather) : y;
+  });
+  return below;
+}
+
 }  // namespace dtrain::nn

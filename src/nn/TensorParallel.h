@@ -29,7 +29,8 @@ class Module;
 
 struct TensorParallelGroup {
   int rank = 0, size = 1;
-  autograd::SumAcrossRanks sum;  // in place, over the group's ranks
+  autograd::SumAcrossRanks sum;        // in place, over the group's ranks
+  autograd::GatherAcrossRanks gather;  // every rank's floats, in rank order
   // False while the layers hold whole tensors again (the reporter evaluating
   // or saving the gathered model): the layers then compute as one process.
   bool active = true;
@@ -64,5 +65,16 @@ void tensorParallelizeLayers(const std::vector<std::pair<std::string, std::share
 // returns the plan (empty when it has nothing to cut). UsageError when a cut
 // dimension does not divide by the group's size.
 TensorParallelPlan tensorParallelize(Module& model, const std::shared_ptr<TensorParallelGroup>& group);
+
+// Krizhevsky's "one weird trick" (2014) on a Sequential that tensorParallelize
+// cut: the children before the first cut one (lenet's convolutions) run
+// data-parallel inside the group, each rank on its own samples, and the rest
+// on the group's gathered batch (autograd::gatherBatch before the first cut
+// child, scatterBatch after the last child, both identity while the group is
+// inactive). Returns the names of the parameters below the cut: their
+// gradients differ between the group's ranks and must be summed over it.
+// UsageError when `model` is not such a Sequential.
+std::vector<std::string> dataParallelBelowCut(Module& model, const TensorParallelPlan& plan,
+                                              const std::shared_ptr<TensorParallelGroup>& group);
 
 }  // namespace dtrain::nn

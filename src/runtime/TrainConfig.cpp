@@ -235,6 +235,12 @@ void TrainConfig::validate(bool workersKnown) const {
   }
   // Tensor parallelism (--tensor-parallel; the strategy "tensor" once resolved).
   DTRAIN_CHECK_USAGE(tensorParallel >= 1, "--tensor-parallel must be >= 1 (got ", tensorParallel, ")");
+  DTRAIN_CHECK_USAGE(tensorParallelStyle == "megatron" || tensorParallelStyle == "krizhevsky",
+                     "unknown --tensor-parallel-style '", tensorParallelStyle,
+                     "' (known: megatron, krizhevsky)");
+  DTRAIN_CHECK_USAGE(tensorParallelStyle == "megatron" || (tensorParallel > 1 && pipelineStages == 1),
+                     "--tensor-parallel-style krizhevsky needs --tensor-parallel T > 1 without "
+                     "--pipeline-stages");
   if (tensorParallel > 1) {
     DTRAIN_CHECK_USAGE(strategy.empty() || strategy == "tensor" ||
                            (strategy == "pipeline" && pipelineStages > 1),

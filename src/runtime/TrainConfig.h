@@ -88,6 +88,9 @@ struct TrainConfig {
   // Tensor parallelism (parallel/tensor/, README "Tensor parallelism"):
   // --tensor-parallel T > 1 runs the "tensor" strategy on workers = dp x T ranks.
   int tensorParallel = 1;
+  // megatron: a group's ranks compute on the same samples; krizhevsky: the
+  // layers below the cut data-parallel within the group ("one weird trick").
+  std::string tensorParallelStyle = "megatron";
 
   // Memory: activation recomputation and LoRA (runtime/LoraSetup.h, README
   // "LoRA and activation recomputation").

@@ -54,7 +54,62 @@ class ReduceFromRegionNode final : public Node {
   bool hasBias_;
 };
 
+// Row blocks of dim 0: a rank's part of a batch stacked over the group.
+class GatherBatchNode final : public Node {
+ public:
+  GatherBatchNode(int rank, int64_t n) : rank_(rank), n_(n) {}
+  const char* name() const override { return "gather_batch"; }
+  void backward(const Tensor& gy, GradSink& sink) override {
+    if (sink.needs(0)) detail::writeScaled(sink, 0, 1.f, gy.data<float>() + rank_ * n_, n_);
+  }
+
+ private:
+  int rank_;
+  int64_t n_;
+};
+
+class ScatterBatchNode final : public Node {
+ public:
+  ScatterBatchNode(int size, int64_t n, GatherAcrossRanks gather)
+      : size_(size), n_(n), gather_(std::move(gather)) {}
+  const char* name() const override { return "scatter_batch"; }
+  void backward(const Tensor& gy, GradSink& sink) override {
+    if (!sink.needs(0)) return;
+    detail::writeGrad(sink, 0, n_ * size_, [&](float* out) {
+      gather_(gy.data<float>(), out, n_);
+      kernels::scale(out, 1.f / static_cast<float>(size_), out, n_ * size_);
+    });
+  }
+
+ private:
+  int size_;
+  int64_t n_;
+  GatherAcrossRanks gather_;
+};
+
 }  // namespace
+
+Variable gatherBatch(const Variable& x, int rank, int size, const GatherAcrossRanks& gather) {
+  Tensor xd = contig(x, "gatherBatch", "input");
+  DTRAIN_CHECK(xd.dim() >= 1 && rank >= 0 && rank < size, "gatherBatch: rank ", rank, " of ", size);
+  Shape shape = xd.shape();
+  shape[0] *= size;
+  Tensor y = Tensor::empty(shape);
+  gather(xd.data<float>(), y.data<float>(), xd.numel());
+  if (!needsGraph({&x})) return Variable(std::move(y));
+  return record(std::move(y), std::make_shared<GatherBatchNode>(rank, xd.numel()), {&x});
+}
+
+Variable scatterBatch(const Variable& y, int rank, int size, const GatherAcrossRanks& gather) {
+  Tensor yd = contig(y, "scatterBatch", "input");
+  DTRAIN_CHECK(yd.dim() >= 1 && yd.size(0) % size == 0 && rank >= 0 && rank < size, "scatterBatch: ",
+               yd.size(0), " rows do not cut into ", size, " parts");
+  const int64_t rows = yd.size(0) / size;
+  Tensor mine = yd.slice(0, rank * rows, (rank + 1) * rows).contiguous();
+  if (!needsGraph({&y})) return Variable(std::move(mine));
+  const int64_t n = mine.numel();
+  return record(std::move(mine), std::make_shared<ScatterBatchNode>(size, n, gather), {&y});
+}
 
 Variable copyToTensorParallel(const Variable& x, const SumAcrossRanks& sum) {
   Tensor xd = contig(x, "copyToTensorParallel", "input");

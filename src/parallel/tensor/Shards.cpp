@@ -20,6 +20,9 @@ Shards::Shards(comm::Communicator& group) : group_(group) {
   context_->sum = [g](float* data, int64_t n) {
     g->allreduce(data, data, static_cast<size_t>(n), DType::F32);
   };
+  context_->gather = [g](const float* mine, float* all, int64_t n) {
+    g->allgather(mine, all, static_cast<size_t>(n), DType::F32);
+  };
 }
 
 void Shards::cut(nn::Module& modules, optim::Optimizer& optimizer) {

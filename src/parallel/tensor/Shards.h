@@ -27,6 +27,8 @@ class Shards {
   // allocation of state follows the sliced parameters.
   void cut(nn::Module& modules, optim::Optimizer& optimizer);
   const nn::TensorParallelPlan& plan() const { return plan_; }
+  // What the cut layers compute with (the group's sum and gather, active or not).
+  const std::shared_ptr<nn::TensorParallelGroup>& context() const { return context_; }
   bool isCut(size_t optimizerIndex) const;
   int size() const { return group_.size(); }
   int slice() const { return group_.rank(); }

@@ -30,6 +30,10 @@ void TensorParallel::setup(nn::Module& model, optim::Optimizer& optimizer) {
   shards_->cut(model, optimizer);
   DTRAIN_CHECK_USAGE(!shards_->plan().empty(), "--tensor-parallel: the model has no layers to cut "
                      "(it needs a Linear -> activation -> Linear run or gpt's attention and MLP)");
+  if (opts_.dataParallelBelowCut) {
+    const std::vector<std::string> below = nn::dataParallelBelowCut(model, shards_->plan(), shards_->context());
+    belowCut_.insert(below.begin(), below.end());
+  }
   int64_t cut = 0;
   for (size_t i = 0; i < optimizer.size(); ++i) {
     allParams_.push_back(i);
@@ -58,6 +62,30 @@ void TensorParallel::beginMicroStep(int index, int count) {
 
 void TensorParallel::finishGradients() {
   if (dataParallel_) dataParallel_->finishGradients();
+  if (!belowCut_.empty()) sumBelowCut();
+}
+
+void TensorParallel::sumBelowCut() {
+  // The pieces the update reads (whole gradients, or a ZeRO shard's: the
+  // group's ranks hold the same ranges), in one message.
+  std::vector<GradientPiece> pieces;
+  for (GradientPiece& p : dataParallel_ ? dataParallel_->heldGradients(*model_) : heldGradients(*model_))
+    if (belowCut_.count(p.name)) pieces.push_back(std::move(p));
+  int64_t n = 0;
+  for (const GradientPiece& p : pieces) n += p.grad.numel();
+  if (n == 0) return;
+  Tensor flat = Tensor::empty({n});
+  int64_t off = 0;
+  for (const GradientPiece& p : pieces) {
+    flat.slice(0, off, off + p.grad.numel()).copyFrom(p.grad);
+    off += p.grad.numel();
+  }
+  shards_->group().allreduce(flat.data<float>(), flat.data<float>(), static_cast<size_t>(n), DType::F32);
+  off = 0;
+  for (GradientPiece& p : pieces) {
+    p.grad.copyFrom(flat.slice(0, off, off + p.grad.numel()));
+    off += p.grad.numel();
+  }
 }
 
 void TensorParallel::applyUpdate(optim::Optimizer& optimizer) {

@@ -19,9 +19,18 @@
 // optimizer state's); syncModel swaps the whole tensors in and turns the cuts
 // off, and the next step swaps the slices back. Checkpoints hold whole tensors
 // under the usual names, so they load at any T (setup cuts what was loaded).
+//
+// Krizhevsky's "one weird trick" (--tensor-parallel-style krizhevsky, mlp and
+// lenet): the layers below the first cut one run data-parallel inside the
+// group (each rank reads its own samples), the cut layers on the group's
+// gathered batch, and the output goes back to each rank's rows; the
+// gradients of the layers below the cut are summed over the group after the
+// dp strategy combined them (it is linear), so dp x T ranks of B samples equal
+// one process with dp*T*B.
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -35,6 +44,9 @@ namespace dtrain::parallel::tensor {
 struct TensorParallelOptions {
   int size = 2;                   // T, ranks per group
   bool spread = false;            // --placement spread
+  // --tensor-parallel-style krizhevsky: the layers below the cut run
+  // data-parallel inside the group ("one weird trick"; nn::dataParallelBelowCut).
+  bool dataParallelBelowCut = false;
   int64_t gatherEvery = 0;        // steps between gathers to the reporter (--eval-every); 0: end only
   bool gatherOptimizer = false;   // the reporter saves a checkpoint: gather optimizer state too
   // The dp dimension's gradient averaging (when dp > 1).
@@ -50,8 +62,12 @@ class TensorParallel final : public Strategy {
   std::string name() const override { return "tensor"; }
   int rank() const override { return world_.rank(); }
   int worldSize() const override { return world_.size(); }
-  int dataRank() const override { return mesh_.coord().replica; }
-  int dataReplicas() const override { return mesh_.dp(); }
+  // Megatron: a group's ranks read the same samples; krizhevsky: each its own.
+  int dataRank() const override {
+    return opts_.dataParallelBelowCut ? mesh_.coord().replica * mesh_.tp() + mesh_.coord().slice
+                                      : mesh_.coord().replica;
+  }
+  int dataReplicas() const override { return mesh_.dp() * (opts_.dataParallelBelowCut ? mesh_.tp() : 1); }
   bool ownsProcess() const override;
 
   void setup(nn::Module& model, optim::Optimizer& optimizer) override;
@@ -77,6 +93,8 @@ class TensorParallel final : public Strategy {
  private:
   // The reporter's group gathers its slices to the reporter.
   void gather(bool withOptimizer);
+  // krizhevsky: sums the gradients of the layers below the cut over the group.
+  void sumBelowCut();
 
   comm::Communicator& world_;
   TensorParallelOptions opts_;
@@ -86,6 +104,7 @@ class TensorParallel final : public Strategy {
   nn::Module* model_ = nullptr;
   optim::Optimizer* optimizer_ = nullptr;
   std::vector<size_t> allParams_;           // every optimizer index
+  std::set<std::string> belowCut_;          // krizhevsky: parameters run data-parallel in the group
   int64_t step_ = 0, steps_ = 0;
   uint64_t groupBytesAtStart_ = 0;
   int64_t floatsHeld_ = 0;
