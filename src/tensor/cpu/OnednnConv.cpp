@@ -1,6 +1,7 @@
 #include "tensor/cpu/OnednnConv.h"
 
 #include <cstring>
+#include <initializer_list>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -32,6 +33,7 @@ struct Key {
   int64_t bf16, bias, threads;  // threads: a primitive may fix its blocking for its team
   bool operator==(const Key& o) const { return std::memcmp(this, &o, sizeof(Key)) == 0; }
 };
+static_assert(sizeof(Key) == sizeof(ConvShape) + 4 * sizeof(int64_t), "Key has padding");
 struct KeyHash {
   size_t operator()(const Key& k) const {
     size_t h = 1469598103934665603ull;
