@@ -1,10 +1,11 @@
 #pragma once
 // Mixed precision, as an autocast: the precision in which the matrix products
-// of linear layers run. Parameters, their gradients and optimizer state stay
-// fp32 whatever is set; under bf16, linear layers multiply bf16 copies of their
-// input and weight with fp32 accumulation, and keep those bf16 copies (half the
-// bytes) for backward. Elementwise ops, softmax, normalization and losses run in
-// fp32. Process-wide: ranks that are threads of one process train alike.
+// of linear layers and convolutions run. Parameters, their gradients and
+// optimizer state stay fp32 whatever is set; under bf16, linear layers and
+// convolutions multiply bf16 copies of their input and weight with fp32
+// accumulation, and keep those bf16 copies (half the bytes) for backward.
+// Elementwise ops, softmax, normalization and losses run in fp32.
+// Process-wide: ranks that are threads of one process train alike.
 #include <string>
 #include <vector>
 

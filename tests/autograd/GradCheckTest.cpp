@@ -121,6 +121,10 @@ TEST(GradCheck, Conv2d) {
              {randn({2, 3, 6, 5}, 4), randn({2, 3, 3, 3}, 5), randn({2}, 6)});
   expectGrad([](auto& v) { return conv2d(v[0], v[1], Variable(), 1, 2); },
              {randn({1, 1, 4, 4}, 7), randn({2, 1, 5, 5}, 8)});
+  // 16 output channels from several inputs: the forward runs on oneDNN where
+  // the CPU has AVX-512 (tensor/cpu/ConvDispatch.h).
+  expectGrad([](auto& v) { return conv2d(v[0], v[1], v[2], 1, 1); },
+             {randn({2, 2, 5, 5}, 9), randn({16, 2, 3, 3}, 10), randn({16}, 11)});
 }
 
 TEST(GradCheck, Pooling) {

@@ -1,5 +1,6 @@
-// bf16 autocast of linear layers: the same numbers as fp32 products of the
-// rounded operands, fp32 gradients, half the bytes kept for backward.
+// bf16 autocast of linear layers and convolutions: the same numbers as fp32
+// products of the rounded operands, fp32 gradients, half the bytes kept for
+// backward.
 #include <gtest/gtest.h>
 
 #include <vector>
@@ -84,6 +85,52 @@ TEST(Precision, Bf16LinearKeepsHalfTheBytesForBackward) {
   // copies. Count against the fp32 operand bytes instead.
   EXPECT_EQ(fp32, 0);
   EXPECT_EQ(bf16, (x0.nbytes() + w0.nbytes()) / 2);
+}
+
+// lenet's layers under bf16: conv1 runs on dtrain's kernels (widened bf16
+// operands), conv2 on oneDNN's bf16 kernels where the CPU has them
+// (ConvDispatch.h); both are the fp32 convolution of the rounded operands, and
+// the gradients (bias included) come from gy rounded to bf16.
+TEST(Precision, Bf16Conv2dIsTheFp32ConvolutionOfRoundedOperands) {
+  struct Case {
+    Shape x, w;
+    int64_t padding;
+  };
+  for (const Case& c :
+       {Case{{3, 1, 28, 28}, {6, 1, 5, 5}, 2}, Case{{3, 6, 14, 14}, {16, 6, 5, 5}, 0}}) {
+    const Tensor x0 = randomTensor(c.x, 1), w0 = randomTensor(c.w, 2),
+                 b0 = randomTensor({c.w[0]}, 3);
+    Variable x(x0.clone(), true), w(w0.clone(), true), b(b0.clone(), true);
+    Variable y;
+    {
+      PrecisionScope bf16(Precision::BF16);
+      y = conv2d(x, w, b, 1, c.padding);
+    }
+    const Tensor gy = randomTensor(y.data().shape(), 4);
+    y.backward(gy);
+    Variable xr(roundedToBf16(x0), true), wr(roundedToBf16(w0), true), br(b0.clone(), true);
+    Variable yr = conv2d(xr, wr, br, 1, c.padding);
+    yr.backward(roundedToBf16(gy));
+    expectClose(y.data(), yr.data(), 1e-4, "y");
+    expectClose(x.grad(), xr.grad(), 1e-4, "dx");
+    expectClose(w.grad(), wr.grad(), 1e-3, "dW");  // sums of 3 * 784 or 3 * 100 products
+    expectClose(b.grad(), br.grad(), 1e-3, "db");
+    EXPECT_EQ(w.grad().dtype(), DType::F32);
+  }
+}
+
+TEST(Precision, Bf16Conv2dKeepsHalfTheBytesForBackward) {
+  const Tensor x0 = randomTensor({8, 6, 14, 14}, 5), w0 = randomTensor({16, 6, 5, 5}, 6);
+  auto kept = [&](Precision p) {
+    PrecisionScope scope(p);
+    Variable x(x0.clone(), true), w(w0.clone(), true);
+    const int64_t before = memory::stats().currentBytes;
+    Variable y = conv2d(x, w, Variable(), 1, 0);
+    return memory::stats().currentBytes - before - y.data().nbytes();
+  };
+  for (Precision p : {Precision::FP32, Precision::BF16}) kept(p);  // kernels' scratch grows once
+  EXPECT_EQ(kept(Precision::FP32), 0);  // shares x and w with the leaves
+  EXPECT_EQ(kept(Precision::BF16), (x0.nbytes() + w0.nbytes()) / 2);
 }
 
 // Attention, GELU and layer norm save bf16 too: what their nodes hold for

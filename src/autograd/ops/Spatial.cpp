@@ -1,7 +1,8 @@
 // conv2d, maxPool2d, avgPool2d over NCHW.
 #include "autograd/Ops.h"
+#include "autograd/Precision.h"
 #include "autograd/ops/OpUtil.h"
-#include "tensor/cpu/Conv.h"
+#include "tensor/cpu/ConvDispatch.h"
 #include "tensor/cpu/Pool.h"
 
 namespace dtrain::autograd {
@@ -9,6 +10,9 @@ namespace {
 
 using detail::writeGrad;
 
+// x and w are kept as the forward convolved them: the fp32 tensors, or under
+// bf16 (Precision.h) bf16 copies, and then gy is rounded to bf16 for the
+// backward products too, as linear layers do. Gradients land in fp32.
 class Conv2dNode final : public Node {
  public:
   Conv2dNode(kernels::ConvShape s, Tensor x, Tensor w, bool hasBias)
@@ -33,7 +37,14 @@ class Conv2dNode final : public Node {
     pick(nx, 0, x_.numel(), tx, Tx, gx);
     pick(nw, 1, w_.numel(), tw, Tw, gw);
     pick(nb, 2, s_.Cout, tb, Tb, gb);
-    kernels::conv2dBackward(s_, x_.data<float>(), w_.data<float>(), gy.data<float>(), gx, gw, gb);
+    if (x_.dtype() == DType::BF16) {
+      const Tensor g = detail::toBf16(gy.data<float>(), gy.shape());
+      kernels::convolveBackward(s_, x_.data<BFloat16>(), w_.data<BFloat16>(), g.data<BFloat16>(),
+                                gx, gw, gb);
+    } else {
+      kernels::convolveBackward(s_, x_.data<float>(), w_.data<float>(), gy.data<float>(), gx, gw,
+                                gb);
+    }
     if (tx.defined()) kernels::add(Tx.ptr, gx, Tx.ptr, x_.numel());
     if (tw.defined()) kernels::add(Tw.ptr, gw, Tw.ptr, w_.numel());
     if (tb.defined()) kernels::add(Tb.ptr, gb, Tb.ptr, s_.Cout);
@@ -104,10 +115,19 @@ Variable conv2d(const Variable& x, const Variable& weight, const Variable& bias,
     DTRAIN_CHECK(bd.numel() == s.Cout, "conv2d: bias of ", bd.numel(), " for ", s.Cout, " channels");
   }
   Tensor y = Tensor::empty({s.N, s.Cout, s.outH(), s.outW()});
-  kernels::conv2dForward(s, xd.data<float>(), wd.data<float>(),
-                         bd.defined() ? bd.data<float>() : nullptr, y.data<float>());
+  const float* b = bd.defined() ? bd.data<float>() : nullptr;
+  // The operands as convolved, and kept for backward.
+  Tensor xs = xd, ws = wd;
+  if (precision() == Precision::BF16) {
+    xs = detail::toBf16(xd.data<float>(), xd.shape());
+    ws = detail::toBf16(wd.data<float>(), wd.shape());
+    kernels::convolve(s, xs.data<BFloat16>(), ws.data<BFloat16>(), b, y.data<float>());
+  } else {
+    kernels::convolve(s, xd.data<float>(), wd.data<float>(), b, y.data<float>());
+  }
   if (!needsGraph({&x, &weight, &bias})) return Variable(std::move(y));
-  return record(std::move(y), std::make_shared<Conv2dNode>(s, xd, wd, bias.defined()),
+  return record(std::move(y),
+                std::make_shared<Conv2dNode>(s, std::move(xs), std::move(ws), bias.defined()),
                 {&x, &weight, &bias});
 }
 

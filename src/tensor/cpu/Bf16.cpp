@@ -4,15 +4,23 @@
 
 #include "tensor/cpu/Blas.h"
 #include "tensor/cpu/Onednn.h"
+#include "tensor/cpu/Parallel.h"
 
 namespace dtrain::kernels {
 
+// Over the thread team like the elementwise kernels: with 2 threads, a serial
+// conversion of a lenet conv1 batch cost 3x its 1-thread time while the
+// team's other thread spun beside it.
 void toBf16(const float* x, BFloat16* y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) y[i].bits = floatToBf16(x[i]);
+  detail::forRange(n, detail::kElementwiseGrain, [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) y[i].bits = floatToBf16(x[i]);
+  });
 }
 
 void fromBf16(const BFloat16* x, float* y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) y[i] = bf16ToFloat(x[i]);
+  detail::forRange(n, detail::kElementwiseGrain, [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) y[i] = bf16ToFloat(x[i]);
+  });
 }
 
 void mulBf16(const BFloat16* a, const float* b, float* out, int64_t n) {

@@ -1,6 +1,7 @@
 #pragma once
 // 2-d convolution (cross-correlation, as torch.nn.Conv2d) over NCHW f32 tensors.
-// Weight layout [Cout, Cin, KH, KW]; no groups or dilation.
+// Weight layout [Cout, Cin, KH, KW]; no groups or dilation. dtrain's own kernels:
+// autograd goes through ConvDispatch.h, which runs these or oneDNN's per layer.
 #include <cstdint>
 #include <vector>
 

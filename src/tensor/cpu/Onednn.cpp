@@ -9,6 +9,7 @@
 
 #include "core/Error.h"
 #include "core/ThreadPool.h"
+#include "tensor/cpu/OnednnContext.h"
 
 namespace dtrain::kernels::onednn {
 namespace {
@@ -44,18 +45,11 @@ struct Entry {
   memory a, b, c;
 };
 
-struct ThreadState {
-  dnnl::engine engine{dnnl::engine::kind::cpu, 0};
-  dnnl::stream stream{engine};
-  std::unordered_map<Key, Entry, KeyHash> cache;
-  int threads = -1;
-};
+using Cache = std::unordered_map<Key, Entry, KeyHash>;
 
-ThreadState& state() {
-  // Per thread: ranks that are threads of one process never share a stream,
-  // and the cache needs no lock.
-  thread_local ThreadState s;
-  return s;
+Cache& cache() {
+  thread_local Cache c;  // per thread, as the context: no lock
+  return c;
 }
 
 memory::desc matrix(int64_t rows, int64_t cols, int64_t ld, bool transposed, Dt dt = Dt::f32) {
@@ -63,7 +57,7 @@ memory::desc matrix(int64_t rows, int64_t cols, int64_t ld, bool transposed, Dt 
   return memory::desc({rows, cols}, dt, transposed ? memory::dims{1, ld} : memory::dims{ld, 1});
 }
 
-Entry makeEntry(ThreadState& s, const Key& k) {
+Entry makeEntry(const detail::Context& s, const Key& k) {
   // Zero-padded keys make memcmp equality safe.
   const Dt in = k.bf16 ? Dt::bf16 : Dt::f32;
   const memory::desc ad = matrix(k.M, k.K, k.lda, k.ta, in);
@@ -87,25 +81,19 @@ namespace {
 
 void run(bool bf16, bool transA, bool transB, int64_t M, int64_t N, int64_t K, float alpha,
          const void* A, int64_t lda, const void* B, int64_t ldb, float beta, float* C, int64_t ldc) {
-  ThreadState& s = state();
-  // Inside one of dtrain's parallel loops (the attention's tiles) the loop
-  // already uses every thread: OpenMP teams nested in it would oversubscribe.
-  const int want = inParallelRegion() ? 1 : gThreads.load(std::memory_order_relaxed);
-  if (s.threads != want) {
-    omp_set_num_threads(want);
-    s.threads = want;
-  }
+  detail::Context& s = detail::context();
+  Cache& cached = cache();
   Key k;
   std::memset(&k, 0, sizeof k);
-  k.ta = transA, k.tb = transB, k.bf16 = bf16, k.threads = want, k.M = M, k.N = N, k.K = K, k.lda = lda, k.ldb = ldb, k.ldc = ldc;
+  k.ta = transA, k.tb = transB, k.bf16 = bf16, k.threads = s.threads, k.M = M, k.N = N, k.K = K, k.lda = lda, k.ldb = ldb, k.ldc = ldc;
   k.alpha = alpha, k.beta = beta;
-  auto it = s.cache.find(k);
-  if (it == s.cache.end()) {
+  auto it = cached.find(k);
+  if (it == cached.end()) {
     // Bound the cache: shapes are few in training, but a long generation run
     // sees one attention shape per position.
-    if (s.cache.size() >= 4096) s.cache.clear();
+    if (cached.size() >= 4096) cached.clear();
     try {
-      it = s.cache.emplace(k, makeEntry(s, k)).first;
+      it = cached.emplace(k, makeEntry(s, k)).first;
     } catch (const dnnl::error& e) {
       throw Error(std::string("oneDNN ") + (bf16 ? "bf16 " : "") + "matmul " + std::to_string(M) + "x" + std::to_string(N) +
                   "x" + std::to_string(K) + ": " + e.what());
@@ -153,6 +141,18 @@ bool hasAvx512() {
   return yes;
 }
 
-size_t cachedPrimitives() { return state().cache.size(); }
+size_t cachedPrimitives() { return cache().size(); }
+
+detail::Context& detail::context() {
+  thread_local Context c;
+  // Inside one of dtrain's parallel loops (the attention's tiles) the loop
+  // already uses every thread: OpenMP teams nested in it would oversubscribe.
+  const int want = inParallelRegion() ? 1 : gThreads.load(std::memory_order_relaxed);
+  if (c.threads != want) {
+    omp_set_num_threads(want);
+    c.threads = want;
+  }
+  return c;
+}
 
 }  // namespace dtrain::kernels::onednn

@@ -1,0 +1,92 @@
+#include "tensor/cpu/ConvDispatch.h"
+
+#include <type_traits>
+
+#include "core/Scratch.h"
+#include "tensor/cpu/Bf16.h"
+#include "tensor/cpu/Onednn.h"
+#include "tensor/cpu/OnednnConv.h"
+
+namespace dtrain::kernels {
+namespace {
+
+// fp32 operands as they are; bf16 ones widened into this thread's scratch
+// buffer `slot` (one per operand, so several can be live at once).
+const float* widened(const float* p, int64_t, int) { return p; }
+const float* widened(const BFloat16* p, int64_t n, int slot) {
+  thread_local ScratchBuffer<float> buffers[3];
+  float* out = buffers[slot].grow(n);
+  fromBf16(p, out, n);
+  return out;
+}
+
+template <typename T>
+void forward(const ConvShape& s, const T* x, const T* w, const float* bias, float* y) {
+  constexpr bool bf16 = std::is_same_v<T, BFloat16>;
+  if (convImplFor(s, ConvPass::Forward, bf16) == ConvImpl::OneDnn) {
+    onednn::convForward(s, bf16, x, w, bias, y);
+    return;
+  }
+  conv2dForward(s, widened(x, s.N * s.Cin * s.H * s.W, 0),
+                widened(w, s.Cout * s.Cin * s.KH * s.KW, 1), bias, y);
+}
+
+template <typename T>
+void backward(const ConvShape& s, const T* x, const T* w, const T* gy, float* gx, float* gw,
+              float* gbias) {
+  constexpr bool bf16 = std::is_same_v<T, BFloat16>;
+  const bool dataOnednn = gx && convImplFor(s, ConvPass::BackwardData, bf16) == ConvImpl::OneDnn;
+  const bool weightsOnednn =
+      gw && convImplFor(s, ConvPass::BackwardWeights, bf16) == ConvImpl::OneDnn;
+  if (dataOnednn) onednn::convBackwardData(s, bf16, gy, w, gx);
+  if (weightsOnednn) onednn::convBackwardWeights(s, bf16, x, gy, gw, gbias);
+  // What is left runs on dtrain's kernels, which read w only for gx and x only for gw.
+  gx = dataOnednn ? nullptr : gx;
+  gw = weightsOnednn ? nullptr : gw;
+  gbias = weightsOnednn ? nullptr : gbias;
+  if (!gx && !gw && !gbias) return;
+  const int64_t ny = s.N * s.Cout * s.outH() * s.outW();
+  conv2dBackward(s, gw ? widened(x, s.N * s.Cin * s.H * s.W, 0) : nullptr,
+                 gx ? widened(w, s.Cout * s.Cin * s.KH * s.KW, 1) : nullptr, widened(gy, ny, 2), gx,
+                 gw, gbias);
+}
+
+}  // namespace
+
+ConvImpl convImplFor(const ConvShape& s, ConvPass pass, bool bf16) {
+  // oneDNN's kernels were measured on AVX-512 only; empty shapes stay with
+  // dtrain's kernels, which handle them.
+  if (!onednn::hasAvx512() || (bf16 && !onednnConvBf16())) return ConvImpl::Dtrain;
+  if (s.N == 0 || s.Cin == 0 || s.Cout == 0) return ConvImpl::Dtrain;
+  // Measured on lenet's layers, batch 64 and 10 alike (bench/ConvBench.cpp, 1
+  // thread). oneDNN's direct kernels work on blocks of 16 output channels
+  // (and, in bf16, pairs of input channels) in blocked layouts that dtrain's
+  // tensors are reordered to and from. conv1 (1 -> 6 channels, 28x28) fills
+  // 6 of 16 lanes and reorders a 2.7x padded output: dtrain's kernels win
+  // every pass, in both precisions, by 1.3-17x. conv2 (6 -> 16, 14x14): oneDNN
+  // wins the forward in fp32 (1.5x) and every pass in bf16 (forward 2.1x,
+  // input gradient 1.15x, weight gradient 1.9x); its fp32 backward passes run
+  // at 40-58 GFLOP/s against dtrain's 65-85.
+  const bool blocks = s.Cout >= 16 && s.Cin >= 2;
+  return blocks && (bf16 || pass == ConvPass::Forward) ? ConvImpl::OneDnn : ConvImpl::Dtrain;
+}
+
+bool onednnConvBf16() { return onednn::supportsBf16(); }
+
+void convolve(const ConvShape& s, const float* x, const float* w, const float* bias, float* y) {
+  forward(s, x, w, bias, y);
+}
+void convolve(const ConvShape& s, const BFloat16* x, const BFloat16* w, const float* bias,
+              float* y) {
+  forward(s, x, w, bias, y);
+}
+void convolveBackward(const ConvShape& s, const float* x, const float* w, const float* gy,
+                      float* gx, float* gw, float* gbias) {
+  backward(s, x, w, gy, gx, gw, gbias);
+}
+void convolveBackward(const ConvShape& s, const BFloat16* x, const BFloat16* w, const BFloat16* gy,
+                      float* gx, float* gw, float* gbias) {
+  backward(s, x, w, gy, gx, gw, gbias);
+}
+
+}  // namespace dtrain::kernels

@@ -1,0 +1,33 @@
+#pragma once
+// 2-d convolution as autograd's conv2d runs it: each layer shape, pass and
+// precision on dtrain's own kernels (Conv.h) or oneDNN's primitives
+// (OnednnConv.h), whichever bench/ConvBench.cpp measured faster
+// (docs/PERFORMANCE.md, "Convolutions: dtrain's kernels vs oneDNN").
+// Operands are all fp32, or all bf16 (--precision bf16: bf16 copies multiplied
+// with fp32 accumulation); outputs are fp32 and overwritten, as in Conv.h.
+// Where dtrain's kernels run a bf16 pass they read the operands widened to
+// fp32, which gives the same numbers up to summation order (a product of two
+// bf16 values is exact in fp32).
+#include "tensor/DType.h"
+#include "tensor/Half.h"
+#include "tensor/cpu/Conv.h"
+
+namespace dtrain::kernels {
+
+enum class ConvPass { Forward, BackwardData, BackwardWeights };  // weights: bias included
+enum class ConvImpl { Dtrain, OneDnn };
+
+ConvImpl convImplFor(const ConvShape& s, ConvPass pass, bool bf16);
+// True where oneDNN has bf16 convolution kernels (AVX-512).
+bool onednnConvBf16();
+
+void convolve(const ConvShape& s, const float* x, const float* w, const float* bias, float* y);
+void convolve(const ConvShape& s, const BFloat16* x, const BFloat16* w, const float* bias,
+              float* y);
+// gx, gw, gbias may each be null (not needed).
+void convolveBackward(const ConvShape& s, const float* x, const float* w, const float* gy,
+                      float* gx, float* gw, float* gbias);
+void convolveBackward(const ConvShape& s, const BFloat16* x, const BFloat16* w, const BFloat16* gy,
+                      float* gx, float* gw, float* gbias);
+
+}  // namespace dtrain::kernels

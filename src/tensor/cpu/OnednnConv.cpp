@@ -1,0 +1,206 @@
+#include "tensor/cpu/OnednnConv.h"
+
+#include <cstring>
+#include <initializer_list>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/Error.h"
+#include "core/Scratch.h"
+#include "tensor/cpu/OnednnContext.h"
+
+// Primitives are created with format_tag::any. On dtrain's plain layouts
+// (nchw, oihw) oneDNN 2.6 runs im2col + GEMM ("gemm:jit"), which on lenet's
+// layers ran 1.5-5x slower than its direct jit kernels on the blocked layouts
+// they choose (nChw16c, blocked weights); so each operand whose chosen layout
+// is not dtrain's is reordered into (inputs) or out of (outputs) a scratch
+// buffer per call, and the reorders are part of what bench/ConvBench.cpp times.
+namespace dtrain::kernels::onednn {
+namespace {
+
+using dnnl::memory;
+using Dt = memory::data_type;
+using Tag = memory::format_tag;
+
+enum class Pass : int64_t { Forward, BackwardData, BackwardWeights };
+const char* const kPassNames[] = {"forward", "backward-data", "backward-weights"};
+
+// All int64_t: no padding bytes, so memcmp equality and hashing are safe.
+struct Key {
+  ConvShape s;
+  Pass pass;
+  int64_t bf16, bias, threads;  // threads: a primitive may fix its blocking for its team
+  bool operator==(const Key& o) const { return std::memcmp(this, &o, sizeof(Key)) == 0; }
+};
+static_assert(sizeof(Key) == sizeof(ConvShape) + 4 * sizeof(int64_t), "Key has padding");
+struct KeyHash {
+  size_t operator()(const Key& k) const {
+    size_t h = 1469598103934665603ull;
+    const auto* p = reinterpret_cast<const unsigned char*>(&k);
+    for (size_t i = 0; i < sizeof(Key); ++i) h = (h ^ p[i]) * 1099511628211ull;
+    return h;
+  }
+};
+
+// One argument of a primitive: `user` is dtrain's tensor (plain layout, data
+// handle set per call); where the primitive chose another layout, `own` is
+// the primitive's copy in a scratch buffer and `reorder` converts between them.
+struct Operand {
+  int arg;
+  bool output;
+  memory user, own;
+  dnnl::reorder reorder;
+  size_t ownBytes = 0;  // 0: no reorder, own is user
+};
+
+struct Entry {
+  dnnl::primitive prim;
+  std::vector<Operand> operands;  // in the order run() gets their pointers
+  std::unordered_map<int, memory> args;
+};
+
+using Cache = std::unordered_map<Key, Entry, KeyHash>;
+Cache& cache() {
+  thread_local Cache c;  // per thread, as the context: no lock
+  return c;
+}
+
+Operand operand(const detail::Context& c, int arg, bool output, const memory::desc& plain,
+                const memory::desc& chosen) {
+  Operand o{arg, output, memory(plain, c.engine, DNNL_MEMORY_NONE), {}, {}, 0};
+  if (chosen == plain) {
+    o.own = o.user;
+    return o;
+  }
+  o.own = memory(chosen, c.engine, DNNL_MEMORY_NONE);
+  o.reorder = output ? dnnl::reorder(o.own, o.user) : dnnl::reorder(o.user, o.own);
+  o.ownBytes = chosen.get_size();
+  return o;
+}
+
+Entry makeEntry(const detail::Context& c, const Key& k) {
+  using namespace dnnl;
+  const ConvShape& s = k.s;
+  const Dt in = k.bf16 ? Dt::bf16 : Dt::f32;
+  const memory::dims xd{s.N, s.Cin, s.H, s.W}, wd{s.Cout, s.Cin, s.KH, s.KW},
+      yd{s.N, s.Cout, s.outH(), s.outW()}, strides{s.strideH, s.strideW}, pad{s.padH, s.padW};
+  auto any = [](const memory::dims& d, Dt t) { return memory::desc(d, t, Tag::any); };
+  auto plain = [](const memory::dims& d, Dt t) {
+    return memory::desc(d, t, d.size() == 4 ? Tag::abcd : Tag::a);
+  };
+  const memory::desc bias = plain({s.Cout}, Dt::f32);
+  const auto alg = algorithm::convolution_direct;
+  // Passing the left padding as the right one too is safe: dtrain's outH()
+  // rounds down as oneDNN's shape check does, and padding past the last
+  // window is never read. The forward descriptor is also the backward
+  // primitives' hint.
+  const auto fd =
+      k.bias ? convolution_forward::desc(prop_kind::forward_training, alg, any(xd, in), any(wd, in),
+                                         bias, any(yd, Dt::f32), strides, pad, pad)
+             : convolution_forward::desc(prop_kind::forward_training, alg, any(xd, in), any(wd, in),
+                                         any(yd, Dt::f32), strides, pad, pad);
+  const convolution_forward::primitive_desc fpd(fd, c.engine);
+  Entry e;
+  std::vector<Operand>& ops = e.operands;
+  if (k.pass == Pass::Forward) {
+    e.prim = convolution_forward(fpd);
+    ops.push_back(operand(c, DNNL_ARG_SRC, false, plain(xd, in), fpd.src_desc()));
+    ops.push_back(operand(c, DNNL_ARG_WEIGHTS, false, plain(wd, in), fpd.weights_desc()));
+    if (k.bias) ops.push_back(operand(c, DNNL_ARG_BIAS, false, bias, fpd.bias_desc()));
+    ops.push_back(operand(c, DNNL_ARG_DST, true, plain(yd, Dt::f32), fpd.dst_desc()));
+  } else if (k.pass == Pass::BackwardData) {
+    const convolution_backward_data::primitive_desc pd(
+        convolution_backward_data::desc(alg, any(xd, Dt::f32), any(wd, in), any(yd, in), strides,
+                                        pad, pad),
+        c.engine, fpd);
+    e.prim = convolution_backward_data(pd);
+    ops.push_back(operand(c, DNNL_ARG_DIFF_DST, false, plain(yd, in), pd.diff_dst_desc()));
+    ops.push_back(operand(c, DNNL_ARG_WEIGHTS, false, plain(wd, in), pd.weights_desc()));
+    ops.push_back(operand(c, DNNL_ARG_DIFF_SRC, true, plain(xd, Dt::f32), pd.diff_src_desc()));
+  } else {
+    const auto d = k.bias ? convolution_backward_weights::desc(alg, any(xd, in), any(wd, Dt::f32),
+                                                               bias, any(yd, in), strides, pad, pad)
+                          : convolution_backward_weights::desc(alg, any(xd, in), any(wd, Dt::f32),
+                                                               any(yd, in), strides, pad, pad);
+    const convolution_backward_weights::primitive_desc pd(d, c.engine, fpd);
+    e.prim = convolution_backward_weights(pd);
+    ops.push_back(operand(c, DNNL_ARG_SRC, false, plain(xd, in), pd.src_desc()));
+    ops.push_back(operand(c, DNNL_ARG_DIFF_DST, false, plain(yd, in), pd.diff_dst_desc()));
+    ops.push_back(
+        operand(c, DNNL_ARG_DIFF_WEIGHTS, true, plain(wd, Dt::f32), pd.diff_weights_desc()));
+    if (k.bias) ops.push_back(operand(c, DNNL_ARG_DIFF_BIAS, true, bias, pd.diff_bias_desc()));
+  }
+  for (const Operand& o : ops) e.args.emplace(o.arg, o.own);
+  return e;
+}
+
+std::string describe(const ConvShape& s) {
+  return dtrain::detail::concat("N", s.N, " Cin", s.Cin, " ", s.H, "x", s.W, " Cout", s.Cout,
+                                " kernel ", s.KH, "x", s.KW, " stride ", s.strideH, "x", s.strideW,
+                                " padding ", s.padH, "x", s.padW);
+}
+
+// Runs the cached primitive of (s, pass, bf16, bias); ptrs are its operands'
+// data in Entry::operands' order.
+void run(const ConvShape& s, Pass pass, bool bf16, bool bias,
+         std::initializer_list<const void*> ptrs) {
+  DTRAIN_CHECK(
+      s.N > 0 && s.Cin > 0 && s.Cout > 0 && s.KH > 0 && s.KW > 0 && s.outH() > 0 && s.outW() > 0,
+      "oneDNN convolution: empty or invalid shape ", describe(s));
+  detail::Context& c = detail::context();
+  Cache& cached = cache();
+  const Key k{s, pass, bf16, bias, c.threads};
+  auto it = cached.find(k);
+  if (it == cached.end()) {
+    if (cached.size() >= 256) cached.clear();  // training sees a few shapes; bound odd uses
+    try {
+      it = cached.emplace(k, makeEntry(c, k)).first;
+    } catch (const dnnl::error& e) {
+      throw Error(dtrain::detail::concat("oneDNN ", bf16 ? "bf16" : "fp32", " convolution ",
+                                         kPassNames[static_cast<int>(pass)], " for ", describe(s),
+                                         ": ", e.what()));
+    }
+  }
+  // Scratch for the operands' own layouts, one buffer per operand position,
+  // shared by all shapes (they only grow), counted in the memory statistics.
+  thread_local ScratchBuffer<char> scratch[4];
+  Entry& e = it->second;
+  const void* const* p = ptrs.begin();
+  for (size_t i = 0; i < e.operands.size(); ++i) {
+    Operand& o = e.operands[i];
+    o.user.set_data_handle(const_cast<void*>(p[i]));
+    if (o.ownBytes == 0) continue;
+    o.own.set_data_handle(scratch[i].grow(static_cast<int64_t>(o.ownBytes)));
+    if (!o.output) o.reorder.execute(c.stream, o.user, o.own);
+  }
+  e.prim.execute(c.stream, e.args);
+  for (Operand& o : e.operands)
+    if (o.output && o.ownBytes != 0) o.reorder.execute(c.stream, o.own, o.user);
+}
+
+}  // namespace
+
+void convForward(const ConvShape& s, bool bf16, const void* x, const void* w, const float* bias,
+                 float* y) {
+  if (bias)
+    run(s, Pass::Forward, bf16, true, {x, w, bias, y});
+  else
+    run(s, Pass::Forward, bf16, false, {x, w, y});
+}
+
+void convBackwardData(const ConvShape& s, bool bf16, const void* gy, const void* w, float* gx) {
+  run(s, Pass::BackwardData, bf16, false, {gy, w, gx});
+}
+
+void convBackwardWeights(const ConvShape& s, bool bf16, const void* x, const void* gy, float* gw,
+                         float* gbias) {
+  if (gbias)
+    run(s, Pass::BackwardWeights, bf16, true, {x, gy, gw, gbias});
+  else
+    run(s, Pass::BackwardWeights, bf16, false, {x, gy, gw});
+}
+
+size_t cachedConvPrimitives() { return cache().size(); }
+
+}  // namespace dtrain::kernels::onednn
