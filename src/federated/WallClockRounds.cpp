@@ -95,6 +95,11 @@ std::vector<char> RoundServer::collect(int64_t round, std::span<const float> glo
   const auto deadline = start + std::chrono::duration_cast<Clock::duration>(
                                     std::chrono::duration<double>(deadlineS));
   while (expecting > 0) {
+    // The clock first: an update the server sees only after the deadline is
+    // late, even if it arrived while the server was not looking (a loaded
+    // machine can deschedule it for longer than the deadline).
+    const auto now = Clock::now();
+    if (deadlineS > 0 && now >= deadline) break;
     bool any = false;
     for (int h = 1; h < comm_.size(); ++h)
       if (outstanding_[h] > 0 && receiving_[h]->test()) {
@@ -102,8 +107,6 @@ std::vector<char> RoundServer::collect(int64_t round, std::span<const float> glo
         any = true;
       }
     if (any) continue;
-    const auto now = Clock::now();
-    if (deadlineS > 0 && now >= deadline) break;
     // Sleep on one host's receive in short slices, so that the others' are seen soon.
     auto slice = std::chrono::milliseconds(2);
     if (deadlineS > 0)

@@ -5,7 +5,9 @@
 // (pack and spread) equals one process with the dp batch, and so do pipelines
 // whose stages are cut (pp x tp, dp x pp x tp); checkpoints hold
 // whole tensors and load at any T; evaluations see the whole model; the mpi
-// backend; bad flags are usage errors.
+// backend; Krizhevsky's "one weird trick" (the layers below the cut
+// data-parallel in the group) equals one process with the group's batch; bad
+// flags are usage errors.
 #include <filesystem>
 
 #include "parallel/CliTraining.h"
@@ -169,6 +171,28 @@ TEST_F(TensorParallelRuns, PipelineWithTensorParallelEvaluatesSavesAndResumes) {
   expectClose(resumed.params, ref.params, 1e-5, "pp 2 x tp 2 for 10 steps, then tp 4 for 10");
 }
 
+TEST_F(TensorParallelRuns, KrizhevskysTrickEqualsOneProcessWithTheGroupsBatch) {
+  // lenet: the convolutions data-parallel inside the group (each rank its own
+  // 16 samples), the fully-connected pair cut over the group's gathered 32.
+  std::string lenet = kMlp;
+  lenet.replace(lenet.find("mlp"), 3, "lenet");
+  lenet += "--clip-grad-norm 0.5 --eval-every 5 ";
+  const Finished ref = dtrain(lenet + "--max-steps 10 --batch-size 32", "ref");
+  const std::string owt = "--tensor-parallel-style krizhevsky ";
+  const Finished p = dtrain(lenet + "--max-steps 10 --batch-size 16 --tensor-parallel 2 " + owt, "owt");
+  expectClose(p.params, ref.params, 1e-5, "lenet krizhevsky tp=2");
+  EXPECT_EQ(p.line.at("global_batch"), 32);
+  EXPECT_EQ(p.line.at("tensor_parallel_style"), "krizhevsky");
+  EXPECT_NEAR(p.line.at("train_loss").get<double>(), ref.line.at("train_loss").get<double>(), 1e-5);
+  EXPECT_NEAR(p.line.at("test_loss").get<double>(), ref.line.at("test_loss").get<double>(), 1e-5);
+  // dp 2 x tp 2 (with ZeRO-2 across the replicas) and tp 4.
+  const Finished dp = dtrain(lenet + "--max-steps 10 --batch-size 8 --workers 4 --tensor-parallel 2 --zero 2 " + owt, "dp");
+  expectClose(dp.params, ref.params, 1e-5, "lenet krizhevsky dp 2 x tp 2 --zero 2");
+  const Finished mref = dtrain(kMlp + "--max-steps 10 --batch-size 32", "mref");
+  const Finished m = dtrain(kMlp + "--max-steps 10 --batch-size 8 --tensor-parallel 4 " + owt, "m");
+  expectClose(m.params, mref.params, 1e-5, "mlp krizhevsky tp=4");
+}
+
 TEST(TensorParallelUsage, BadFlagsAreOneLineErrors) {
   const std::string mlp = std::string(DTRAIN_BIN) + kMlp + "--max-steps 2 ";
   expectError(runShell(mlp + "--workers 3 --tensor-parallel 2"), 2,
@@ -181,6 +205,13 @@ TEST(TensorParallelUsage, BadFlagsAreOneLineErrors) {
   expectError(runShell(mlp + "--tensor-parallel 2 --strategy hogwild"), 2, "drop --strategy hogwild");
   expectError(runShell(mlp + "--workers 4 --tensor-parallel 2 --compress fp16"), 2,
               "--compress does not combine with --tensor-parallel yet");
+  expectError(runShell(mlp + "--tensor-parallel 2 --tensor-parallel-style zigzag"), 2,
+              "unknown --tensor-parallel-style 'zigzag' (known: megatron, krizhevsky)");
+  expectError(runShell(mlp + "--tensor-parallel-style krizhevsky"), 2,
+              "--tensor-parallel-style krizhevsky needs --tensor-parallel T > 1 without --pipeline-stages");
+  expectError(runShell(std::string(DTRAIN_BIN) + " train --model gpt-tiny --max-steps 2 --tensor-parallel 2 "
+                       "--tensor-parallel-style krizhevsky"),
+              2, "--tensor-parallel-style krizhevsky needs a sequence of layers");
   expectError(runShell(mlp + "--tensor-parallel 2 --lora-rank 4"), 2,
               "--lora-rank cannot be combined with --tensor-parallel yet");
   expectError(runShell(std::string(DTRAIN_BIN) + " train --model gpt-tiny --max-steps 2 --tensor-parallel 4"),
@@ -201,6 +232,10 @@ TEST_F(TensorParallelRuns, MpiBackendEqualsOneProcess) {
   const Finished hybrid = train(mpirun(4), kGpt + "--backend mpi --max-steps 6 --batch-size 4 "
                                 "--pipeline-stages 2 --micro-batches 2 --tensor-parallel 2", dir_, "pptp-mpi");
   expectClose(hybrid.params, gptRef.params, 1e-5, "gpt-tiny mpi pp 2 x tp 2");
+  const Finished mlpDp = dtrain(kMlp + "--max-steps 20 --batch-size 32", "mlp-dp");
+  const Finished owt = train(mpirun(2), kMlp + "--backend mpi --max-steps 20 --batch-size 16 "
+                             "--tensor-parallel 2 --tensor-parallel-style krizhevsky", dir_, "owt-mpi");
+  expectClose(owt.params, mlpDp.params, 1e-5, "mlp mpi krizhevsky tp=2");
 }
 #endif
 
