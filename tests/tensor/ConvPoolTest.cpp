@@ -13,17 +13,10 @@
 using namespace dtrain;
 using namespace dtrain::kernels;
 using dtrain::testutil::expectAllNear;
+using dtrain::testutil::describe;
 using dtrain::testutil::randomVector;
 
 namespace {
-
-std::string describe(const ConvShape& s) {
-  std::ostringstream os;
-  os << "N" << s.N << " Cin" << s.Cin << " " << s.H << "x" << s.W << " Cout" << s.Cout << " k"
-     << s.KH << "x" << s.KW << " s" << s.strideH << "x" << s.strideW << " p" << s.padH << "x"
-     << s.padW;
-  return os.str();
-}
 
 // Calls f(n, co, oh, ow, ci, kh, kw, xIndex) for every in-bounds tap.
 template <typename F>

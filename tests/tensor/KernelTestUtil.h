@@ -6,8 +6,11 @@
 #include <cstdint>
 #include <functional>
 #include <random>
+#include <sstream>
 #include <string>
 #include <vector>
+
+#include "tensor/cpu/Conv.h"
 
 namespace dtrain::testutil {
 
@@ -57,6 +60,15 @@ inline double dot(const std::vector<float>& a, const std::vector<float>& b) {
   double s = 0.0;
   for (size_t i = 0; i < a.size(); ++i) s += static_cast<double>(a[i]) * b[i];
   return s;
+}
+
+// "N7 Cin3 13x13 Cout7 k3x3 s2x2 p1x1": a convolution's shape in a failure message.
+inline std::string describe(const kernels::ConvShape& s) {
+  std::ostringstream os;
+  os << "N" << s.N << " Cin" << s.Cin << " " << s.H << "x" << s.W << " Cout" << s.Cout << " k"
+     << s.KH << "x" << s.KW << " s" << s.strideH << "x" << s.strideW << " p" << s.padH << "x"
+     << s.padW;
+  return os.str();
 }
 
 }  // namespace dtrain::testutil

@@ -21,6 +21,7 @@
 
 using namespace dtrain;
 using namespace dtrain::kernels;
+using dtrain::testutil::describe;
 using dtrain::testutil::randomVector;
 
 namespace {
@@ -35,14 +36,6 @@ const ConvShape kShapes[] = {
     {3, 1, 28, 28, 6, 5, 5, 1, 1, 2, 2},   // lenet conv1
     {3, 6, 14, 14, 16, 5, 5, 1, 1, 0, 0},  // lenet conv2
 };
-
-std::string describe(const ConvShape& s) {
-  std::ostringstream os;
-  os << "N" << s.N << " Cin" << s.Cin << " " << s.H << "x" << s.W << " Cout" << s.Cout << " k"
-     << s.KH << "x" << s.KW << " s" << s.strideH << "x" << s.strideW << " p" << s.padH << "x"
-     << s.padW;
-  return os.str();
-}
 
 // Values and scales (sums of |terms|, so cancellation does not shrink the
 // tolerance) of y (bias included), gx, gw and gbias, in double.

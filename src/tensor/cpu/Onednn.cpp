@@ -28,14 +28,6 @@ struct Key {
   float alpha, beta;
   bool operator==(const Key& o) const { return std::memcmp(this, &o, sizeof(Key)) == 0; }
 };
-struct KeyHash {
-  size_t operator()(const Key& k) const {
-    size_t h = 1469598103934665603ull;
-    const auto* p = reinterpret_cast<const unsigned char*>(&k);
-    for (size_t i = 0; i < sizeof(Key); ++i) h = (h ^ p[i]) * 1099511628211ull;
-    return h;
-  }
-};
 
 // A ready primitive and memory objects whose data handles are swapped per call:
 // creating a primitive costs 0.1-4 ms, a memory object about a microsecond, both
@@ -45,7 +37,7 @@ struct Entry {
   memory a, b, c;
 };
 
-using Cache = std::unordered_map<Key, Entry, KeyHash>;
+using Cache = std::unordered_map<Key, Entry, detail::BytewiseHash>;
 
 Cache& cache() {
   thread_local Cache c;  // per thread, as the context: no lock

@@ -34,14 +34,6 @@ struct Key {
   bool operator==(const Key& o) const { return std::memcmp(this, &o, sizeof(Key)) == 0; }
 };
 static_assert(sizeof(Key) == sizeof(ConvShape) + 4 * sizeof(int64_t), "Key has padding");
-struct KeyHash {
-  size_t operator()(const Key& k) const {
-    size_t h = 1469598103934665603ull;
-    const auto* p = reinterpret_cast<const unsigned char*>(&k);
-    for (size_t i = 0; i < sizeof(Key); ++i) h = (h ^ p[i]) * 1099511628211ull;
-    return h;
-  }
-};
 
 // One argument of a primitive: `user` is dtrain's tensor (plain layout, data
 // handle set per call); where the primitive chose another layout, `own` is
@@ -60,7 +52,7 @@ struct Entry {
   std::unordered_map<int, memory> args;
 };
 
-using Cache = std::unordered_map<Key, Entry, KeyHash>;
+using Cache = std::unordered_map<Key, Entry, detail::BytewiseHash>;
 Cache& cache() {
   thread_local Cache c;  // per thread, as the context: no lock
   return c;
