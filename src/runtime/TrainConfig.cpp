@@ -51,6 +51,9 @@ void TrainConfig::validate(bool workersKnown) const {
                      "--resume auto needs --checkpoint-dir DIR (where to look)");
   DTRAIN_CHECK_USAGE(resume.empty() || load.empty(),
                      "--resume and --load both name a checkpoint: give one");
+  DTRAIN_CHECK_USAGE(checkpointEvery == 0 || tensorParallel == 1 || compress == "none",
+                     "--checkpoint-every does not combine with --tensor-parallel and --compress yet "
+                     "(the compressors' per-rank residuals would not be saved)");
   DTRAIN_CHECK_USAGE(checkpointEvery == 0 || ((strategy.empty() || strategy == "single" ||
                                                strategy == "allreduce" || strategy == "tensor") &&
                                               pipelineStages <= 1),
@@ -81,6 +84,17 @@ void TrainConfig::validate(bool workersKnown) const {
                            ? std::string(" (this run has one worker: add --workers N)")
                            : std::string(" (") + notTo + " --strategy " + strategy + ")");
   };
+  // ... or the data-parallel dimension of a pipeline or tensor-parallel mesh,
+  // which needs replicas to combine.
+  const int modelParallel = pipelineStages * tensorParallel;
+  auto checkDataParallelDimension = [&](const std::string& what, const char* notTo) {
+    if (modelParallel == 1) return checkAllreduceOnly(what, notTo);
+    const char* mesh = pipelineStages > 1 ? "--pipeline-stages" : "--tensor-parallel";
+    DTRAIN_CHECK_USAGE(!workersKnown || workers > modelParallel, what, " with ", mesh,
+                       " applies across data-parallel replicas, and this run has one (--workers ",
+                       workers, " = ", modelParallel, " model-parallel ranks): use --workers ",
+                       2 * modelParallel, " or more");
+  };
   // Parameter servers compress their pushes with the compressors that have a
   // point-to-point form (parallel/ps/PushCodec.h).
   if (compress != "none" && strategy == "ps") {
@@ -88,7 +102,7 @@ void TrainConfig::validate(bool workersKnown) const {
     DTRAIN_CHECK_USAGE(compressCollective == "allgather",
                        "--compress-collective applies to allreduce (ps pushes go to one server)");
   } else if (compress != "none") {
-    checkAllreduceOnly("--compress " + compress, "not yet to");
+    checkDataParallelDimension("--compress " + compress, "not yet to");
   }
   // ZeRO: the allreduce strategy, uncompressed, only (parallel/zero/), also as
   // the dp dimension of a pipeline or tensor-parallel mesh.
@@ -96,21 +110,13 @@ void TrainConfig::validate(bool workersKnown) const {
     DTRAIN_CHECK_USAGE(zero >= 1 && zero <= 3, "--zero ", zero,
                        ": the stages are 1 (optimizer state), 2 (and gradients) and 3 (and "
                        "parameters)");
-    const int modelParallel = pipelineStages * tensorParallel;
-    if (modelParallel > 1) {
-      const char* mesh = pipelineStages > 1 ? "--pipeline-stages" : "--tensor-parallel";
-      // Stage 3 would gather each layer's parameters around its use inside a
-      // stage's schedule or a group's f and g; DeepSpeed refuses ZeRO-2/3 with
-      // pipelines for the same reason. Stages 1 and 2 shard the dp dimension.
-      DTRAIN_CHECK_USAGE(zero <= 2, "--zero 3 does not combine with ", mesh,
-                         " (stages 1 and 2 do: they shard across the data-parallel replicas)");
-      DTRAIN_CHECK_USAGE(!workersKnown || workers > modelParallel, "--zero with ", mesh,
-                         " shards across data-parallel replicas, and this run has one (--workers ",
-                         workers, " = ", modelParallel, " model-parallel ranks): use --workers ",
-                         2 * modelParallel, " or more");
-    } else {
-      checkAllreduceOnly("--zero", "not to");
-    }
+    // Stage 3 would gather each layer's parameters around its use inside a
+    // stage's schedule or a group's f and g; DeepSpeed refuses ZeRO-2/3 with
+    // pipelines for the same reason. Stages 1 and 2 shard the dp dimension.
+    DTRAIN_CHECK_USAGE(zero <= 2 || modelParallel == 1, "--zero 3 does not combine with ",
+                       pipelineStages > 1 ? "--pipeline-stages" : "--tensor-parallel",
+                       " (stages 1 and 2 do: they shard across the data-parallel replicas)");
+    checkDataParallelDimension("--zero", "not to");
     DTRAIN_CHECK_USAGE(compress == "none", "--zero cannot be combined with --compress ", compress,
                        " yet");
     DTRAIN_CHECK_USAGE(optimizer != "lars",
@@ -214,7 +220,6 @@ void TrainConfig::validate(bool workersKnown) const {
                        " is not divisible by --micro-batches ", microBatches);
     DTRAIN_CHECK_USAGE(accumulate == 1, "--accumulate does not combine with --pipeline-stages "
                        "(the pipeline's --micro-batches accumulate gradients)");
-    DTRAIN_CHECK_USAGE(compress == "none", "--compress does not combine with --pipeline-stages yet");
     DTRAIN_CHECK_USAGE(virtualStages >= 1, "--virtual-stages must be >= 1 (got ", virtualStages, ")");
     DTRAIN_CHECK_USAGE(virtualStages == 1 || pipelineSchedule == "1f1b",
                        "--virtual-stages interleaves the 1f1b schedule (not ", pipelineSchedule, ")");
@@ -249,7 +254,6 @@ void TrainConfig::validate(bool workersKnown) const {
     DTRAIN_CHECK_USAGE(!workersKnown || workers % tensorParallel == 0, "--workers ", workers,
                        " is not a multiple of --tensor-parallel ", tensorParallel,
                        " (workers = data-parallel replicas x tensor-parallel ranks)");
-    DTRAIN_CHECK_USAGE(compress == "none", "--compress does not combine with --tensor-parallel yet");
   }
   try {
     comm::algorithmFromName(allreduceAlgo);

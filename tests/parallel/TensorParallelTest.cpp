@@ -203,8 +203,9 @@ TEST(TensorParallelUsage, BadFlagsAreOneLineErrors) {
   expectError(runShell(mlp + "--workers 6 --tensor-parallel 2 --pipeline-stages 2"), 2,
               "--workers 6 is not a multiple of --pipeline-stages 2 x --tensor-parallel 2");
   expectError(runShell(mlp + "--tensor-parallel 2 --strategy hogwild"), 2, "drop --strategy hogwild");
-  expectError(runShell(mlp + "--workers 4 --tensor-parallel 2 --compress fp16"), 2,
-              "--compress does not combine with --tensor-parallel yet");
+  expectError(runShell(mlp + "--tensor-parallel 2 --compress fp16"), 2,
+              "--compress fp16 with --tensor-parallel applies across data-parallel replicas, and "
+              "this run has one");
   expectError(runShell(mlp + "--tensor-parallel 2 --tensor-parallel-style zigzag"), 2,
               "unknown --tensor-parallel-style 'zigzag' (known: megatron, krizhevsky)");
   expectError(runShell(mlp + "--tensor-parallel-style krizhevsky"), 2,
