@@ -135,11 +135,24 @@ void Optimizer::resetState() {
   for (auto& s : slots_) s.clear();
 }
 
+void Optimizer::resetState(const std::vector<size_t>& which) {
+  for (size_t i : which) {
+    steps_.at(i) = Tensor();
+    slots_.at(i).clear();
+  }
+}
+
 std::vector<std::pair<std::string, Tensor*>> Optimizer::namedState() {
+  std::vector<size_t> all(params_.size());
+  for (size_t i = 0; i < all.size(); ++i) all[i] = i;
+  return namedState(all);
+}
+
+std::vector<std::pair<std::string, Tensor*>> Optimizer::namedState(const std::vector<size_t>& which) {
   std::vector<std::pair<std::string, Tensor*>> out;
   const std::vector<std::string> names = slotNames();
-  for (size_t i = 0; i < params_.size(); ++i) {
-    if (!steps_[i].defined()) continue;
+  for (size_t i : which) {
+    if (!steps_.at(i).defined()) continue;
     const std::string& p = params_[i].first;
     out.emplace_back(p + ".step", &steps_[i]);
     for (size_t k = 0; k < names.size(); ++k) out.emplace_back(p + "." + names[k], &slots_[i][k]);

@@ -76,12 +76,17 @@ class Optimizer {
   bool hasState(size_t i) const { return steps_.at(i).defined(); }
   // Frees all state (back to a fresh optimizer); hyperparameters stay.
   void resetState();
+  // Frees the state of the parameters in `which` only (a pipeline stage
+  // drops the other stages' after loading a checkpoint).
+  void resetState(const std::vector<size_t>& which);
 
   // Allocated state as "<param>.<slot>" -> tensor, in parameter order, "step"
   // (I64, shape [1]) first for each parameter, then slotNames(). Pointers stay
   // valid until resetState() or destruction; writing through them (checkpoint
   // load) sets the state.
   std::vector<std::pair<std::string, Tensor*>> namedState();
+  // The same for the parameters in `which`, in that order.
+  std::vector<std::pair<std::string, Tensor*>> namedState(const std::vector<size_t>& which);
   // Bytes of allocated state (ZeRO reports how sharding shrinks it).
   int64_t stateBytes() const;
 

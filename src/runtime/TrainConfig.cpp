@@ -51,13 +51,13 @@ void TrainConfig::validate(bool workersKnown) const {
                      "--resume auto needs --checkpoint-dir DIR (where to look)");
   DTRAIN_CHECK_USAGE(resume.empty() || load.empty(),
                      "--resume and --load both name a checkpoint: give one");
-  DTRAIN_CHECK_USAGE(checkpointEvery == 0 || tensorParallel == 1 || compress == "none",
-                     "--checkpoint-every does not combine with --tensor-parallel and --compress yet "
-                     "(the compressors' per-rank residuals would not be saved)");
-  DTRAIN_CHECK_USAGE(checkpointEvery == 0 || ((strategy.empty() || strategy == "single" ||
-                                               strategy == "allreduce" || strategy == "tensor") &&
-                                              pipelineStages <= 1),
-                     "--checkpoint-every needs the single or allreduce strategy (not yet --strategy ",
+  DTRAIN_CHECK_USAGE(checkpointEvery == 0 || pipelineStages * tensorParallel == 1 || compress == "none",
+                     "--checkpoint-every does not combine with ",
+                     pipelineStages > 1 ? "--pipeline-stages" : "--tensor-parallel",
+                     " and --compress yet (the compressors' per-rank residuals would not be saved)");
+  DTRAIN_CHECK_USAGE(checkpointEvery == 0 || strategy.empty() || strategy == "single" ||
+                         strategy == "allreduce" || strategy == "tensor" || strategy == "pipeline",
+                     "--checkpoint-every needs the single, allreduce, pipeline or tensor strategy (not yet --strategy ",
                      strategy, ": its state is not on one rank between steps)");
   DTRAIN_CHECK_USAGE(strategy.empty() || strategy == "single" || strategy == "allreduce" ||
                          strategy == "ps" || strategy == "hogwild" ||

@@ -151,6 +151,20 @@ TEST_F(Pipeline, SavedPipelineResumesLikeOneUninterruptedRun) {
   expectClose(resumed.params, ref.params, 1e-5, "pipeline save at 10, load, 10 more");
 }
 
+TEST_F(Pipeline, PeriodicCheckpointsResumeLikeOneUninterruptedRun) {
+  // The stages' parameters and optimizer state gathered to rank 0 every 4
+  // steps; resumed as the same mesh, as another one (ZeRO-1 across replicas,
+  // interleaved) and as one process, each goes on as the uninterrupted run.
+  const Finished ref = dtrain(kMlp + "--max-steps 12 --batch-size 32", "ref");
+  const std::string dir = " --checkpoint-dir " + dir_ + "/ckpt ";
+  const std::string pp = "--batch-size 16 --workers 4 --pipeline-stages 2 --micro-batches 2 --checkpoint-every 4";
+  dtrain(kMlp + "--max-steps 8 " + pp + dir, "first");
+  for (const std::string more : {pp, pp + " --zero 1 --micro-batches 4 --virtual-stages 2", std::string("--batch-size 32")}) {
+    const Finished resumed = dtrain(kMlp + "--max-steps 12 --resume auto " + more + dir, "resumed");
+    expectClose(resumed.params, ref.params, 1e-5, "dp 2 x pp 2 checkpointed at 8, resumed with '" + more + "'");
+  }
+}
+
 TEST_F(Pipeline, EvaluationsDuringTrainingSeeTheWholeModel) {
   const Finished ref = dtrain(kMlp + "--max-steps 12 --batch-size 16 --eval-every 4", "ref");
   const Finished p = dtrain(kMlp + "--max-steps 12 --batch-size 16 --eval-every 4 --pipeline-stages 2 "

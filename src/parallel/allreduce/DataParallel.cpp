@@ -60,11 +60,16 @@ bool broadcastReplicaState(comm::Communicator& comm, nn::Module& model,
   // rank's --load said): parameters, buffers, and optimizer state.
   for (auto& [name, p] : model.namedParameters()) comm.broadcast(p.data(), o);
   for (auto& [name, t] : model.namedBuffers()) comm.broadcast(*t, o);
-  int32_t hasState = optimizer.size() > 0 && optimizer.hasState(0) ? 1 : 0;
+  // The state of `model`'s trained parameters only: a pipeline stage's
+  // replicas hold the other stages' parameters empty (or, on the reporter, whole).
+  std::vector<size_t> mine;
+  for (auto& [name, p] : model.namedParameters())
+    if (auto i = optimizer.indexOf(name)) mine.push_back(*i);
+  int32_t hasState = !mine.empty() && optimizer.hasState(mine.front()) ? 1 : 0;
   comm.broadcast(&hasState, 1, DType::I32, o);
   if (hasState) {
-    optimizer.ensureState();
-    for (auto& [name, t] : optimizer.namedState()) comm.broadcast(*t, o);
+    optimizer.ensureState(mine);
+    for (auto& [name, t] : optimizer.namedState(mine)) comm.broadcast(*t, o);
   }
   int64_t stepCount = optimizer.stepCount();
   comm.broadcast(&stepCount, 1, DType::I64, o);

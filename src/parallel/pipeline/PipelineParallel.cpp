@@ -284,6 +284,11 @@ void PipelineParallel::finish(nn::Module&, optim::Optimizer&) {
   if (dataParallel_) dataParallel_->finish(*model_, *optimizer_);
 }
 
+std::map<std::string, Tensor> PipelineParallel::checkpointState() {
+  gatherToStageZero(true);
+  return {};
+}
+
 std::map<std::string, double> PipelineParallel::stats() const {
   std::map<std::string, double> s;
   if (dataParallel_)

@@ -89,6 +89,10 @@ class PipelineParallel final : public Strategy {
   void scaleGradients(nn::Module& model, float coef) override;
   double reduceMetric(double localValue) override;
   void finish(nn::Module& model, optim::Optimizer& optimizer) override;
+  // Collective: the stages' parameters and optimizer state to the reporter,
+  // which then saves the whole model (--checkpoint-every, --save); no per-rank
+  // state of its own.
+  std::map<std::string, Tensor> checkpointState() override;
   // Per rank: pipeline_stage, pipeline_bubble (idle / step time of this stage),
   // pipeline_peak_in_flight (micro-batches), pipeline_activation_bytes_peak.
   std::map<std::string, double> stats() const override;
@@ -131,6 +135,8 @@ class PipelineParallel final : public Strategy {
   std::vector<size_t> tied_;         // parameter indices shared with stage 0 / the last stage
   std::string planText_;
   int64_t step_ = 0;
+  int64_t gatheredStep_ = -1;        // the step after which the reporter last gathered
+  bool gatheredOptimizer_ = false;   // ... and whether the optimizer state came too
 
   // Figures.
   int64_t measuredSteps_ = 0;

@@ -78,6 +78,7 @@ void PipelineParallel::plan(const Tensor& microBatch) {
   for (auto& [name, p] : stageModules_.namedParameters()) mine.insert(name);
   // Only the reporter (world rank 0) touches other stages' parameters again (it
   // evaluates and saves the whole model): every other rank frees them.
+  std::vector<size_t> others;
   for (size_t i = 0; i < optimizer_->size(); ++i) {
     optimizer_->param(i).grad() = Tensor();  // the profile's, allocated as activations
     if (mine.count(optimizer_->paramName(i))) {
@@ -85,8 +86,12 @@ void PipelineParallel::plan(const Tensor& microBatch) {
       parameterBytes_ += optimizer_->param(i).data().numel() * static_cast<int64_t>(sizeof(float));
       continue;
     }
+    others.push_back(i);
     if (world_.rank() != 0) optimizer_->param(i).data() = Tensor::empty({0}, DType::F32);
   }
+  // A loaded checkpoint gave every rank every stage's optimizer state: keep
+  // this stage's (the reporter gathers the others' again to save).
+  optimizer_->resetState(others);
   // Parameters this stage shares with another (tied weights): a layer
   // sequence's one tie, gpt's wte, joins its first and its last layer
   // (nn/LayerSequence.h), so stage 0 and the last stage.
@@ -147,6 +152,10 @@ std::vector<size_t> PipelineParallel::ownedBy(int stage) const {
 
 void PipelineParallel::gatherToStageZero(bool withOptimizer) {
   if (cuts_.empty() || outputShapes_.empty()) return;  // no step ran: nothing changed
+  // Already gathered after this step (the end's evaluation, then --save).
+  if (gatheredStep_ == step_ && (gatheredOptimizer_ || !withOptimizer)) return;
+  gatheredStep_ = step_;
+  gatheredOptimizer_ = withOptimizer;
   if (withOptimizer && dataParallel_) {
     // A dp strategy that shards the optimizer state (ZeRO) assembles it on
     // replica 0 (collective over the stage's replicas).
@@ -168,15 +177,9 @@ void PipelineParallel::gatherToStageZero(bool withOptimizer) {
     const std::vector<size_t> owned = ownedBy(s);
     if (withOptimizer) optimizer_->ensureState(owned);
     std::vector<Tensor*> tensors;
-    auto state = withOptimizer ? optimizer_->namedState() : decltype(optimizer_->namedState()){};
-    for (size_t i : owned) {
-      tensors.push_back(&optimizer_->param(i).data());
-      const std::string prefix = optimizer_->paramName(i) + ".";
-      for (auto& [name, t] : state)
-        if (name.compare(0, prefix.size(), prefix) == 0 &&
-            name.find('.', prefix.size()) == std::string::npos)
-          tensors.push_back(t);
-    }
+    for (size_t i : owned) tensors.push_back(&optimizer_->param(i).data());
+    if (withOptimizer)
+      for (auto& [name, t] : optimizer_->namedState(owned)) tensors.push_back(t);
     for (Tensor* t : tensors) {
       if (stage == s) pipe.send(*t, 0, kGatherTag);
       else pipe.recv(*t, s, kGatherTag);
