@@ -165,6 +165,24 @@ TEST_F(Pipeline, PeriodicCheckpointsResumeLikeOneUninterruptedRun) {
   }
 }
 
+TEST_F(Pipeline, EveryRankHoldsOnlyItsStagesStatesWhileTraining) {
+  // The reporter too: it gathers the other stages for an evaluation and frees
+  // them at the next step (steps 2 and 4 here, the last is 5). memory_per_rank
+  // is taken before the end's gather.
+  const Finished p = dtrain(kGpt + "--max-steps 5 --batch-size 4 --pipeline-stages 2 --micro-batches 2 "
+                                   "--eval-every 2", "p");
+  const auto& mem = p.line.at("memory_per_rank");
+  const auto& stage = p.line.at("pipeline_parameter_bytes_per_stage");
+  ASSERT_EQ(mem.size(), 2u);
+  for (size_t s = 0; s < 2; ++s) {
+    EXPECT_EQ(mem[s].at("parameters").get<double>(), stage[s].get<double>()) << "stage " << s;
+    // AdamW: two slots per parameter float.
+    EXPECT_NEAR(mem[s].at("optimizer_state").get<double>(), 2 * stage[s].get<double>(),
+                0.01 * stage[s].get<double>()) << "stage " << s;
+  }
+  EXPECT_LT(stage[0].get<double>(), 0.75 * 4 * p.line.at("parameters").get<double>());
+}
+
 TEST_F(Pipeline, EvaluationsDuringTrainingSeeTheWholeModel) {
   const Finished ref = dtrain(kMlp + "--max-steps 12 --batch-size 16 --eval-every 4", "ref");
   const Finished p = dtrain(kMlp + "--max-steps 12 --batch-size 16 --eval-every 4 --pipeline-stages 2 "

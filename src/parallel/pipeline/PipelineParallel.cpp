@@ -68,6 +68,11 @@ void PipelineParallel::setup(nn::Module& model, optim::Optimizer& optimizer) {
 
 void PipelineParallel::beginStep(int64_t step) {
   if (shards_) shards_->restoreSlices();  // after a gather, slice 0 held whole tensors
+  // The reporter's gathered copy of the other stages served its evaluation or checkpoint.
+  if (gatheredStep_ >= 0) {
+    releaseOthers();
+    gatheredStep_ = -1;
+  }
   step_ = step;
   if (dataParallel_ && !cuts_.empty() && !outputShapes_.empty()) dataParallel_->beginStep(step);
 }

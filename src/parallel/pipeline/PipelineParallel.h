@@ -117,6 +117,9 @@ class PipelineParallel final : public Strategy {
   std::vector<GradientPiece> stageGradients();
   // Stages > 0 send their parameters (and optimizer state) to stage 0.
   void gatherToStageZero(bool withOptimizer);
+  // Frees the other stages' parameters and optimizer state (the reporter's
+  // after each gather, once the evaluation or checkpoint that needed them is done).
+  void releaseOthers();
   int lastStage() const { return mesh_.pp() - 1; }
 
   comm::Communicator& world_;
@@ -132,6 +135,8 @@ class PipelineParallel final : public Strategy {
   std::vector<int64_t> activationBytes_;  // per layer, one micro-batch
   nn::ModuleGroup stageModules_;     // this stage's layers' modules
   std::vector<size_t> stageParams_;  // parameter indices of this stage's layers (tied ones included)
+  std::vector<size_t> others_;       // ... and of the other stages' (freed here)
+  std::vector<Shape> otherShapes_;   // their shapes, for the reporter's gathers
   std::vector<size_t> tied_;         // parameter indices shared with stage 0 / the last stage
   std::string planText_;
   int64_t step_ = 0;

@@ -76,9 +76,8 @@ void PipelineParallel::plan(const Tensor& microBatch) {
   // stage's may have one.
   std::set<std::string> mine;
   for (auto& [name, p] : stageModules_.namedParameters()) mine.insert(name);
-  // Only the reporter (world rank 0) touches other stages' parameters again (it
-  // evaluates and saves the whole model): every other rank frees them.
-  std::vector<size_t> others;
+  // Every rank frees the other stages' parameters; the reporter (world rank 0)
+  // remembers their shapes and gathers them again to evaluate and save.
   for (size_t i = 0; i < optimizer_->size(); ++i) {
     optimizer_->param(i).grad() = Tensor();  // the profile's, allocated as activations
     if (mine.count(optimizer_->paramName(i))) {
@@ -86,12 +85,10 @@ void PipelineParallel::plan(const Tensor& microBatch) {
       parameterBytes_ += optimizer_->param(i).data().numel() * static_cast<int64_t>(sizeof(float));
       continue;
     }
-    others.push_back(i);
-    if (world_.rank() != 0) optimizer_->param(i).data() = Tensor::empty({0}, DType::F32);
+    others_.push_back(i);
+    otherShapes_.push_back(optimizer_->param(i).shape());
   }
-  // A loaded checkpoint gave every rank every stage's optimizer state: keep
-  // this stage's (the reporter gathers the others' again to save).
-  optimizer_->resetState(others);
+  releaseOthers();
   // Parameters this stage shares with another (tied weights): a layer
   // sequence's one tie, gpt's wte, joins its first and its last layer
   // (nn/LayerSequence.h), so stage 0 and the last stage.
@@ -156,6 +153,14 @@ void PipelineParallel::gatherToStageZero(bool withOptimizer) {
   if (gatheredStep_ == step_ && (gatheredOptimizer_ || !withOptimizer)) return;
   gatheredStep_ = step_;
   gatheredOptimizer_ = withOptimizer;
+  if (world_.rank() == 0) {
+    // The other stages' parameters, back from releaseOthers() (before any
+    // optimizer state is shaped after them).
+    memory::CategoryScope accounted(memory::Category::Parameters);
+    for (size_t k = 0; k < others_.size(); ++k)
+      if (optimizer_->param(others_[k]).data().numel() == 0)
+        optimizer_->param(others_[k]).data() = Tensor::empty(otherShapes_[k], DType::F32);
+  }
   if (withOptimizer && dataParallel_) {
     // A dp strategy that shards the optimizer state (ZeRO) assembles it on
     // replica 0 (collective over the stage's replicas).
@@ -185,6 +190,13 @@ void PipelineParallel::gatherToStageZero(bool withOptimizer) {
       else pipe.recv(*t, s, kGatherTag);
     }
   }
+}
+
+void PipelineParallel::releaseOthers() {
+  for (size_t i : others_) optimizer_->param(i).data() = Tensor::empty({0}, DType::F32);
+  // A loaded checkpoint gave every rank every stage's optimizer state, and a
+  // gather for saving the reporter: keep only this stage's.
+  optimizer_->resetState(others_);
 }
 
 }  // namespace dtrain::parallel::pipeline
