@@ -29,14 +29,24 @@ Linear::Linear(int64_t in, int64_t out, Rng& rng, bool withBias) {
   }
 }
 Variable Linear::forward(const Variable& x) {
-  if (tensorParallel()) {
-    return rowParallel ? autograd::reduceFromTensorParallel(autograd::linear(x, weight, Variable()),
-                                                            bias, tp->sum)
-                       : autograd::linear(autograd::copyToTensorParallel(x, tp->sum), weight, bias);
+  Variable y;
+  if (!tensorParallel()) {
+    y = autograd::linear(x, weight, bias);
+  } else if (rowParallel) {
+    y = autograd::reduceFromTensorParallel(autograd::linear(x, weight, Variable()), bias, tp->sum);
+  } else {
+    y = autograd::linear(autograd::copyToTensorParallel(x, tp->sum), weight, bias);
   }
-  Variable y = autograd::linear(x, weight, bias);
   if (!loraA) return y;
-  return autograd::add(y, autograd::scale((*loraB)((*loraA)(x)), loraScale));
+  // The adapters' rank-r activation h = x A^T is whole and the same on every
+  // rank of a tensor-parallel group: row-parallel, A holds this rank's input
+  // columns and the partial products are summed (g); column-parallel, A is
+  // whole and B holds this rank's output rows, so h's gradient is summed (f).
+  Variable h = (*loraA)(x);
+  if (tensorParallel())
+    h = rowParallel ? autograd::reduceFromTensorParallel(h, Variable(), tp->sum)
+                    : autograd::copyToTensorParallel(h, tp->sum);
+  return autograd::add(y, autograd::scale((*loraB)(h), loraScale));
 }
 void Linear::attachLowRank(std::shared_ptr<Linear> a, std::shared_ptr<Linear> b, float scale) {
   DTRAIN_CHECK(!loraA, "Linear: low-rank adapters attached twice");

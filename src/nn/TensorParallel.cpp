@@ -80,17 +80,17 @@ void Module::tensorParallelize(const std::string& prefix,
 
 void Linear::splitColumns(const std::string& prefix, const std::shared_ptr<TensorParallelGroup>& group,
                           int64_t groups, TensorParallelPlan& plan) {
-  DTRAIN_CHECK_USAGE(!loraA, "--lora-rank does not combine with --tensor-parallel yet");
   cut(weight, prefix + "weight", {0, groups}, group, plan);
   cut(bias, prefix + "bias", {0, groups}, group, plan);
+  if (loraB) cut(loraB->weight, prefix + "lora_B.weight", {0, groups}, group, plan);  // A stays whole
   tp = group;
   rowParallel = false;
 }
 
 void Linear::splitRows(const std::string& prefix, const std::shared_ptr<TensorParallelGroup>& group,
                        TensorParallelPlan& plan) {
-  DTRAIN_CHECK_USAGE(!loraA, "--lora-rank does not combine with --tensor-parallel yet");
   cut(weight, prefix + "weight", {1, 1}, group, plan);  // the bias stays whole, added once
+  if (loraA) cut(loraA->weight, prefix + "lora_A.weight", {1, 1}, group, plan);  // B stays whole
   tp = group;
   rowParallel = true;
 }

@@ -36,9 +36,6 @@ void validateMemoryOptions(const TrainConfig& c) {
                      "--lora-alpha must be a positive finite number (got ", c.loraAlpha.value_or(0),
                      ")");
   if (!c.loraTargets.empty()) nn::parseLoraTargets(c.loraTargets);
-  DTRAIN_CHECK_USAGE(c.tensorParallel <= 1,
-                     "--lora-rank cannot be combined with --tensor-parallel yet; LoRA runs with "
-                     "single or allreduce");
 }
 
 nn::LoraOptions loraOptions(const TrainConfig& c, nn::Module& model) {

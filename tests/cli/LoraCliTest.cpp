@@ -52,8 +52,6 @@ TEST(LoraCli, UsageErrors) {
   expectError(runDtrain(kMlp + "--model lenet --lora-rank 2"), 2, "lenet has no LoRA targets");
   expectError(runDtrain(kMlp + "--lora-alpha 4"), 2, "--lora-alpha needs --lora-rank");
   expectError(runDtrain(kMlp + "--lora-rank 2 --lora-alpha 0"), 2, "--lora-alpha must be a positive");
-  expectError(runDtrain(kMlp + "--lora-rank 2 --workers 2 --tensor-parallel 2"), 2,
-              "--lora-rank cannot be combined with --tensor-parallel");
   expectError(runDtrain(kMlp + "--recompute some"), 2, "known: none, blocks, all");
   expectError(runDtrain("export --merge-lora /nonexistent.safetensors /tmp/x.safetensors"), 1,
               "/nonexistent.safetensors");

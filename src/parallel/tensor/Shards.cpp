@@ -31,12 +31,17 @@ void Shards::cut(nn::Module& modules, optim::Optimizer& optimizer) {
     memory::CategoryScope accounted(memory::Category::Parameters);  // memory_per_rank
     plan_ = nn::tensorParallelize(modules, context_);
   }
+  // The cut parameters, trained or frozen (LoRA's base weights): all are
+  // gathered and swapped; the trained ones also have optimizer state.
+  std::map<std::string, autograd::Variable> byName;
+  for (auto& [name, p] : modules.namedParameters()) byName.emplace(name, p);
   for (auto& [name, layout] : plan_) {
-    const auto index = optimizer.indexOf(name);
-    DTRAIN_CHECK(index, "tensor parallel: the cut parameter ", name, " is not trained by the optimizer");
-    cutParams_.push_back(*index);
+    auto it = byName.find(name);
+    DTRAIN_CHECK(it != byName.end(), "tensor parallel: no parameter ", name, " to cut");
+    cutVars_.push_back(it->second);
+    if (const auto index = optimizer.indexOf(name)) cutParams_.push_back(*index);
     // A gradient shaped like the whole tensor would be kept by zeroGrad.
-    optimizer.param(*index).grad() = Tensor();
+    cutVars_.back().grad() = Tensor();
   }
   // Loaded optimizer state (--load) is whole: cut it as its parameter.
   std::map<std::string, nn::ShardLayout> layouts(plan_.begin(), plan_.end());
@@ -57,8 +62,7 @@ void Shards::restoreSlices() {
     for (Swap& w : state_) *w.slot = w.slice;
   stateSwapped_ = false;
   if (!paramsSwapped_) return;
-  for (size_t k = 0; k < cutParams_.size(); ++k)
-    optimizer_->param(cutParams_[k]).setData(params_[k].slice);
+  for (size_t k = 0; k < cutVars_.size(); ++k) cutVars_[k].setData(params_[k].slice);
   context_->active = true;
   paramsSwapped_ = false;
 }
@@ -66,8 +70,7 @@ void Shards::restoreSlices() {
 void Shards::swapInWholeTensors(bool withState) {
   if (!gathered()) return;
   if (!paramsSwapped_) {
-    for (size_t k = 0; k < cutParams_.size(); ++k)
-      optimizer_->param(cutParams_[k]).setData(params_[k].whole);
+    for (size_t k = 0; k < cutVars_.size(); ++k) cutVars_[k].setData(params_[k].whole);
     context_->active = false;  // the layers compute as one process
     paramsSwapped_ = true;
   }
@@ -92,15 +95,15 @@ void Shards::gather(bool withOptimizer) {
   };
   std::vector<Item> items;
   size_t stateCount = 0;
-  for (size_t k = 0; k < cutParams_.size(); ++k) {
-    items.push_back({&optimizer_->param(cutParams_[k]).data(), plan_[k].second, true, k});
+  for (size_t k = 0; k < cutVars_.size(); ++k) {
+    items.push_back({&cutVars_[k].data(), plan_[k].second, true, k});
     const std::string prefix = plan_[k].first + ".";
     for (auto& [name, t] : state)
       if (name.compare(0, prefix.size(), prefix) == 0 && t->shape() == items.back().slot->shape())
         items.push_back({t, plan_[k].second, false, stateCount++});
   }
   if (root) {
-    params_.resize(cutParams_.size());
+    params_.resize(cutVars_.size());
     if (withOptimizer) state_.assign(stateCount, Swap{});
   }
   for (Item& it : items) {

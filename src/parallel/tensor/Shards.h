@@ -53,7 +53,8 @@ class Shards {
   std::shared_ptr<nn::TensorParallelGroup> context_;
   nn::TensorParallelPlan plan_;
   optim::Optimizer* optimizer_ = nullptr;
-  std::vector<size_t> cutParams_;  // optimizer indices of plan_'s parameters, in plan order
+  std::vector<autograd::Variable> cutVars_;  // plan_'s parameters, in plan order
+  std::vector<size_t> cutParams_;  // optimizer indices of the trained ones among them
   std::vector<Swap> params_, state_;  // the root's; state_ only after a gather with the optimizer
   bool paramsSwapped_ = false, stateSwapped_ = false;
 };
