@@ -49,6 +49,8 @@ std::unique_ptr<parallel::Strategy> makeDataParallel(const TrainConfig& c, comm:
     z.fusionMb = c.fusionMb;
     z.gatherEvery = c.evalEvery;
     z.offloadParams = c.offload == "params";
+    if (c.compress == "fp16") z.gradientWire = DType::F16;
+    if (c.compress == "bf16") z.gradientWire = DType::BF16;
     z.optimizer = c.optimizer;
     z.optimizerOptions = runtime::optimizerOptions(c);
     return std::make_unique<parallel::zero::ZeroDataParallel>(comm, std::move(z));

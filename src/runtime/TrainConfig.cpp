@@ -117,8 +117,12 @@ void TrainConfig::validate(bool workersKnown) const {
                        pipelineStages > 1 ? "--pipeline-stages" : "--tensor-parallel",
                        " (stages 1 and 2 do: they shard across the data-parallel replicas)");
     checkDataParallelDimension("--zero", "not to");
-    DTRAIN_CHECK_USAGE(compress == "none", "--zero cannot be combined with --compress ", compress,
-                       " yet");
+    DTRAIN_CHECK_USAGE(compress == "none" || compress == "fp16" || compress == "bf16",
+                       "--zero cannot be combined with --compress ", compress,
+                       " yet (fp16 and bf16 do: the gradients are reduce-scattered in 16 bits)");
+    DTRAIN_CHECK_USAGE(compress == "none" || zero <= 2,
+                       "--zero 3 does not combine with --compress yet (stages 1 and 2 reduce-scatter "
+                       "in fp16 or bf16)");
     DTRAIN_CHECK_USAGE(optimizer != "lars",
                        "--zero does not support --optimizer lars (its trust ratio needs whole "
                        "tensors; use sgd, adam, adamw or adagrad)");

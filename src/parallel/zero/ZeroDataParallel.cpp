@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include "core/Error.h"
+#include "tensor/Half.h"
 #include "parallel/MemoryGather.h"
 #include "parallel/RankSums.h"
 #include "parallel/allreduce/DataParallel.h"
@@ -32,6 +33,9 @@ void waitAll(std::vector<comm::WorkPtr>& work) {
 void validate(const ZeroOptions& o) {
   DTRAIN_CHECK_USAGE(o.stage >= 1 && o.stage <= 3, "--zero ", o.stage,
                      ": the stages are 1 (optimizer state), 2 (and gradients) and 3 (and parameters)");
+  DTRAIN_CHECK_USAGE(o.gradientWire == DType::F32 || o.stage <= 2,
+                     "--zero 3 does not combine with --compress yet (stages 1 and 2 reduce-scatter "
+                     "in fp16 or bf16)");
   DTRAIN_CHECK_USAGE(o.optimizer != "lars", "--zero does not support --optimizer lars ",
                      "(its trust ratio needs whole tensors; use sgd, adam, adamw or adagrad)");
 }
@@ -117,6 +121,8 @@ void ZeroDataParallel::setup(nn::Module& model, optim::Optimizer& optimizer) {
   shard_->setStepCount(stepCount);
   ready_.assign(buckets_.size(), 0);
   work_.resize(buckets_.size());
+  wireIn_.resize(buckets_.size());
+  wireOut_.resize(buckets_.size());
   for (size_t i = 0; i < buckets_.size(); ++i)
     for (auto& p : buckets_[i].params)
       p.addGradReadyHook([this, i](autograd::Variable&) { onGradReady(i); });
@@ -253,18 +259,22 @@ void ZeroDataParallel::launchInOrder(bool all) {
     allocateGradBucket(b);
     if (all)
       for (auto& p : buckets_[b].params) p.grad();  // materialize stale zeros
-    if (opts_.stage == 1) {
-      memory::CategoryScope accounted(memory::Category::Gradients);
-      gradShard_[b] = Tensor::empty({shardSize(b)});  // transient: copied into the bucket
-    } else if (opts_.stage == 3) {
-      memory::CategoryScope accounted(memory::Category::Gradients);
-      reduced_[b] = Tensor::empty({shardSize(b)});  // transient: added into the slice
-    }
     comm::Options o;
     o.tag = static_cast<int>(b);
-    work_[b] = comm_.reduceScatterAsync(buckets_[b].buffer.data<float>(),
-                                        (opts_.stage == 3 ? reduced_[b] : gradShard_[b]).data<float>(),
-                                        static_cast<size_t>(shardSize(b)), DType::F32, o);
+    if (opts_.gradientWire != DType::F32) {
+      launchWire16(b, o);
+    } else {
+      if (opts_.stage == 1) {
+        memory::CategoryScope accounted(memory::Category::Gradients);
+        gradShard_[b] = Tensor::empty({shardSize(b)});  // transient: copied into the bucket
+      } else if (opts_.stage == 3) {
+        memory::CategoryScope accounted(memory::Category::Gradients);
+        reduced_[b] = Tensor::empty({shardSize(b)});  // transient: added into the slice
+      }
+      work_[b] = comm_.reduceScatterAsync(buckets_[b].buffer.data<float>(),
+                                          (opts_.stage == 3 ? reduced_[b] : gradShard_[b]).data<float>(),
+                                          static_cast<size_t>(shardSize(b)), DType::F32, o);
+    }
     if (opts_.stage == 2) freeReducedBuckets();  // during backward
     if (opts_.stage == 3) {
       releaseParams(b);  // its gradients are final: backward is done with it
@@ -273,17 +283,43 @@ void ZeroDataParallel::launchInOrder(bool all) {
   }
 }
 
+void ZeroDataParallel::launchWire16(size_t b, const comm::Options& o) {
+  // The bucket cast with the mean's 1/N folded in, so the 16-bit sum cannot
+  // overflow where fp32 values would not.
+  const bool bf16 = opts_.gradientWire == DType::BF16;
+  const int64_t n = buckets_[b].buffer.numel();
+  const float scale = 1.0f / static_cast<float>(comm_.size());
+  memory::CategoryScope accounted(memory::Category::Gradients);
+  wireIn_[b] = Tensor::empty({n}, opts_.gradientWire);
+  wireOut_[b] = Tensor::empty({shardSize(b)}, opts_.gradientWire);
+  const float* g = buckets_[b].buffer.data<float>();
+  auto* w = static_cast<uint16_t*>(wireIn_[b].rawData());
+  for (int64_t i = 0; i < n; ++i) w[i] = bf16 ? floatToBf16(g[i] * scale) : floatToHalf(g[i] * scale);
+  work_[b] = comm_.reduceScatterAsync(wireIn_[b].rawData(), wireOut_[b].rawData(),
+                                      static_cast<size_t>(shardSize(b)), opts_.gradientWire, o);
+}
+
 void ZeroDataParallel::finishGradients() {
   launchInOrder(true);
   if (opts_.stage == 3) drainFinished(true);
   waitAll(work_);
   const float scale = 1.0f / static_cast<float>(comm_.size());
   const int64_t r = comm_.rank();
+  const bool wire16 = opts_.gradientWire != DType::F32, bf16 = opts_.gradientWire == DType::BF16;
   for (size_t b = 0; b < buckets_.size(); ++b) {
     const int64_t s = shardSize(b);
-    float* g = gradShard_[b].data<float>();
-    for (int64_t i = 0; i < s; ++i) g[i] *= scale;
-    if (opts_.stage == 1) {
+    // The averaged owned slice: where the update reads it (stage 1: the
+    // bucket's own range; stage 2: the persistent shard).
+    float* g = opts_.stage == 1 && wire16 ? buckets_[b].buffer.data<float>() + r * s
+                                          : gradShard_[b].data<float>();
+    if (wire16) {
+      const auto* w = static_cast<const uint16_t*>(wireOut_[b].rawData());
+      for (int64_t i = 0; i < s; ++i) g[i] = bf16 ? bf16ToFloat(w[i]) : halfToFloat(w[i]);
+      wireIn_[b] = wireOut_[b] = Tensor();
+    } else {
+      for (int64_t i = 0; i < s; ++i) g[i] *= scale;
+    }
+    if (opts_.stage == 1 && !wire16) {
       std::copy(g, g + s, buckets_[b].buffer.data<float>() + r * s);
       gradShard_[b] = Tensor();
     } else if (opts_.stage == 2) {

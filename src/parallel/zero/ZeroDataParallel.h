@@ -47,6 +47,8 @@
 //    read back (ahead, on the file's I/O thread) before the next use.
 //  - Elementwise optimizers only (sgd, adam, adamw, adagrad): LARS needs whole
 //    tensors' norms.
+//  - --compress fp16|bf16 (stages 1 and 2) reduce-scatters the gradients in
+//    16 bits (ZeroOptions::gradientWire): 0.75x the bytes of a step.
 #include <memory>
 #include <vector>
 
@@ -67,6 +69,11 @@ struct ZeroOptions {
   // the update and written out after.
   bool offloadParams = false;
   double fusionMb = 0.25;
+  // --compress fp16|bf16 (stages 1 and 2): gradients are reduce-scattered in
+  // this 16-bit type (each cast after the 1/N of the mean, summed in fp32 per
+  // hop by the comm layer, as the allreduce's cast compressors), half the
+  // bytes of the reduce-scatter; the parameters' allgather stays fp32, exact.
+  DType gradientWire = DType::F32;
   std::string optimizer = "adam";  // the shard optimizer's kind and settings
   optim::OptimizerOptions optimizerOptions;
 };
@@ -126,6 +133,8 @@ class ZeroDataParallel final : public Strategy {
   void freeReducedBuckets();
   void onGradReady(size_t bucket);
   void launchInOrder(bool all);
+  // gradientWire: bucket b's 16-bit reduce-scatter.
+  void launchWire16(size_t bucket, const comm::Options& options);
   void buildShardOptimizer(const optim::Optimizer& full);
 
   // Stage 3 (ZeroStage3.cpp).
@@ -154,6 +163,7 @@ class ZeroDataParallel final : public Strategy {
   std::vector<Piece> pieces_;              // the shard optimizer's parameters, in order
   std::unique_ptr<optim::Optimizer> shard_;
   std::vector<comm::WorkPtr> work_;        // per bucket, this step's reduce-scatter
+  std::vector<Tensor> wireIn_, wireOut_;   // per bucket: its 16-bit send and shard (gradientWire)
   std::vector<size_t> ready_;
   size_t nextLaunch_ = 0;
   bool syncing_ = true;
