@@ -280,6 +280,13 @@ void MpiCommunicator::execute(Call& call) {
       if (a == Algorithm::Shm) return size() == 1 ? native(call) : shmAllreduce(call);
       return Communicator::execute(call);
     }
+    case OpKind::Reduce:
+    case OpKind::ReduceScatter:
+      // The same for the other sums: dtrain's ring for 16-bit floats (ZeRO's
+      // --compress fp16|bf16 reduce-scatter), MPI's own otherwise.
+      if (call.desc.dtype == DType::F16 || call.desc.dtype == DType::BF16)
+        return Communicator::execute(call);
+      return native(call);
     case OpKind::Barrier:
       if (callChecks() && size() > 1) return;  // the all-to-all descriptor exchange was one
       return native(call);
