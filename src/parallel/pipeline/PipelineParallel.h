@@ -23,12 +23,19 @@
 // Tied weights (gpt's wte, used by the embedding on stage 0 and lm_head on the
 // last stage) live on both stages: after backward the two exchange their
 // gradients and both add them (the same sum on both, so both apply the same
-// update). The dp dimension averages each stage's gradients with the
-// allreduce strategy (DataParallel) on the stage's replica communicator.
+// update). The dp dimension combines each stage's gradients with the dp
+// strategy (DataParallel, compressed or not, or ZeRO 1/2) on the stage's
+// replica communicator; the exchange, the global norm and clipping go over
+// the pieces it holds (Strategy::heldGradients).
 //
 // The reporter (rank 0: replica 0, stage 0) evaluates and saves the whole
 // model: the other stages send their parameters (and optimizer state when
-// saving) to it at the end and before each evaluation (every --eval-every steps).
+// saving) to it at the end, before each evaluation (every --eval-every steps)
+// and for each checkpoint; it frees them again at the next step, so while
+// training every rank holds only its stage's model states.
+//
+// --virtual-stages v interleaves 1F1B: the cut is into P*v model chunks and
+// stage s runs chunks s, s+P, ...; activations go round the stages v times.
 //
 // With --tensor-parallel T each stage's layers are cut across the T ranks of
 // its tensor-parallel group (tensor/Shards.h) once the plan is known (rank 0

@@ -9,11 +9,13 @@
 // over the group (Megatron's f and g). Replicated parameters get identical
 // gradients on every rank of a group, so the step needs no other
 // communication; the dp dimension averages each rank's gradients (its slices
-// and the replicated ones) with the allreduce strategy (DataParallel, fusion,
-// overlap) on the communicator of the ranks holding the same slice.
+// and the replicated ones) with the dp strategy (DataParallel with fusion,
+// overlap and any compressor, or ZeRO 1/2) on the communicator of the ranks
+// holding the same slice.
 //
-// Clipping by the global norm: the slices' squares summed over the group plus
-// the replicated parameters' once. The reporter (rank 0) evaluates and saves
+// Clipping by the global norm: over the pieces the dp strategy holds
+// (Strategy::heldGradients), the slices' squares from every rank and the
+// replicated parameters' from slice 0. The reporter (rank 0) evaluates and saves
 // the whole model: at the end, every --eval-every steps and before a periodic
 // checkpoint the group's ranks send it their slices (and, for checkpoints, the
 // optimizer state's); syncModel swaps the whole tensors in and turns the cuts
