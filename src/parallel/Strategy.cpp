@@ -12,7 +12,9 @@ double sumOfSquares(const Tensor& t) {
   return sum;
 }
 
-std::vector<GradientPiece> Strategy::heldGradients(nn::Module& model) {
+std::vector<GradientPiece> Strategy::heldGradients(nn::Module& model) { return wholeGradients(model); }
+
+std::vector<GradientPiece> wholeGradients(nn::Module& model) {
   std::vector<GradientPiece> pieces;
   for (auto& [name, p] : model.namedParameters()) {
     const Tensor& g = p.grad();

@@ -41,6 +41,9 @@ struct GradientPiece {
 
 // Sum of the squares of a tensor's floats, in double.
 double sumOfSquares(const Tensor& t);
+// Each of `model`'s defined gradients whole, as a flat view (the default
+// Strategy::heldGradients).
+std::vector<GradientPiece> wholeGradients(nn::Module& model);
 
 // One optimizer step's samples and the task's loss, as the trainer hands them
 // to the strategy's step schedule (Strategy::forwardBackward).

@@ -8,6 +8,7 @@
 #include "core/Timer.h"
 #include "parallel/MemoryGather.h"
 #include "parallel/RankSums.h"
+#include "parallel/ReplicaDimension.h"
 
 namespace dtrain::parallel::pipeline {
 
@@ -196,7 +197,7 @@ void PipelineParallel::exchangeTiedGradients() {
   // The pieces this rank holds of each tied gradient: whole ones, or with ZeRO
   // the owned range, which isolateParameters made the same on both stages.
   std::vector<GradientPiece> pieces;
-  for (GradientPiece& p : stageGradients())
+  for (GradientPiece& p : heldGradientsOf(dataParallel_.get(), stageModules_))
     if (tiedNames.count(p.name)) pieces.push_back(std::move(p));
   std::vector<int64_t> layout;
   for (const GradientPiece& p : pieces) layout.insert(layout.end(), {p.offset, p.grad.numel()});
@@ -217,11 +218,6 @@ void PipelineParallel::exchangeTiedGradients() {
     const float* b = stage == 0 ? theirs.data<float>() : mine.data<float>();
     for (int64_t k = 0, n = p.grad.numel(); k < n; ++k) out[k] = a[k] + b[k];
   }
-}
-
-std::vector<GradientPiece> PipelineParallel::stageGradients() {
-  return dataParallel_ ? dataParallel_->heldGradients(stageModules_)
-                       : Strategy::heldGradients(stageModules_);
 }
 
 void PipelineParallel::finishGradients() {
@@ -254,11 +250,7 @@ double PipelineParallel::gradNormSquared(nn::Module&) {
   std::set<std::string> counted;
   for (size_t i : owned)
     if (mesh_.coord().slice == 0 || (shards_ && shards_->isCut(i))) counted.insert(optimizer_->paramName(i));
-  double sum = 0;
-  if (!dataParallel_ || dataParallel_->shardsGradients() || mesh_.coord().replica == 0)
-    for (const GradientPiece& p : stageGradients())
-      if (counted.count(p.name)) sum += sumOfSquares(p.grad);
-  return sumOverRanks(world_, sum);
+  return countedNormSquared(world_, dataParallel_.get(), stageModules_, counted, mesh_.coord().replica == 0);
 }
 
 void PipelineParallel::scaleGradients(nn::Module&, float coef) {

@@ -113,15 +113,13 @@ class PipelineParallel final : public Strategy {
  private:
   void plan(const Tensor& microBatch);
   // Parameter indices (in the model's order) stage `stage` owns: those whose
-  // first use in the layer sequence is one of its layers.
+  // first use in the layer sequence is one of its layers (known from the plan).
   std::vector<size_t> ownedBy(int stage) const;
   // The layers of stage `stage`'s chunks, in order.
   std::vector<int> layersOf(int stage) const;
   // Names of the parameters of `layers`.
   std::set<std::string> parameterNames(const std::vector<int>& layers) const;
   void exchangeTiedGradients();
-  // This stage's gradients as the update reads them (the dp strategy's pieces).
-  std::vector<GradientPiece> stageGradients();
   // Stages > 0 send their parameters (and optimizer state) to stage 0.
   void gatherToStageZero(bool withOptimizer);
   // Frees the other stages' parameters and optimizer state (the reporter's
@@ -143,6 +141,7 @@ class PipelineParallel final : public Strategy {
   nn::ModuleGroup stageModules_;     // this stage's layers' modules
   std::vector<size_t> stageParams_;  // parameter indices of this stage's layers (tied ones included)
   std::vector<size_t> others_;       // ... and of the other stages' (freed here)
+  std::vector<int> ownerStage_;      // per parameter index: the stage of its first use (-1: none)
   std::vector<Shape> otherShapes_;   // their shapes, for the reporter's gathers
   std::vector<size_t> tied_;         // parameter indices shared with stage 0 / the last stage
   std::string planText_;

@@ -7,6 +7,7 @@
 #include "core/Error.h"
 #include "core/Log.h"
 #include "core/Memory.h"
+#include "parallel/ReplicaDimension.h"
 #include "parallel/pipeline/PipelineParallel.h"
 
 namespace dtrain::parallel::pipeline {
@@ -63,6 +64,18 @@ void PipelineParallel::plan(const Tensor& microBatch) {
   }
   for (int i : layersOf(stage))
     for (auto& [name, module] : layers_[i].modules) stageModules_.add(name, module);
+  // Each parameter's owner: the stage of its first use in the layer sequence.
+  {
+    std::vector<int> stageOf(layers_.size());
+    for (int s = 0; s < mesh_.pp(); ++s)
+      for (int i : layersOf(s)) stageOf[i] = s;
+    std::map<std::string, int> owner;  // parameter name -> stage of its first layer
+    for (size_t i = 0; i < layers_.size(); ++i)
+      for (const std::string& name : parameterNames({static_cast<int>(i)})) owner.emplace(name, stageOf[i]);
+    ownerStage_.assign(optimizer_->size(), -1);
+    for (size_t i = 0; i < optimizer_->size(); ++i)
+      if (auto it = owner.find(optimizer_->paramName(i)); it != owner.end()) ownerStage_[i] = it->second;
+  }
   // Tensor parallelism: this stage's layers only (stage 0 keeps the others
   // whole, to evaluate the gathered model).
   if (shards_) {
@@ -93,10 +106,9 @@ void PipelineParallel::plan(const Tensor& microBatch) {
   // sequence's one tie, gpt's wte, joins its first and its last layer
   // (nn/LayerSequence.h), so stage 0 and the last stage.
   if ((stage == 0 || stage == lastStage()) && lastStage() != 0) {
-    const std::set<std::string> here = parameterNames(layersOf(stage));
     const std::set<std::string> peers = parameterNames(layersOf(stage == 0 ? lastStage() : 0));
     for (size_t i = 0; i < optimizer_->size(); ++i)
-      if (here.count(optimizer_->paramName(i)) && peers.count(optimizer_->paramName(i))) tied_.push_back(i);
+      if (mine.count(optimizer_->paramName(i)) && peers.count(optimizer_->paramName(i))) tied_.push_back(i);
   }
   if (dataParallel_) {
     // The tied weights' gradients are exchanged piece by piece after the dp
@@ -132,18 +144,9 @@ std::set<std::string> PipelineParallel::parameterNames(const std::vector<int>& l
 }
 
 std::vector<size_t> PipelineParallel::ownedBy(int stage) const {
-  // The stage of each layer, then each parameter's first user.
-  std::vector<int> stageOf(layers_.size());
-  for (int s = 0; s < mesh_.pp(); ++s)
-    for (int i : layersOf(s)) stageOf[i] = s;
-  std::map<std::string, int> owner;
-  for (size_t i = 0; i < layers_.size(); ++i)
-    for (const std::string& name : parameterNames({static_cast<int>(i)})) owner.emplace(name, stageOf[i]);
   std::vector<size_t> out;
-  for (size_t i = 0; i < optimizer_->size(); ++i) {
-    auto it = owner.find(optimizer_->paramName(i));
-    if (it != owner.end() && it->second == stage) out.push_back(i);
-  }
+  for (size_t i = 0; i < ownerStage_.size(); ++i)
+    if (ownerStage_[i] == stage) out.push_back(i);
   return out;
 }
 
@@ -161,12 +164,7 @@ void PipelineParallel::gatherToStageZero(bool withOptimizer) {
       if (optimizer_->param(others_[k]).data().numel() == 0)
         optimizer_->param(others_[k]).data() = Tensor::empty(otherShapes_[k], DType::F32);
   }
-  if (withOptimizer && dataParallel_) {
-    // A dp strategy that shards the optimizer state (ZeRO) assembles it on
-    // replica 0 (collective over the stage's replicas).
-    dataParallel_->checkpointState();
-    if (mesh_.coord().replica == 0) dataParallel_->syncModel(stageModules_, optimizer_);
-  }
+  if (withOptimizer) assembleReplicaState(dataParallel_.get(), stageModules_, *optimizer_, mesh_.coord().replica == 0);
   if (mesh_.coord().replica != 0) return;  // the reporter's pipeline only
   if (shards_) {
     // Each stage's group assembles its whole tensors on slice 0, which swaps

@@ -3,9 +3,7 @@
 #include "core/Error.h"
 #include "core/Log.h"
 #include "parallel/MemoryGather.h"
-#include "parallel/RankSums.h"
-#include <set>
-
+#include "parallel/ReplicaDimension.h"
 #include "parallel/allreduce/DataParallel.h"
 
 namespace dtrain::parallel::tensor {
@@ -69,7 +67,7 @@ void TensorParallel::sumBelowCut() {
   // The pieces the update reads (whole gradients, or a ZeRO shard's: the
   // group's ranks hold the same ranges), in one message.
   std::vector<GradientPiece> pieces;
-  for (GradientPiece& p : dataParallel_ ? dataParallel_->heldGradients(*model_) : heldGradients(*model_))
+  for (GradientPiece& p : heldGradientsOf(dataParallel_.get(), *model_))
     if (belowCut_.count(p.name)) pieces.push_back(std::move(p));
   int64_t n = 0;
   for (const GradientPiece& p : pieces) n += p.grad.numel();
@@ -105,15 +103,10 @@ double TensorParallel::gradNormSquared(nn::Module& model) {
   // Gradients are final and dp-averaged here. Each element once: a cut
   // parameter's from every slice, a whole one's from slice 0; from one
   // replica, or from its owner where the dp strategy shards them (ZeRO).
-  double sum = 0;
-  if (!dataParallel_ || dataParallel_->shardsGradients() || mesh_.coord().replica == 0) {
-    std::set<std::string> counted;
-    for (size_t i : allParams_)
-      if (mesh_.coord().slice == 0 || shards_->isCut(i)) counted.insert(optimizer_->paramName(i));
-    for (const GradientPiece& p : dataParallel_ ? dataParallel_->heldGradients(model) : heldGradients(model))
-      if (counted.count(p.name)) sum += sumOfSquares(p.grad);
-  }
-  return sumOverRanks(world_, sum);
+  std::set<std::string> counted;
+  for (size_t i : allParams_)
+    if (mesh_.coord().slice == 0 || shards_->isCut(i)) counted.insert(optimizer_->paramName(i));
+  return countedNormSquared(world_, dataParallel_.get(), model, counted, mesh_.coord().replica == 0);
 }
 
 void TensorParallel::scaleGradients(nn::Module& model, float coef) {
@@ -127,12 +120,7 @@ double TensorParallel::reduceMetric(double localValue) {
 }
 
 void TensorParallel::gather(bool withOptimizer) {
-  if (withOptimizer && dataParallel_) {
-    // A dp strategy that shards the optimizer state (ZeRO) assembles it on
-    // replica 0 (collective over the replicas of this slice).
-    dataParallel_->checkpointState();
-    if (mesh_.coord().replica == 0) dataParallel_->syncModel(*model_, optimizer_);
-  }
+  if (withOptimizer) assembleReplicaState(dataParallel_.get(), *model_, *optimizer_, mesh_.coord().replica == 0);
   if (mesh_.coord().replica == 0) shards_->gather(withOptimizer);
 }
 
