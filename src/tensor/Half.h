@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "tensor/DType.h"
+
 namespace dtrain {
 
 inline uint16_t floatToHalf(float f) {
@@ -36,6 +38,25 @@ inline float bf16ToFloat(uint16_t bits) {
   float f;
   std::memcpy(&f, &u, sizeof f);
   return f;
+}
+
+// n floats times `scale` into 16-bit floats of `dtype` (F16 or BF16), and
+// back: one loop per type, so each vectorizes (cast compressors, ZeRO's
+// 16-bit reduce-scatter).
+inline void narrowTo16(DType dtype, const float* x, float scale, uint16_t* out, int64_t n) {
+  if (dtype == DType::BF16) {
+    for (int64_t i = 0; i < n; ++i) out[i] = floatToBf16(x[i] * scale);
+  } else {
+    for (int64_t i = 0; i < n; ++i) out[i] = floatToHalf(x[i] * scale);
+  }
+}
+
+inline void widenFrom16(DType dtype, const uint16_t* x, float* out, int64_t n) {
+  if (dtype == DType::BF16) {
+    for (int64_t i = 0; i < n; ++i) out[i] = bf16ToFloat(x[i]);
+  } else {
+    for (int64_t i = 0; i < n; ++i) out[i] = halfToFloat(x[i]);
+  }
 }
 
 }  // namespace dtrain

@@ -264,14 +264,14 @@ Algorithm MpiCommunicator::chooseAllreduce(size_t bytes) const {
 }
 
 void MpiCommunicator::execute(Call& call) {
+  // MPI has no 16-bit float sum (F16/BF16 travel as MPI_UINT16_T): those
+  // reductions run dtrain's algorithms, which sum them in fp32.
+  const bool half = call.desc.dtype == DType::F16 || call.desc.dtype == DType::BF16;
   switch (call.desc.kind) {
     case OpKind::Allreduce: {
       Algorithm a = call.desc.algo == Algorithm::Auto
                         ? chooseAllreduce(call.desc.count * call.elemSize())
                         : call.desc.algo;
-      // MPI has no 16-bit float sum (F16/BF16 travel as MPI_UINT16_T): those
-      // reductions run dtrain's ring, which sums them in fp32.
-      const bool half = call.desc.dtype == DType::F16 || call.desc.dtype == DType::BF16;
       if (a == Algorithm::Native && half) {
         call.desc.algo = Algorithm::Ring;
         return Communicator::execute(call);
@@ -287,9 +287,7 @@ void MpiCommunicator::execute(Call& call) {
       // and it cannot sum 16-bit floats.
       return Communicator::execute(call);
     case OpKind::Reduce:
-      // MPI's own, except for 16-bit floats (dtrain's tree sums them in fp32).
-      if (call.desc.dtype == DType::F16 || call.desc.dtype == DType::BF16) return Communicator::execute(call);
-      return native(call);
+      return half ? Communicator::execute(call) : native(call);
     case OpKind::Barrier:
       if (callChecks() && size() > 1) return;  // the all-to-all descriptor exchange was one
       return native(call);

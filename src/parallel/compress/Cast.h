@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "parallel/compress/Compressor.h"
+#include "tensor/Half.h"
 
 namespace dtrain::parallel::compress {
 
@@ -21,15 +22,14 @@ class CastCompressor final : public Compressor, public MessageCodec {
   explicit CastCompressor(const BucketLayout& layout) : numel_(static_cast<size_t>(layout.numel())) {}
 
   void reduce(float* grad, comm::Communicator& comm, const ReduceContext& ctx) override {
-    const float scale = 1.0f / static_cast<float>(comm.size());
     half_.resize(numel_);
-    for (size_t j = 0; j < numel_; ++j) half_[j] = Narrow(grad[j] * scale);
+    narrowTo16(D, grad, 1.0f / static_cast<float>(comm.size()), half_.data(), static_cast<int64_t>(numel_));
     comm::Options o;
     o.op = comm::ReduceOp::Sum;
     o.algo = ctx.algo;
     o.tag = ctx.tag;
     comm.allreduce(half_.data(), half_.data(), numel_, D, o);
-    for (size_t j = 0; j < numel_; ++j) grad[j] = Widen(half_[j]);
+    widenFrom16(D, half_.data(), grad, static_cast<int64_t>(numel_));
     traffic_ = {};
     traffic_.payload += static_cast<int64_t>(numel_ * sizeof(uint16_t));
   }

@@ -286,15 +286,12 @@ void ZeroDataParallel::launchInOrder(bool all) {
 void ZeroDataParallel::launchWire16(size_t b, const comm::Options& o) {
   // The bucket cast with the mean's 1/N folded in, so the 16-bit sum cannot
   // overflow where fp32 values would not.
-  const bool bf16 = opts_.gradientWire == DType::BF16;
   const int64_t n = buckets_[b].buffer.numel();
-  const float scale = 1.0f / static_cast<float>(comm_.size());
   memory::CategoryScope accounted(memory::Category::Gradients);
   wireIn_[b] = Tensor::empty({n}, opts_.gradientWire);
   wireOut_[b] = Tensor::empty({shardSize(b)}, opts_.gradientWire);
-  const float* g = buckets_[b].buffer.data<float>();
-  auto* w = static_cast<uint16_t*>(wireIn_[b].rawData());
-  for (int64_t i = 0; i < n; ++i) w[i] = bf16 ? floatToBf16(g[i] * scale) : floatToHalf(g[i] * scale);
+  narrowTo16(opts_.gradientWire, buckets_[b].buffer.data<float>(), 1.0f / static_cast<float>(comm_.size()),
+             static_cast<uint16_t*>(wireIn_[b].rawData()), n);
   work_[b] = comm_.reduceScatterAsync(wireIn_[b].rawData(), wireOut_[b].rawData(),
                                       static_cast<size_t>(shardSize(b)), opts_.gradientWire, o);
 }
@@ -305,7 +302,7 @@ void ZeroDataParallel::finishGradients() {
   waitAll(work_);
   const float scale = 1.0f / static_cast<float>(comm_.size());
   const int64_t r = comm_.rank();
-  const bool wire16 = opts_.gradientWire != DType::F32, bf16 = opts_.gradientWire == DType::BF16;
+  const bool wire16 = opts_.gradientWire != DType::F32;
   for (size_t b = 0; b < buckets_.size(); ++b) {
     const int64_t s = shardSize(b);
     // The averaged owned slice: where the update reads it (stage 1: the
@@ -313,8 +310,7 @@ void ZeroDataParallel::finishGradients() {
     float* g = opts_.stage == 1 && wire16 ? buckets_[b].buffer.data<float>() + r * s
                                           : gradShard_[b].data<float>();
     if (wire16) {
-      const auto* w = static_cast<const uint16_t*>(wireOut_[b].rawData());
-      for (int64_t i = 0; i < s; ++i) g[i] = bf16 ? bf16ToFloat(w[i]) : halfToFloat(w[i]);
+      widenFrom16(opts_.gradientWire, static_cast<const uint16_t*>(wireOut_[b].rawData()), g, s);
       wireIn_[b] = wireOut_[b] = Tensor();
     } else {
       for (int64_t i = 0; i < s; ++i) g[i] *= scale;
