@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <filesystem>
 #include <string>
 
 #include "cli/CliRunner.h"
@@ -26,5 +27,21 @@ inline Finished train(const std::string& launcher, const std::string& args, cons
   EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
   return {loadModelParams(file), nlohmann::json::parse(r.lastLine())};
 }
+
+#ifdef DTRAIN_BIN
+// Runs of the dtrain binary in a temporary directory (removed after the test),
+// each saving "<dir>/<name>.safetensors".
+class CliRuns : public ::testing::Test {
+ protected:
+  void SetUp() override { dir_ = tempDir(); }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  Finished dtrain(const std::string& args, const std::string& name) {
+    return train(std::string(DTRAIN_BIN), args, dir_, name);
+  }
+  // Parameters and optimizer state, as saved by the run `name`.
+  Params saved(const std::string& name) { return loadCheckpointTensors(dir_ + "/" + name + ".safetensors"); }
+  std::string dir_;
+};
+#endif
 
 }  // namespace dtrain::test

@@ -26,17 +26,7 @@ const std::string kMlp =
     " train --model mlp --dataset synthetic --synthetic-size 1000 --epochs 1000 --lr 0.01 "
     "--weight-decay 5e-4 --seed 7 --progress off --optimizer adam --clip-grad-norm 0.5 ";
 
-class MeshDataParallel : public ::testing::Test {
- protected:
-  void SetUp() override { dir_ = tempDir(); }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-  Finished dtrain(const std::string& args, const std::string& name) {
-    return train(std::string(DTRAIN_BIN), args, dir_, name);
-  }
-  // Parameters and optimizer state, as saved.
-  Params saved(const std::string& name) { return loadCheckpointTensors(dir_ + "/" + name + ".safetensors"); }
-  std::string dir_;
-};
+class MeshDataParallel : public CliRuns {};
 
 double field(const Finished& f, size_t rank, const char* name) {
   return f.line.at("memory_per_rank").at(rank).at(name).get<double>();

@@ -23,13 +23,8 @@ const std::string kMlp =
 // gpt-tiny with a short context, so that a step takes milliseconds.
 const std::string kGpt = " train --model gpt-tiny --block-size 16 --seed 3 --progress off ";
 
-class Pipeline : public ::testing::Test {
+class Pipeline : public CliRuns {
  protected:
-  void SetUp() override { dir_ = tempDir(); }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-  Finished dtrain(const std::string& args, const std::string& name) {
-    return train(std::string(DTRAIN_BIN), args, dir_, name);
-  }
   // `args + single` in one process and `args + pipeline` end with the same
   // parameters; returns the pipeline's run.
   Finished expectLikeOneProcess(const std::string& args, const std::string& single,
@@ -39,7 +34,6 @@ class Pipeline : public ::testing::Test {
     expectClose(p.params, ref.params, 1e-5, args + pipeline);
     return p;
   }
-  std::string dir_;
 };
 
 TEST_F(Pipeline, MlpTwoStagesBothSchedulesEqualOneProcess) {
@@ -159,7 +153,7 @@ TEST_F(Pipeline, PeriodicCheckpointsResumeLikeOneUninterruptedRun) {
   const std::string dir = " --checkpoint-dir " + dir_ + "/ckpt ";
   const std::string pp = "--batch-size 16 --workers 4 --pipeline-stages 2 --micro-batches 2 --checkpoint-every 4";
   dtrain(kMlp + "--max-steps 8 " + pp + dir, "first");
-  for (const std::string more : {pp, pp + " --zero 1 --micro-batches 4 --virtual-stages 2", std::string("--batch-size 32")}) {
+  for (const std::string& more : {pp, pp + " --zero 1 --micro-batches 4 --virtual-stages 2", std::string("--batch-size 32")}) {
     const Finished resumed = dtrain(kMlp + "--max-steps 12 --resume auto " + more + dir, "resumed");
     expectClose(resumed.params, ref.params, 1e-5, "dp 2 x pp 2 checkpointed at 8, resumed with '" + more + "'");
   }

@@ -27,15 +27,7 @@ const std::string kMlp =
 const std::string kGpt = " train --model gpt-tiny --n-head 4 --block-size 16 --seed 3 --progress off "
                          "--optimizer sgd --lr 0.1 --clip-grad-norm 0.5 ";
 
-class TensorParallelRuns : public ::testing::Test {
- protected:
-  void SetUp() override { dir_ = tempDir(); }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-  Finished dtrain(const std::string& args, const std::string& name) {
-    return train(std::string(DTRAIN_BIN), args, dir_, name);
-  }
-  std::string dir_;
-};
+class TensorParallelRuns : public CliRuns {};
 
 TEST_F(TensorParallelRuns, GptAtTwoAndFourRanksEqualsOneProcess) {
   const Finished ref = dtrain(kGpt + "--max-steps 20 --batch-size 4", "ref");
