@@ -1,9 +1,9 @@
-#include "cli/RankRunner.h"
+#include "api/RankRunner.h"
 
-#include "cli/StrategyRegistry.h"
+#include "api/StrategyRegistry.h"
 #include "core/Error.h"
 
-namespace dtrain::cli {
+namespace dtrain::api {
 
 namespace {
 
@@ -33,4 +33,4 @@ std::optional<runtime::TrainResult> runRank(const runtime::TrainConfig& c, comm:
   return train(c, std::move(strategy), shared);
 }
 
-}  // namespace dtrain::cli
+}  // namespace dtrain::api

@@ -1,8 +1,8 @@
-#include "cli/StrategyRegistry.h"
+#include "api/StrategyRegistry.h"
 
 #include <map>
 
-#include "cli/RankRunner.h"
+#include "api/RankRunner.h"
 #include "core/Error.h"
 #include "core/Memory.h"
 #include "nn/Lora.h"
@@ -15,7 +15,7 @@
 #include "parallel/zero/ZeroDataParallel.h"
 #include "runtime/LoraSetup.h"
 
-namespace dtrain::cli {
+namespace dtrain::api {
 
 namespace {
 
@@ -121,15 +121,67 @@ std::unique_ptr<parallel::Strategy> makeTensor(const TrainConfig& c, comm::Commu
   return std::make_unique<parallel::tensor::TensorParallel>(comm, std::move(o));
 }
 
+// The option groups every trainer-driven strategy reads.
+std::vector<std::string> trainerGroups(std::vector<std::string> more) {
+  std::vector<std::string> g{"model", "data",  "training", "optimizer", "memory", "lora",
+                             "checkpoint", "eval", "logging", "faults", "parallel"};
+  g.insert(g.end(), more.begin(), more.end());
+  return g;
+}
+
+const char* const kZeroNotHere = "applies to the allreduce strategy and the data-parallel replicas of meshes";
+const char* const kOffloadNotHere = "applies to one worker and to the allreduce strategy";
+const char* const kNoPeriodicCheckpoints =
+    "needs the single, allreduce, pipeline or tensor strategy (this strategy's state is not on "
+    "one rank between steps)";
+
 const std::map<std::string, StrategyEntry>& registry() {
-  static const std::map<std::string, StrategyEntry> r{
-      {"single", {[](const TrainConfig&) { return 1; }, makeSingle}},
-      {"allreduce", {workers, makeAllreduce}},
-      {"ps", {[](const TrainConfig& c) { return c.servers + c.workers; }, makePs}},
-      {"hogwild", {workers, makeHogwild}},
-      {"pipeline", {workers, makePipeline}},
-      {"tensor", {workers, makeTensor}},
-  };
+  static const std::map<std::string, StrategyEntry> r = [] {
+    std::map<std::string, StrategyEntry> r;
+    auto add = [&r](StrategyEntry e) { r[e.name] = std::move(e); };
+    add({"single", trainerGroups({}),
+         {{"memory.zero", "applies to the allreduce strategy only (this run has one worker: add --workers N)"}},
+         [](const TrainConfig&) { return 1; }, makeSingle, nullptr});
+    add({"allreduce", trainerGroups({"allreduce", "compress"}), {}, workers, makeAllreduce, nullptr});
+    add({"ps", trainerGroups({"ps", "compress"}),
+         {{"compress.collective", "applies to allreduce (ps pushes go to one server)"},
+          {"memory.zero", kZeroNotHere},
+          {"memory.offload", kOffloadNotHere},
+          {"checkpoint.every", kNoPeriodicCheckpoints},
+          {"training.accumulate", "applies to --strategy allreduce (parameter servers accumulate with --push-every)"}},
+         [](const TrainConfig& c) { return c.servers + c.workers; }, makePs, nullptr});
+    add({"hogwild", trainerGroups({}),
+         {{"memory.zero", kZeroNotHere},
+          {"memory.offload", kOffloadNotHere},
+          {"checkpoint.every", kNoPeriodicCheckpoints},
+          {"training.accumulate", "applies to --strategy allreduce"}},
+         workers, makeHogwild, nullptr});
+    const std::map<std::string, std::string> meshIgnores{
+        {"memory.offload", "cannot be combined with --pipeline-stages or --tensor-parallel yet"}};
+    auto pipelineIgnores = meshIgnores;
+    pipelineIgnores["training.accumulate"] =
+        "does not combine with --pipeline-stages (the pipeline's --micro-batches accumulate gradients)";
+    add({"pipeline", trainerGroups({"allreduce", "compress"}), pipelineIgnores, workers, makePipeline, nullptr});
+    add({"tensor", trainerGroups({"allreduce", "compress"}), meshIgnores, workers, makeTensor, nullptr});
+    // Federated learning runs its own rounds (federated/FederatedRunner.h): the
+    // step loop's options mean nothing there; say which options do.
+    add({"fedavg",
+         {"model", "data", "training", "optimizer", "federated", "checkpoint", "eval", "logging", "parallel"},
+         {{"training.batch_size", "does not apply to --strategy fedavg (use --local-batch)"},
+          {"training.epochs", "does not apply to --strategy fedavg (use --local-epochs and --rounds)"},
+          {"training.max_steps", "does not apply to --strategy fedavg (use --rounds)"},
+          {"training.accumulate", "does not apply to --strategy fedavg (use --local-batch)"},
+          {"optimizer.schedule", "does not apply to --strategy fedavg (clients train at a constant --lr)"},
+          {"optimizer.warmup_steps", "does not apply to --strategy fedavg (clients train at a constant --lr)"},
+          {"optimizer.scale_lr", "does not apply to --strategy fedavg (the server's step is --server-lr)"},
+          {"checkpoint.every", "does not apply to --strategy fedavg (--save writes the global model at the end)"},
+          {"checkpoint.resume", "does not apply to --strategy fedavg (--load starts from a global model)"},
+          {"eval.deferred", "does not apply to --strategy fedavg (it evaluates between rounds)"},
+          {"parallel.pipeline_stages", "does not apply to --strategy fedavg"},
+          {"parallel.tensor_parallel", "does not apply to --strategy fedavg"}},
+         nullptr, nullptr, [](const RunConfig& rc) { rc.federated.validate(); }});
+    return r;
+  }();
   return r;
 }
 
@@ -139,6 +191,20 @@ std::vector<std::string> strategyNames() {
   std::vector<std::string> names;
   for (const auto& [name, e] : registry()) names.push_back(name);
   return names;
+}
+
+std::string StrategyEntry::refuses(const Option& o) const {
+  if (auto it = ignores.find(o.id()); it != ignores.end()) return it->second;
+  for (const auto& g : groups)
+    if (g == o.group) return "";
+  return "does not apply to --strategy " + name + " (it reads no [" + o.group + "] options)";
+}
+
+std::string resolveStrategy(const TrainConfig& c) {
+  if (!c.strategy.empty()) return c.strategy;
+  if (c.pipelineStages > 1) return "pipeline";  // cuts its stages' layers itself with --tensor-parallel too
+  if (c.tensorParallel > 1) return "tensor";
+  return c.backend == "mpi" || c.workers > 1 ? "allreduce" : "single";
 }
 
 const StrategyEntry& strategyEntry(const std::string& name) {
@@ -151,4 +217,4 @@ const StrategyEntry& strategyEntry(const std::string& name) {
   return it->second;
 }
 
-}  // namespace dtrain::cli
+}  // namespace dtrain::api

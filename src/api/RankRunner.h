@@ -11,7 +11,7 @@
 #include "runtime/Timeline.h"
 #include "runtime/Trainer.h"
 
-namespace dtrain::cli {
+namespace dtrain::api {
 
 // What the ranks of one process share.
 struct SharedRun {
@@ -28,4 +28,4 @@ int worldSizeFor(const runtime::TrainConfig& c);
 std::optional<runtime::TrainResult> runRank(const runtime::TrainConfig& c, comm::Communicator& comm,
                                             const SharedRun& shared);
 
-}  // namespace dtrain::cli
+}  // namespace dtrain::api

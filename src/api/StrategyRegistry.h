@@ -1,0 +1,49 @@
+#pragma once
+// The strategies a run can use, by name: each entry says which option groups it
+// reads (a given option of another group is refused, not ignored), how many
+// ranks it needs, and builds one rank's part. A new strategy is one entry in
+// StrategyRegistry.cpp, not a branch in the trainer or the CLI.
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "api/Option.h"
+#include "comm/Communicator.h"
+#include "parallel/Strategy.h"
+#include "runtime/TrainConfig.h"
+
+namespace dtrain::api {
+
+struct SharedRun;
+
+struct StrategyEntry {
+  std::string name;
+  std::vector<std::string> groups;  // the option groups it reads
+  // Options of those groups it does not read: option id -> the refusal
+  // ("does not apply to --strategy fedavg (use --local-batch)").
+  std::map<std::string, std::string> ignores;
+  // Ranks of the communicator the strategy needs (workers, plus servers for ps);
+  // null for a strategy that runs its own loop (fedavg).
+  std::function<int(const runtime::TrainConfig&)> worldSize;
+  // This rank's strategy, or null when the rank does not train (a parameter
+  // server: the factory runs its loop to the end before returning).
+  std::function<std::unique_ptr<parallel::Strategy>(const runtime::TrainConfig&,
+                                                    comm::Communicator&, const SharedRun&)>
+      make;
+  // Checks of the options only this strategy reads (null: none beyond the trainer's).
+  std::function<void(const RunConfig&)> validate;
+
+  // "" when the strategy reads the option, else the refusal's text.
+  std::string refuses(const Option& o) const;
+};
+
+// Throws UsageError naming the known strategies on an unknown name.
+const StrategyEntry& strategyEntry(const std::string& name);
+std::vector<std::string> strategyNames();
+// The strategy a configuration runs: --strategy, or the one its flags imply
+// (pipeline, tensor, allreduce with more than one worker or under mpi, single).
+std::string resolveStrategy(const runtime::TrainConfig& c);
+
+}  // namespace dtrain::api

@@ -1,0 +1,63 @@
+// [model] and [data]: what is trained, on what.
+#include "api/Schema.h"
+#include "api/groups/Conditions.h"
+#include "nn/ModelRegistry.h"
+
+namespace dtrain::api {
+
+bool isLanguageModel(const RunConfig& rc) {
+  return nn::modelInfo(rc.train.model).task == nn::kLanguageModelTask;
+}
+
+void addModelOptions(Schema& s) {
+  s.addGroup("model", "Model");
+  s.add("model", "name", "--model", "Built-in model (gpt-*: byte-level language models)")
+      .train(&runtime::TrainConfig::model)
+      .oneOf([] { return nn::registeredModelNames(); })
+      .result("model");
+  auto gptOnly = [](const RunConfig& rc) {
+    return unlessThen(isLanguageModel(rc), "applies to the gpt-* models");
+  };
+  s.add("model", "n_layer", "--n-layer", "gpt: transformer blocks (overrides the preset)")
+      .train(&runtime::TrainConfig::nLayer).range(1).when(gptOnly);
+  s.add("model", "n_head", "--n-head", "gpt: attention heads (overrides the preset)")
+      .train(&runtime::TrainConfig::nHead).range(1).when(gptOnly);
+  s.add("model", "n_embd", "--n-embd", "gpt: embedding width (overrides the preset)")
+      .train(&runtime::TrainConfig::nEmbd).range(1).when(gptOnly);
+  s.add("model", "block_size", "--block-size", "gpt: context length (overrides the preset)")
+      .train(&runtime::TrainConfig::blockSize).range(1).when(gptOnly);
+}
+
+void addDataOptions(Schema& s) {
+  s.addGroup("data", "Data");
+  s.add("data", "name", "--dataset",
+        "fashion-mnist or synthetic (classifiers), text (gpt-*: the default for them)")
+      .train(&runtime::TrainConfig::dataset)
+      .oneOf({"fashion-mnist", "synthetic", "text"})
+      .result("dataset");
+  s.add("data", "dir", "--data-dir", "Directory of the IDX files")
+      .train(&runtime::TrainConfig::dataDir)
+      .when([](const RunConfig& rc) {
+        return unlessThen(rc.train.dataset == "fashion-mnist", "applies to --dataset fashion-mnist");
+      });
+  s.add("data", "text_file", "--text-file",
+        "--dataset text: train on this file's bytes (default: the King James Bible, kjv)")
+      .train(&runtime::TrainConfig::textFile)
+      .when([](const RunConfig& rc) {
+        return unlessThen(rc.train.dataset == "text", "applies to --dataset text");
+      });
+  s.add("data", "synthetic_size", "--synthetic-size", "Training samples of --dataset synthetic")
+      .train(&runtime::TrainConfig::syntheticSize)
+      .range(1)
+      .when([](const RunConfig& rc) {
+        return unlessThen(rc.train.dataset == "synthetic", "applies to --dataset synthetic");
+      });
+  s.add("data", "shuffle", "", "Take batches in file order (default: shuffled every epoch from --seed)")
+      .train(&runtime::TrainConfig::shuffle)
+      .negated("--no-shuffle");
+  s.add("data", "prefetch", "--prefetch", "Batches loaded ahead on a background thread (0: none)")
+      .train(&runtime::TrainConfig::prefetch)
+      .range(0);
+}
+
+}  // namespace dtrain::api

@@ -1,0 +1,29 @@
+#include "cli/ResultLine.h"
+
+#include "api/ConfigFile.h"
+#include "api/Prepare.h"
+#include "api/Schema.h"
+
+namespace dtrain::cli {
+
+void addRunFields(nlohmann::json& out, const api::RunConfig& rc, int workers,
+                  const std::string& backend) {
+  const runtime::TrainConfig& c = rc.train;
+  for (const api::Option& o : api::schema().options()) {
+    if (o.resultKey.empty() || !api::unusedBecause(o, rc).empty()) continue;
+    if (const auto v = o.get(rc)) std::visit([&](const auto& x) { out[o.resultKey] = x; }, *v);
+  }
+  out["workers"] = workers;
+  out["strategy"] = c.strategy;
+  out["backend"] = backend;
+  // A pipeline's stages of one replica share its batch, and so do a Megatron
+  // tensor-parallel group's ranks (krizhevsky: each reads its own).
+  const bool krizhevsky = c.tensorParallel > 1 && c.tensorParallelStyle == "krizhevsky";
+  if (workers > 1 || backend == "mpi")
+    out["global_batch"] = c.batchSize * c.accumulate *
+                          (workers / c.pipelineStages / (krizhevsky ? 1 : c.tensorParallel));
+  if (krizhevsky) out["tensor_parallel_style"] = c.tensorParallelStyle;
+  out["config"] = api::configToJson(rc);
+}
+
+}  // namespace dtrain::cli
