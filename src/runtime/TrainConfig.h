@@ -1,5 +1,7 @@
 #pragma once
-// Everything a training run is configured by; filled from `dtrain train` flags.
+// Everything the trainer is configured by. Filled by the configuration schema
+// (api/Schema.h: flags, TOML files), which owns each field's group, help, range
+// and when it applies; validate() checks what spans several fields.
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -11,7 +13,7 @@ namespace dtrain::runtime {
 struct TrainConfig {
   std::string model = "mlp";
   std::string dataset = "fashion-mnist";  // or "synthetic", or "text" (language models)
-  // Language models (README "Language models"): the corpus (empty: kjv), the
+  // Language models (docs/guide/language-models.md): the corpus (empty: kjv), the
   // architecture overrides of the gpt preset, the evaluation windows.
   std::string textFile;
   std::optional<int64_t> nLayer, nHead, nEmbd, blockSize;
@@ -53,7 +55,7 @@ struct TrainConfig {
   int64_t evalBatch = 1000;
   enum class Progress { Auto, Bar, Lines, Off } progress = Progress::Auto;
 
-  // Distributed training (docs: README "Data parallel training").
+  // Distributed training (docs/guide/data-parallelism.md).
   int workers = 1;                 // local backend: ranks as threads of this process
   std::string strategy = "";       // "" = allreduce when more than one worker, else single
   std::string backend = "local";   // local or mpi (one process per rank under mpirun)
@@ -77,7 +79,7 @@ struct TrainConfig {
   std::string offload = "none";
   std::string offloadDir;  // empty: <cache dir>/offload
 
-  // Pipeline parallelism (parallel/pipeline/, README "Pipeline parallelism"):
+  // Pipeline parallelism (parallel/pipeline/, docs/guide/model-parallelism.md):
   // --pipeline-stages P > 1 runs the "pipeline" strategy on workers = dp x P ranks.
   int pipelineStages = 1;
   int64_t microBatches = 1;             // --batch-size cut into this many per step
@@ -85,22 +87,21 @@ struct TrainConfig {
   int virtualStages = 1;                // > 1: interleaved 1F1B, this many model chunks per stage
   std::vector<int> pipelineSplit;       // first layer of stages 1..P-1; empty: balanced by time
   std::string placement = "pack";       // pack: a pipeline's stages on neighbouring ranks; spread
-  // Tensor parallelism (parallel/tensor/, README "Tensor parallelism"):
+  // Tensor parallelism (parallel/tensor/, docs/guide/model-parallelism.md):
   // --tensor-parallel T > 1 runs the "tensor" strategy on workers = dp x T ranks.
   int tensorParallel = 1;
   // megatron: a group's ranks compute on the same samples; krizhevsky: the
   // layers below the cut data-parallel within the group ("one weird trick").
   std::string tensorParallelStyle = "megatron";
 
-  // Memory: activation recomputation and LoRA (runtime/LoraSetup.h, README
-  // "LoRA and activation recomputation").
+  // Memory: activation recomputation and LoRA (runtime/LoraSetup.h, docs/guide/memory.md).
   std::string recompute = "none";    // none, blocks, all (nn/Recompute.h)
   std::optional<int64_t> loraRank;   // unset: no LoRA
   std::optional<double> loraAlpha;   // default 8 (peft)
   std::string loraTargets;           // "attn,mlp"; "": every target the model has
   std::string saveAdapters, loadAdapters;
 
-  // Parameter servers (README "Parameter servers"): ranks 0..servers-1 serve,
+  // Parameter servers (docs/guide/parameter-servers.md): ranks 0..servers-1 serve,
   // the next `workers` ranks train.
   int servers = 1;
   std::string consistency = "sync";  // sync (BSP), async (Downpour) or ssp
