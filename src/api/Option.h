@@ -85,7 +85,8 @@ struct Option {
   Kind kind = Kind::String;
   bool repeatable = false;  // StringList flags: each occurrence adds one element
   std::function<std::vector<std::string>()> choices;  // strings: the valid values
-  std::optional<double> min, max;                       // numbers (and list elements): the range
+  std::optional<double> min, max;  // numbers (and list elements): the range
+  bool minExclusive = false;       // min itself is out of range (> 0, not >= 0)
   std::string resultKey;  // field of the result line when the option applies ("" none)
   std::function<void(RunConfig&, const Value&)> set;
   std::function<std::optional<Value>(const RunConfig&)> get;  // nullopt: not set
@@ -104,6 +105,12 @@ struct Option {
   Option& range(double lo, std::optional<double> hi = std::nullopt) {
     min = lo;
     max = hi;
+    return *this;
+  }
+  Option& above(double lo, std::optional<double> hi = std::nullopt) {  // > lo (and <= hi)
+    min = lo;
+    max = hi;
+    minExclusive = true;
     return *this;
   }
   Option& oneOf(std::vector<std::string> values) {

@@ -43,9 +43,13 @@ void prepare(RunConfig& rc, const Sources& src, bool workersKnown) {
   c.strategy = resolveStrategy(c);
   const StrategyEntry& entry = strategyEntry(c.strategy);  // an unknown name is refused here
   for (const Option& o : schema().options()) {
-    if (!src.given(o)) continue;
     const std::string why = unusedBecause(o, rc);
-    DTRAIN_CHECK_USAGE(why.empty(), src.of(o), " ", why);
+    DTRAIN_CHECK_USAGE(why.empty() || !src.given(o), src.of(o), " ", why);
+    // Values set in code (the library's users) are checked as flags are.
+    if (const auto v = o.get(rc); v && why.empty()) {
+      const std::string problem = checkValue(o, *v);
+      DTRAIN_CHECK_USAGE(problem.empty(), describe(src.of(o), problem));
+    }
   }
   try {
     c.validate(workersKnown);

@@ -209,24 +209,21 @@ Value parseText(const Option& o, const std::string& flag, const std::vector<std:
 }
 
 std::string checkValue(const Option& o, const Value& v) {
-  auto inRange = [&o](double x) -> std::string {
-    if (std::isnan(x)) return "must be a number (got nan)";
+  auto inRange = [&o](double x, bool integer = false) -> std::string {
+    const bool low = o.min && (o.minExclusive ? x <= *o.min : x < *o.min);
+    const bool high = o.max && x > *o.max;
+    if (!std::isnan(x) && !low && !high) return "";
     std::ostringstream os;
-    if (o.min && x < *o.min) {
-      if (o.kind == Kind::Int && *o.min == 1 && !o.max) os << "must be positive";
-      else os << "must be >= " << *o.min;
-      if (o.max) os << " and <= " << *o.max;
-    } else if (o.max && x > *o.max) {
-      os << "must be <= " << *o.max;
-    } else {
-      return "";
-    }
+    os << "{} must be ";
+    if (o.min && o.max) os << (o.minExclusive ? "in (" : "in [") << *o.min << ", " << *o.max << "]";
+    else if (o.min) os << (o.minExclusive ? "> " : ">= ") << *o.min;
+    else os << "<= " << *o.max;
     os << " (got " << x << ")";
     return os.str();
   };
-  if (auto* i = std::get_if<int64_t>(&v)) return inRange(static_cast<double>(*i));
+  if (auto* i = std::get_if<int64_t>(&v)) return inRange(static_cast<double>(*i), true);
   if (auto* d = std::get_if<double>(&v)) {
-    if (!std::isfinite(*d)) return "must be a finite number (got " + formatNumber(*d) + ")";
+    if (!std::isfinite(*d)) return "{} must be a finite number (got " + formatNumber(*d) + ")";
     return inRange(*d);
   }
   if (auto* s = std::get_if<std::string>(&v)) {
@@ -235,20 +232,30 @@ std::string checkValue(const Option& o, const Value& v) {
     if (std::find(names.begin(), names.end(), *s) != names.end()) return "";
     std::string known;
     for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
-    return "unknown value '" + *s + "' (known: " + known + ")";
+    return "unknown {} '" + *s + "' (known: " + known + ")";
   }
   if (auto* l = std::get_if<std::vector<int64_t>>(&v))
     for (int64_t x : *l)
-      if (auto p = inRange(static_cast<double>(x)); !p.empty()) return p;
+      if (auto p = inRange(static_cast<double>(x), true); !p.empty()) return p;
   if (auto* l = std::get_if<std::vector<double>>(&v))
     for (double x : *l)
       if (auto p = inRange(x); !p.empty()) return p;
   return "";
 }
 
+std::string describe(const std::string& origin, const std::string& problem) {
+  const auto hole = problem.find("{}");
+  if (hole == std::string::npos) return origin + " " + problem;
+  // "run.toml:3: [training] batch_size" -> "run.toml:3: " and "[training] batch_size".
+  const auto bracket = origin.find(": [");
+  const std::string where = bracket == std::string::npos ? "" : origin.substr(0, bracket + 2);
+  const std::string name = bracket == std::string::npos ? origin : origin.substr(bracket + 2);
+  return where + problem.substr(0, hole) + name + problem.substr(hole + 2);
+}
+
 void setChecked(RunConfig& rc, Sources& src, const Option& o, const Value& v, std::string origin) {
   const std::string problem = checkValue(o, v);
-  DTRAIN_CHECK_USAGE(problem.empty(), origin, " ", problem);
+  DTRAIN_CHECK_USAGE(problem.empty(), describe(origin, problem));
   try {
     o.set(rc, v);
   } catch (const UsageError& e) {

@@ -52,8 +52,12 @@ struct Sources {
 
 // The value of a flag's text; throws UsageError naming the flag.
 Value parseText(const Option& o, const std::string& flag, const std::vector<std::string>& texts);
-// "" when the value is valid for the option, else the problem ("must be >= 1 (got 0)").
+// "" when the value is valid for the option, else the problem, with {} where the
+// option's name goes ("{} must be >= 1 (got 0)", "unknown {} 'x' (known: a, b)").
 std::string checkValue(const Option& o, const Value& v);
+// The one-line message of a problem of the option given at `origin`
+// ("--lr", or "run.toml:4: [optimizer] lr", whose location leads the line).
+std::string describe(const std::string& origin, const std::string& problem);
 // Sets the option, checked; `origin` names it in the error ("--lr", "run.toml:4: [optimizer] lr").
 void setChecked(RunConfig& rc, Sources& src, const Option& o, const Value& v, std::string origin);
 std::string kindName(Kind k);

@@ -139,8 +139,9 @@ const std::map<std::string, StrategyEntry>& registry() {
   static const std::map<std::string, StrategyEntry> r = [] {
     std::map<std::string, StrategyEntry> r;
     auto add = [&r](StrategyEntry e) { r[e.name] = std::move(e); };
-    add({"single", trainerGroups({}),
-         {{"memory.zero", "applies to the allreduce strategy only (this run has one worker: add --workers N)"}},
+    const std::string oneWorker = "applies to data parallelism (this run has one worker: add --workers N)";
+    add({"single", trainerGroups({"allreduce", "compress"}),
+         {{"memory.zero", oneWorker}, {"allreduce", oneWorker}, {"compress", oneWorker}},
          [](const TrainConfig&) { return 1; }, makeSingle, nullptr});
     add({"allreduce", trainerGroups({"allreduce", "compress"}), {}, workers, makeAllreduce, nullptr});
     add({"ps", trainerGroups({"ps", "compress"}),
@@ -195,9 +196,18 @@ std::vector<std::string> strategyNames() {
 
 std::string StrategyEntry::refuses(const Option& o) const {
   if (auto it = ignores.find(o.id()); it != ignores.end()) return it->second;
+  if (auto it = ignores.find(o.group); it != ignores.end()) return it->second;
   for (const auto& g : groups)
     if (g == o.group) return "";
-  return "does not apply to --strategy " + name + " (it reads no [" + o.group + "] options)";
+  // Say which strategies do read it.
+  std::vector<std::string> readers;
+  for (const auto& [other, e] : registry())
+    for (const auto& g : e.groups)
+      if (g == o.group && !e.ignores.count(o.id()) && !e.ignores.count(o.group)) readers.push_back(other);
+  std::string names;
+  for (size_t i = 0; i < readers.size(); ++i)
+    names += (i == 0 ? "" : i + 1 == readers.size() ? " or " : ", ") + readers[i];
+  return "does not apply to --strategy " + name + " (only to --strategy " + names + ")";
 }
 
 std::string resolveStrategy(const TrainConfig& c) {

@@ -21,8 +21,8 @@ struct SharedRun;
 struct StrategyEntry {
   std::string name;
   std::vector<std::string> groups;  // the option groups it reads
-  // Options of those groups it does not read: option id -> the refusal
-  // ("does not apply to --strategy fedavg (use --local-batch)").
+  // Options (or whole groups) it does not read, with the refusal's text: option
+  // id or group -> "does not apply to --strategy fedavg (use --local-batch)".
   std::map<std::string, std::string> ignores;
   // Ranks of the communicator the strategy needs (workers, plus servers for ps);
   // null for a strategy that runs its own loop (fedavg).

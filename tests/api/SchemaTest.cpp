@@ -73,9 +73,9 @@ TEST(ConfigFile, WrongTypeAndRange) {
   EXPECT_EQ(loadError("[training]\n\nbatch_size = \"big\"\n"),
             "run.toml:3: [training] batch_size: expected an integer, got a string");
   EXPECT_EQ(loadError("[training]\nbatch_size = 0\n"),
-            "run.toml:2: [training] batch_size must be positive (got 0)");
+            "run.toml:2: [training] batch_size must be >= 1 (got 0)");
   EXPECT_EQ(loadError("[optimizer]\nname = \"rmsprop\"\n").substr(0, 58),
-            "run.toml:2: [optimizer] name unknown value 'rmsprop' (know");
+            "run.toml:2: unknown [optimizer] name 'rmsprop' (known: sgd");
   EXPECT_NE(loadError("[optimizer]\nlr = nan\n").find("run.toml:2: [optimizer] lr must be a finite number"),
             std::string::npos);
 }
@@ -230,6 +230,14 @@ TEST(OptionWalk, OptionsOfAnotherStrategyAreRefused) {
   EXPECT_EQ(refusal({{"--strategy", "ps"}, {"--workers", "2"}, {"--staleness", "2"}}),
             "--staleness applies to --consistency ssp");
   EXPECT_EQ(refusal({{"--strategy", "ps"}, {"--workers", "2"}, {"--consistency", "ssp"}, {"--staleness", "2"}}), "");
+}
+
+TEST(Schema, DefaultsAreValid) {
+  RunConfig rc;
+  Sources src;
+  prepare(rc, src, true);  // throws on a default outside its own option's range
+  for (const Option& o : schema().options())
+    if (const auto v = o.get(rc)) EXPECT_EQ(checkValue(o, *v), "") << o.name();
 }
 
 TEST(Flags, TextsParseByKind) {

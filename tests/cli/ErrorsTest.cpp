@@ -27,7 +27,7 @@ TEST(CliErrors, UnknownSubcommandOrNone) {
 TEST(CliErrors, UnknownModel) { expectError(runDtrain(kQuick + "--model resnet"), 2, "resnet"); }
 
 TEST(CliErrors, NonPositiveBatchSize) {
-  expectError(runDtrain(kQuick + "--batch-size 0"), 2, "--batch-size must be positive");
+  expectError(runDtrain(kQuick + "--batch-size 0"), 2, "--batch-size must be >= 1 (got 0)");
   expectError(runDtrain(kQuick + "--batch-size -5"), 2, "--batch-size");
 }
 

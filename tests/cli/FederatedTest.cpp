@@ -39,7 +39,7 @@ TEST(Federated, FinalLineAndPerRoundMetrics) {
 
 TEST(Federated, BadFlagsAreOneLineErrors) {
   expectError(runDtrain("train --clients 10 --dataset synthetic"), 2,
-              "--clients applies to --strategy fedavg");
+              "--clients does not apply to --strategy single (only to --strategy fedavg)");
   expectError(runDtrain(kSmall + "--partition zipf"), 2, "unknown --partition 'zipf'");
   expectError(runDtrain(kSmall + "--aggregator average"), 2, "unknown --aggregator 'average'");
   expectError(runDtrain(kSmall + "--attackers 0.2"), 2, "--attackers needs --attack");

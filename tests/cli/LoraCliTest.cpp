@@ -45,13 +45,13 @@ bool sameBytes(const Tensor& a, const Tensor& b) {
 }  // namespace
 
 TEST(LoraCli, UsageErrors) {
-  expectError(runDtrain(kMlp + "--lora-rank 0"), 2, "--lora-rank must be positive");
-  expectError(runDtrain(kMlp + "--lora-rank -3"), 2, "--lora-rank must be positive");
+  expectError(runDtrain(kMlp + "--lora-rank 0"), 2, "--lora-rank must be >= 1 (got 0)");
+  expectError(runDtrain(kMlp + "--lora-rank -3"), 2, "--lora-rank must be >= 1 (got -3)");
   expectError(runDtrain(kMlp + "--lora-rank 2 --lora-targets ffn"), 2, "unknown target 'ffn'");
   expectError(runDtrain(kMlp + "--lora-rank 2 --lora-targets attn"), 2, "model mlp has no such layers");
   expectError(runDtrain(kMlp + "--model lenet --lora-rank 2"), 2, "lenet has no LoRA targets");
   expectError(runDtrain(kMlp + "--lora-alpha 4"), 2, "--lora-alpha needs --lora-rank");
-  expectError(runDtrain(kMlp + "--lora-rank 2 --lora-alpha 0"), 2, "--lora-alpha must be a positive");
+  expectError(runDtrain(kMlp + "--lora-rank 2 --lora-alpha 0"), 2, "--lora-alpha must be > 0 (got 0)");
   expectError(runDtrain(kMlp + "--recompute some"), 2, "known: none, blocks, all");
   expectError(runDtrain("export --merge-lora /nonexistent.safetensors /tmp/x.safetensors"), 1,
               "/nonexistent.safetensors");

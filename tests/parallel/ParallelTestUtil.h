@@ -15,6 +15,16 @@
 
 namespace dtrain::test {
 
+// `args` without a "--fusion-mb X" flag: for the strategies that read no
+// [allreduce] options (one process, parameter servers, Hogwild!), where
+// giving it is an error.
+inline std::string withoutFusion(std::string args) {
+  const auto at = args.find("--fusion-mb ");
+  if (at == std::string::npos) return args;
+  const auto end = args.find(' ', at + 12);
+  return args.erase(at, end == std::string::npos ? std::string::npos : end + 1 - at);
+}
+
 using Params = std::map<std::string, std::vector<float>>;
 
 // SGD with momentum and weight decay on a small synthetic task; 50 steps over

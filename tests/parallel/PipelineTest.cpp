@@ -230,8 +230,8 @@ TEST(PipelineUsage, BadFlagsAreOneLineErrors) {
               "--accumulate does not combine with --pipeline-stages");
   expectError(runShell(base + "--pipeline-stages 2 --pipeline-schedule zigzag"), 2,
               "unknown --pipeline-schedule 'zigzag'");
-  expectError(runShell(base + "--micro-batches 2"), 2, "apply to --pipeline-stages P > 1");
-  expectError(runShell(base + "--virtual-stages 2"), 2, "apply to --pipeline-stages P > 1");
+  expectError(runShell(base + "--micro-batches 2"), 2, "--micro-batches applies to --pipeline-stages P > 1");
+  expectError(runShell(base + "--virtual-stages 2"), 2, "--virtual-stages applies to --pipeline-stages P > 1");
   expectError(runShell(base + "--pipeline-stages 2 --micro-batches 4 --virtual-stages 2 --pipeline-schedule gpipe"),
               2, "--virtual-stages interleaves the 1f1b schedule (not gpipe)");
   expectError(runShell(base + "--batch-size 12 --pipeline-stages 2 --micro-batches 3 --virtual-stages 2"), 2,

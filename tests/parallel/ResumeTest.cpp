@@ -147,7 +147,7 @@ TEST(PeriodicCheckpoints, BadFlagsAreUsageErrors) {
   expectError(runDtrain(quick + "--resume /nonexistent/x.safetensors"), 2,
               "--resume /nonexistent/x.safetensors: no such checkpoint");
   expectError(runDtrain(quick + "--resume a --load b"), 2, "--resume and --load both name a checkpoint");
-  expectError(runDtrain(quick + "--keep-checkpoints 0 --checkpoint-dir /tmp"), 2, "--keep-checkpoints must be >= 1");
+  expectError(runDtrain(quick + "--keep-checkpoints 0 --checkpoint-every 1 --checkpoint-dir /tmp"), 2, "--keep-checkpoints must be >= 1 (got 0)");
   expectError(runDtrain(quick + "--workers 2 --strategy ps --checkpoint-every 1 --checkpoint-dir /tmp"), 2,
               "--checkpoint-every needs the single, allreduce, pipeline or tensor strategy");
   expectError(runDtrain(quick + "--checkpoint-every 1 --checkpoint-dir /etc/hostname/sub"), 2,

@@ -229,7 +229,7 @@ TEST(TensorParallelUsage, BadFlagsAreOneLineErrors) {
   expectError(runShell(mlp + "--tensor-parallel 2 --tensor-parallel-style zigzag"), 2,
               "unknown --tensor-parallel-style 'zigzag' (known: megatron, krizhevsky)");
   expectError(runShell(mlp + "--tensor-parallel-style krizhevsky"), 2,
-              "--tensor-parallel-style krizhevsky needs --tensor-parallel T > 1 without --pipeline-stages");
+              "--tensor-parallel-style applies to --tensor-parallel T > 1");
   expectError(runShell(std::string(DTRAIN_BIN) + " train --model gpt-tiny --max-steps 2 --tensor-parallel 2 "
                        "--tensor-parallel-style krizhevsky"),
               2, "--tensor-parallel-style krizhevsky needs a sequence of layers");

@@ -22,12 +22,12 @@ void addFederatedOptions(Schema& s) {
   add("shards_per_client", "--shards-per-client", "shards: shards per client")
       .fed(&FederatedOptions::shardsPerClient).range(1);
   add("dirichlet_alpha", "--dirichlet-alpha", "dirichlet: concentration (small: few classes per client)")
-      .fed(&FederatedOptions::dirichletAlpha).range(0);
+      .fed(&FederatedOptions::dirichletAlpha).above(0);
   add("quantity_skew", "--quantity-skew", "iid: log-normal sigma of the client sizes (0: equal sizes)")
       .fed(&FederatedOptions::quantitySkew).range(0);
   add("rounds", "--rounds", "Communication rounds R").fed(&FederatedOptions::rounds).range(1);
   add("client_fraction", "--client-fraction", "C, clients per round m = max(C K, 1)")
-      .fed(&FederatedOptions::clientFraction).range(0, 1);
+      .fed(&FederatedOptions::clientFraction).above(0, 1);
   add("local_epochs", "--local-epochs", "Local epochs E per round")
       .fed(&FederatedOptions::localEpochs).range(1);
   add("local_batch", "--local-batch", "Local batch B (0: the whole local set; FedSGD is E=1 B=0)")
@@ -35,7 +35,7 @@ void addFederatedOptions(Schema& s) {
   add("server_optimizer", "--server-optimizer", "avg (FedAvg), momentum (FedAvgM) or adam (FedAdam)")
       .fed(&FederatedOptions::serverOptimizer).oneOf({"avg", "momentum", "adam"});
   add("server_lr", "--server-lr", "Server learning rate (default 1; adam 0.01)")
-      .fed(&FederatedOptions::serverLr).range(0);
+      .fed(&FederatedOptions::serverLr).above(0);
   add("server_momentum", "--server-momentum", "momentum: server beta")
       .fed(&FederatedOptions::serverMomentum).range(0);
   add("prox_mu", "--prox-mu", "FedProx proximal weight mu (0: off)")
@@ -50,7 +50,7 @@ void addFederatedOptions(Schema& s) {
   add("dp_noise", "--dp-noise", "DP: noise multiplier z (Gaussian noise of std z * clip on the sum)")
       .fed(&FederatedOptions::dpNoise).range(0);
   add("dp_delta", "--dp-delta", "DP: delta of the reported epsilon")
-      .fed(&FederatedOptions::dpDelta).range(0, 1);
+      .fed(&FederatedOptions::dpDelta).above(0, 1);
   add("aggregator", "--aggregator", federated::describeAggregators())
       .fed(&FederatedOptions::aggregator);
   add("trim_fraction", "--trim-fraction", "trimmed-mean: fraction cut at each end per coordinate")
@@ -72,7 +72,7 @@ void addFederatedOptions(Schema& s) {
       "late)")
       .fed(&FederatedOptions::deadlineClock).oneOf({"simulated", "wall"});
   add("client_speed", "--client-speed", "deadline: samples per second of a client's local training (simulated)")
-      .fed(&FederatedOptions::clientSpeed).range(1e-9);
+      .fed(&FederatedOptions::clientSpeed).above(0);
   add("slow_clients", "--slow-clients", "deadline: fraction of slow clients")
       .fed(&FederatedOptions::slowClients).range(0, 1);
   add("slow_factor", "--slow-factor", "deadline: how many times slower they train")

@@ -38,7 +38,7 @@ void addLoraOptions(Schema& s) {
     return unlessThen(rc.train.loraRank.has_value(), "needs --lora-rank R (LoRA is off without it)");
   };
   s.add("lora", "alpha", "--lora-alpha", "LoRA: scale alpha (updates are alpha/R x B A; default 8)")
-      .train(&TrainConfig::loraAlpha).range(1e-30).when(withLora);
+      .train(&TrainConfig::loraAlpha).above(0).when(withLora);
   s.add("lora", "targets", "--lora-targets",
         "LoRA: attn, mlp or attn,mlp (default: every target the model has)")
       .train(&TrainConfig::loraTargets).when(withLora);

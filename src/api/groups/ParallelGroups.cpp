@@ -67,7 +67,7 @@ void addParallelOptions(Schema& s) {
 void addAllreduceOptions(Schema& s) {
   s.addGroup("allreduce", "Allreduce data parallelism");
   s.add("allreduce", "fusion_mb", "--fusion-mb", "Fusion bucket size in MiB")
-      .train(&TrainConfig::fusionMb).range(1e-6);
+      .train(&TrainConfig::fusionMb).above(0);
   s.add("allreduce", "overlap", "", "Allreduce only after the whole backward (for comparison; "
         "default: each bucket as soon as backward has its gradients)")
       .train(&TrainConfig::overlap).negated("--no-overlap").result("overlap");
@@ -96,10 +96,10 @@ void addCompressOptions(Schema& s) {
     };
   };
   s.add("compress", "bits", "--compress-bits", "qsgd: bits per level (2^b - 1 levels per chunk)")
-      .train(&TrainConfig::compressBits).range(1, 16).result("compress_bits")
+      .train(&TrainConfig::compressBits).range(1, 15).result("compress_bits")
       .when(forCompressors({"qsgd"}));
   s.add("compress", "ratio", "--compress-ratio", "topk, randomk: fraction of the values sent")
-      .train(&TrainConfig::compressRatio).range(0, 1).result("compress_ratio")
+      .train(&TrainConfig::compressRatio).above(0, 1).result("compress_ratio")
       .when(forCompressors({"topk", "randomk"}));
   s.add("compress", "rank", "--compress-rank", "powersgd: rank of the P/Q factors")
       .train(&TrainConfig::compressRank).range(1).result("compress_rank")

@@ -37,7 +37,7 @@ Option& indexValueList(Option& o, std::map<int, V> TrainConfig::*field, const ch
         }
       } catch (const std::exception&) {
       }
-      DTRAIN_CHECK_USAGE(ok, "'", text, "': expected INDEX:", unit, " (e.g. 3:20)");
+      DTRAIN_CHECK_USAGE(ok, text, ": expected INDEX:", unit, " (e.g. 3:20)");
     }
   };
   o.get = [field](const RunConfig& rc) -> std::optional<Value> {
@@ -95,14 +95,14 @@ void addPsOptions(Schema& s) {
       .when(forConsistency({"ssp"}, "applies to --consistency ssp"));
   s.add("ps", "timeout", "--ps-timeout",
         "Seconds without a message or heartbeat after which a peer is declared dead")
-      .train(&TrainConfig::psTimeoutS).range(1e-9);
+      .train(&TrainConfig::psTimeoutS).above(0);
   indexValueList(s.add("ps", "kill_worker", "--kill-worker",
                        "WORKER:STEP: that worker stops answering at STEP (fault injection)"),
-                 &TrainConfig::killWorker, "STEP");
+                 &TrainConfig::killWorker, "N");
   indexValueList(s.add("ps", "pause_worker", "--pause-worker",
                        "WORKER:STEP: that worker goes silent at STEP until every server declared "
                        "it dead, then carries on (fault injection: re-admission)"),
-                 &TrainConfig::pauseWorker, "STEP");
+                 &TrainConfig::pauseWorker, "N");
   indexValueList(s.add("ps", "kill_server", "--kill-server",
                        "SERVER:N: that server stops answering after N updates (fault injection)"),
                  &TrainConfig::killServer, "N");

@@ -47,7 +47,7 @@ void addOptimizerOptions(Schema& s) {
   s.add("optimizer", "name", "--optimizer", "sgd, adam, adamw, adagrad or lars")
       .train(&TrainConfig::optimizer)
       .oneOf([] { return optim::optimizerNames(); });
-  s.add("optimizer", "lr", "--lr", "Learning rate").train(&TrainConfig::lr).range(0);
+  s.add("optimizer", "lr", "--lr", "Learning rate").train(&TrainConfig::lr).above(0);
   auto sgdLike = [](const RunConfig& rc) {
     const auto& o = rc.train.optimizer;
     return unlessThen(o == "sgd" || o == "lars", "applies to --optimizer sgd and lars");
@@ -90,8 +90,8 @@ void addOptimizerOptions(Schema& s) {
     return unlessThen(rc.train.schedule == "step", "applies to --schedule step");
   };
   s.add("optimizer", "step_size", "--step-size",
-        "Steps between decays of --schedule step (default: one epoch)")
-      .train(&TrainConfig::stepSize).range(1).when(stepSchedule);
+        "Steps between decays of --schedule step (0: one epoch)")
+      .train(&TrainConfig::stepSize).range(0).when(stepSchedule);
   s.add("optimizer", "gamma", "--gamma", "Decay factor of --schedule step")
       .train(&TrainConfig::gamma).range(0).when(stepSchedule);
   s.add("optimizer", "scale_lr", "--scale-lr", "Linear scaling rule: multiply --lr by the workers")
