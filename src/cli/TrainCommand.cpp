@@ -287,8 +287,10 @@ void addTrainCommand(CLI::App& app) {
   sub->add_option("--model", c.model, "Built-in model (gpt-*: byte-level language models)")
       ->check(CLI::IsMember(nn::registeredModelNames()))->capture_default_str();
   sub->add_option("--dataset", c.dataset,
-                  "fashion-mnist or synthetic (classifiers), text (gpt-*: the default for them)")
-      ->check(CLI::IsMember({"fashion-mnist", "synthetic", "text"}))->capture_default_str();
+                  "fashion-mnist, synthetic, idx (any MNIST-format --data-dir) or npy (your "
+                  ".npy files: --train-data ...) for classifiers; text (gpt-*: their default)")
+      ->check(CLI::IsMember({"fashion-mnist", "synthetic", "idx", "npy", "text"}))
+      ->capture_default_str();
   sub->add_option("--text-file", c.textFile,
                   "--dataset text: train on this file's bytes (default: the King James Bible, kjv)");
   sub->add_option("--n-layer", flags->nLayer, "gpt: transformer blocks (overrides the preset)");
@@ -298,7 +300,17 @@ void addTrainCommand(CLI::App& app) {
   sub->add_option("--eval-batches", c.evalBatches,
                   "gpt: fixed validation batches (of --batch-size windows) per evaluation")
       ->capture_default_str();
-  sub->add_option("--data-dir", c.dataDir, "Directory of the IDX files")->capture_default_str();
+  sub->add_option("--data-dir", c.dataDir, "Directory of the IDX files (fashion-mnist, idx)")
+      ->capture_default_str();
+  // --dataset npy (docs/guide/your-data.md): the model's input and classes come from these.
+  sub->add_option("--train-data", c.trainData,
+                  "npy: training features [N, ...], float32/float64 (kept as they are) or uint8 "
+                  "(scaled to x/255)");
+  sub->add_option("--train-labels", c.trainLabels,
+                  "npy: training labels [N], int64/int32/uint8 class indices 0, 1, ...");
+  sub->add_option("--test-data", c.testData,
+                  "npy: test features (without --test-data/--test-labels: no test evaluation)");
+  sub->add_option("--test-labels", c.testLabels, "npy: test labels");
   sub->add_option("--synthetic-size", c.syntheticSize, "Training samples of --dataset synthetic")
       ->capture_default_str();
   sub->add_option("--epochs", c.epochs, "Passes over the training set")->capture_default_str();
