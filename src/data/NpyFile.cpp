@@ -272,7 +272,9 @@ std::vector<int32_t> readNpyLabels(const std::string& path, const std::string& n
 void writeNpy(const std::string& path, const std::string& descr, const std::vector<int64_t>& shape,
               const void* data, size_t bytes, int major, bool fortranOrder) {
   DTRAIN_CHECK(major >= 1 && major <= 3, "writeNpy ", path, ": bad version ", major);
-  std::string dict = "{'descr': '" + descr + "', 'fortran_order': " +
+  // A structured dtype's descr is a list, written unquoted as NumPy does.
+  const std::string quoted = descr.starts_with('[') ? descr : "'" + descr + "'";
+  std::string dict = "{'descr': " + quoted + ", 'fortran_order': " +
                      (fortranOrder ? "True" : "False") + ", 'shape': " + tupleStr(shape) + ", }";
   // NumPy pads the header with spaces and a newline so the data starts 64-byte aligned.
   const size_t lenBytes = major == 1 ? 2 : 4;
