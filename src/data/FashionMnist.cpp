@@ -28,12 +28,16 @@ std::string findFile(const std::string& dir, const std::string& name, const char
     std::error_code ec;
     if (fs::is_regular_file(p, ec)) return p.string();
   }
-  throw UsageError(detail::concat("data directory ", dir, " has no ", name, " or ", name, ".gz (",
-                                  hint, ")"));
+  throw UsageError(
+      detail::concat("data directory ", dir, " has no ", name, " or ", name, ".gz (", hint, ")"));
 }
 
-std::string imagesName(bool train) { return std::string(train ? "train" : "t10k") + "-images-idx3-ubyte"; }
-std::string labelsName(bool train) { return std::string(train ? "train" : "t10k") + "-labels-idx1-ubyte"; }
+std::string imagesName(bool train) {
+  return std::string(train ? "train" : "t10k") + "-images-idx3-ubyte";
+}
+std::string labelsName(bool train) {
+  return std::string(train ? "train" : "t10k") + "-labels-idx1-ubyte";
+}
 
 // Images [N, rows, cols] and labels [N] as samples {1, rows, cols}; `expected`
 // (a test set's: the training set's spec) fixes the sample shape and the classes.
@@ -42,12 +46,11 @@ std::shared_ptr<TensorDataset> loadIdxFiles(const std::string& imagesPath,
                                             const DatasetSpec& expected) {
   const IdxArray images = readIdx(imagesPath, 3);
   const IdxArray labels = readIdx(labelsPath, 1);
-  DTRAIN_CHECK_USAGE(images.count() == labels.count(), "file ", imagesPath, " has ",
-                     images.count(), " images but file ", labelsPath, " has ", labels.count(),
-                     " labels");
+  DTRAIN_CHECK_USAGE(images.count() == labels.count(), "file ", imagesPath, " has ", images.count(),
+                     " images but file ", labelsPath, " has ", labels.count(), " labels");
   const int64_t n = images.count(), rows = images.dims[1], cols = images.dims[2];
-  DTRAIN_CHECK_USAGE(n > 0 && rows > 0 && cols > 0, "file ", imagesPath, ": no images (dims [",
-                     n, ", ", rows, ", ", cols, "])");
+  DTRAIN_CHECK_USAGE(n > 0 && rows > 0 && cols > 0, "file ", imagesPath, ": no images (dims [", n,
+                     ", ", rows, ", ", cols, "])");
   const Shape sample{1, rows, cols};
   DTRAIN_CHECK_USAGE(expected.sampleShape.empty() || expected.sampleShape == sample, "file ",
                      imagesPath, ": images of shape ", shapeStr(sample),
@@ -67,8 +70,8 @@ std::shared_ptr<TensorDataset> loadIdxFiles(const std::string& imagesPath,
                              ? expected.numClasses
                              : classCount(std::span<const int32_t>(py, static_cast<size_t>(n)));
   for (int64_t i = 0; i < n; ++i)
-    DTRAIN_CHECK_USAGE(py[i] < numClasses, "file ", labelsPath, ": label ", py[i], " of sample ",
-                       i, " is not a class in [0, ", numClasses, ")");
+    DTRAIN_CHECK_USAGE(py[i] < numClasses, "file ", labelsPath, ": label ", py[i], " of sample ", i,
+                       " is not a class in [0, ", numClasses, ")");
   return std::make_shared<TensorDataset>(std::move(x), std::move(y), numClasses);
 }
 

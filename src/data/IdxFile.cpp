@@ -56,7 +56,7 @@ uint32_t bigEndian32(const uint8_t* p) {
 std::vector<uint8_t> readFile(const std::string& path) {
   std::error_code ec;
   DTRAIN_CHECK_USAGE(!std::filesystem::is_directory(path, ec), "file ", path,
-               ": is a directory, expected an IDX file");
+                     ": is a directory, expected an IDX file");
   std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
   DTRAIN_CHECK_USAGE(f != nullptr, "file ", path, ": cannot open (", std::strerror(errno), ")");
   std::vector<uint8_t> bytes;
@@ -98,8 +98,8 @@ std::vector<uint8_t> gunzip(const std::string& path, const std::vector<uint8_t>&
       if (zs.avail_in == 0) break;
       const size_t pos = in.size() - zs.avail_in;
       DTRAIN_CHECK_USAGE(zs.avail_in >= 2 && in[pos] == 0x1f && in[pos + 1] == 0x8b, "file ", path,
-                   ": trailing garbage after the gzip stream (", zs.avail_in, " bytes at offset ",
-                   pos, ")");
+                         ": trailing garbage after the gzip stream (", zs.avail_in,
+                         " bytes at offset ", pos, ")");
       DTRAIN_CHECK(inflateReset(&zs) == Z_OK, "file ", path, ": zlib inflateReset failed");
       continue;
     }
@@ -107,10 +107,10 @@ std::vector<uint8_t> gunzip(const std::string& path, const std::vector<uint8_t>&
     if (rc == Z_BUF_ERROR && zs.avail_in == 0)
       throw UsageError(detail::concat("file ", path,
                                       ": corrupt gzip stream (compressed data ends early, after ",
-                                 produced, " uncompressed bytes)"));
+                                      produced, " uncompressed bytes)"));
     if (rc == Z_BUF_ERROR) continue;  // output full: grow and go on
     throw UsageError(detail::concat("file ", path, ": corrupt gzip stream (",
-                               zs.msg ? zs.msg : zError(rc), ")"));
+                                    zs.msg ? zs.msg : zError(rc), ")"));
   }
   out.resize(produced);
   return out;
@@ -124,24 +124,25 @@ std::vector<int64_t> parseIdxHeader(const std::string& path, const std::vector<u
     std::ostringstream first;
     for (size_t i = 0; i < std::min<size_t>(size, 4); ++i)
       first << (i ? " " : "") << std::hex << std::setw(2) << std::setfill('0') << int(bytes[i]);
-    throw UsageError(detail::concat("file ", path,
-                               ": not a gzip file and not an IDX file (bad magic: first bytes [",
-                               first.str(), "], expected 00 00 08 0N, or 1f 8b for gzip)"));
+    throw UsageError(detail::concat(
+        "file ", path, ": not a gzip file and not an IDX file (bad magic: first bytes [",
+        first.str(), "], expected 00 00 08 0N, or 1f 8b for gzip)"));
   }
   const uint32_t magic = bigEndian32(bytes.data());
   const uint8_t type = bytes[2];
   const int nd = bytes[3];
-  DTRAIN_CHECK_USAGE(type == kIdxUByte, "file ", path, ": unsupported IDX type code ", hex(type, 2), " (",
-               typeName(type), ") in magic ", hex(magic, 8),
-               "; only 0x08 (unsigned byte) is supported");
-  DTRAIN_CHECK_USAGE(nd >= 1, "file ", path, ": IDX magic ", hex(magic, 8), " declares 0 dimensions");
+  DTRAIN_CHECK_USAGE(type == kIdxUByte, "file ", path, ": unsupported IDX type code ", hex(type, 2),
+                     " (", typeName(type), ") in magic ", hex(magic, 8),
+                     "; only 0x08 (unsigned byte) is supported");
+  DTRAIN_CHECK_USAGE(nd >= 1, "file ", path, ": IDX magic ", hex(magic, 8),
+                     " declares 0 dimensions");
   DTRAIN_CHECK_USAGE(expectedDims < 1 || nd == expectedDims, "file ", path,
-               ": dims count mismatch: expected a ", expectedDims, "-dimensional IDX array (magic ",
-               hex(0x800u + expectedDims, 8), "), found ", nd, " dimension(s) (magic ",
-               hex(magic, 8), ")");
+                     ": dims count mismatch: expected a ", expectedDims,
+                     "-dimensional IDX array (magic ", hex(0x800u + expectedDims, 8), "), found ",
+                     nd, " dimension(s) (magic ", hex(magic, 8), ")");
   header = 4 + 4 * static_cast<size_t>(nd);
   DTRAIN_CHECK_USAGE(size >= header, "file ", path, ": truncated IDX header: ", nd,
-               " dimension sizes need ", header, " bytes, found ", size);
+                     " dimension sizes need ", header, " bytes, found ", size);
 
   std::vector<int64_t> dims;
   int64_t numel = 1;
@@ -150,7 +151,7 @@ std::vector<int64_t> parseIdxHeader(const std::string& path, const std::vector<u
     // Caps the product well below overflow (and far above any real data set).
     numel = dims.back() == 0 ? 0 : numel * dims.back();
     DTRAIN_CHECK_USAGE(numel <= (int64_t{1} << 40), "file ", path, ": IDX dims ", dimsStr(dims),
-                 "... are implausibly large");
+                       "... are implausibly large");
   }
   return dims;
 }
@@ -165,11 +166,11 @@ IdxArray parseIdx(const std::string& path, std::vector<uint8_t> bytes, int expec
   for (int64_t d : a.dims) numel *= d;
   const char* what = nd == 1 ? "label data" : "pixel data";
   const size_t have = size - header;
-  DTRAIN_CHECK_USAGE(have >= static_cast<size_t>(numel), "file ", path, ": truncated: expected ", numel,
-               " bytes of ", what, " for dims ", dimsStr(a.dims), ", found ", have);
+  DTRAIN_CHECK_USAGE(have >= static_cast<size_t>(numel), "file ", path, ": truncated: expected ",
+                     numel, " bytes of ", what, " for dims ", dimsStr(a.dims), ", found ", have);
   DTRAIN_CHECK_USAGE(have == static_cast<size_t>(numel), "file ", path,
-               ": trailing garbage: ", have - numel, " bytes after the ", numel, " bytes of ", what,
-               " for dims ", dimsStr(a.dims));
+                     ": trailing garbage: ", have - numel, " bytes after the ", numel, " bytes of ",
+                     what, " for dims ", dimsStr(a.dims));
   bytes.erase(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(header));
   a.data = std::move(bytes);
   return a;

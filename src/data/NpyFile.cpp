@@ -60,14 +60,14 @@ size_t valueAfter(const std::string& header, const std::string& key, const std::
     while (i < header.size() && header[i] == ' ') ++i;
     return i;
   }
-  throw UsageError(detail::concat(who, ": the .npy header has no '", key, "' (header: ", header,
-                                  ")"));
+  throw UsageError(
+      detail::concat(who, ": the .npy header has no '", key, "' (header: ", header, ")"));
 }
 
 void parseDict(const std::string& header, NpyHeader& h, const std::string& who) {
   const auto bad = [&](const char* what) {
-    return UsageError(detail::concat(who, ": cannot parse the .npy header's ", what, " (header: ",
-                                     header, ")"));
+    return UsageError(
+        detail::concat(who, ": cannot parse the .npy header's ", what, " (header: ", header, ")"));
   };
   size_t i = valueAfter(header, "descr", who);
   if (i < header.size() && header[i] == '[')
@@ -80,9 +80,12 @@ void parseDict(const std::string& header, NpyHeader& h, const std::string& who) 
   h.descr = header.substr(i + 1, end - i - 1);
 
   i = valueAfter(header, "fortran_order", who);
-  if (header.compare(i, 4, "True") == 0) h.fortranOrder = true;
-  else if (header.compare(i, 5, "False") == 0) h.fortranOrder = false;
-  else throw bad("fortran_order");
+  if (header.compare(i, 4, "True") == 0)
+    h.fortranOrder = true;
+  else if (header.compare(i, 5, "False") == 0)
+    h.fortranOrder = false;
+  else
+    throw bad("fortran_order");
 
   i = valueAfter(header, "shape", who);
   if (i >= header.size() || header[i] != '(') throw bad("shape");
@@ -120,9 +123,10 @@ void checkDtype(const NpyHeader& h, const std::string& who, const char* role,
   DTRAIN_CHECK_USAGE(!h.fortranOrder, who,
                      ": Fortran-order arrays are not supported; save a C-order copy "
                      "(np.save(path, np.ascontiguousarray(a)))");
-  DTRAIN_CHECK_USAGE(h.descr.empty() || h.descr[0] != '>' || isUint8(h.descr), who,
-                     ": big-endian data (dtype '", h.descr,
-                     "') is not supported; save a little-endian copy (a.astype(a.dtype.newbyteorder('<')))");
+  DTRAIN_CHECK_USAGE(
+      h.descr.empty() || h.descr[0] != '>' || isUint8(h.descr), who, ": big-endian data (dtype '",
+      h.descr,
+      "') is not supported; save a little-endian copy (a.astype(a.dtype.newbyteorder('<')))");
   for (const char* d : allowed)
     if (h.descr == d || (isUint8(d) && isUint8(h.descr))) return;
   throw UsageError(detail::concat(who, ": unsupported ", role, " dtype '", h.descr,
@@ -138,9 +142,9 @@ void readConverted(FILE* f, const std::string& who, int64_t count, Dst* out, Con
   std::vector<Src> buf(static_cast<size_t>(std::min(count, kChunk)));
   for (int64_t done = 0; done < count;) {
     const int64_t n = std::min(kChunk, count - done);
-    DTRAIN_CHECK(std::fread(buf.data(), sizeof(Src), static_cast<size_t>(n), f) ==
-                     static_cast<size_t>(n),
-                 who, ": read error (", std::strerror(errno), ")");
+    DTRAIN_CHECK(
+        std::fread(buf.data(), sizeof(Src), static_cast<size_t>(n), f) == static_cast<size_t>(n),
+        who, ": read error (", std::strerror(errno), ")");
     for (int64_t i = 0; i < n; ++i) out[done + i] = convert(buf[i], done + i);
     done += n;
   }
@@ -197,8 +201,8 @@ OpenedNpy openNpy(const std::string& path, const std::string& who) {
     const int64_t need = numel * h.itemSize, have = size - h.dataOffset;
     DTRAIN_CHECK_USAGE(have >= need, who, ": truncated: shape ", tupleStr(h.shape), " of '",
                        h.descr, "' needs ", need, " bytes of data, found ", have);
-    DTRAIN_CHECK_USAGE(have == need, who, ": trailing garbage: ", have - need,
-                       " bytes after the ", need, " bytes of data of shape ", tupleStr(h.shape));
+    DTRAIN_CHECK_USAGE(have == need, who, ": trailing garbage: ", have - need, " bytes after the ",
+                       need, " bytes of data of shape ", tupleStr(h.shape));
   }
   return o;
 }
@@ -232,8 +236,9 @@ Tensor readNpyFeatures(const std::string& path, const std::string& name) {
   std::fseek(f, h.dataOffset, SEEK_SET);
   const int64_t n = h.numel();
   if (h.descr == "<f4") {
-    DTRAIN_CHECK(std::fread(out, sizeof(float), static_cast<size_t>(n), f) == static_cast<size_t>(n),
-                 who, ": read error (", std::strerror(errno), ")");
+    DTRAIN_CHECK(
+        std::fread(out, sizeof(float), static_cast<size_t>(n), f) == static_cast<size_t>(n), who,
+        ": read error (", std::strerror(errno), ")");
   } else if (h.descr == "<f8") {
     readConverted<double>(f, who, n, out, [](double v, int64_t) { return static_cast<float>(v); });
   } else {
@@ -250,8 +255,10 @@ std::vector<int32_t> readNpyLabels(const std::string& path, const std::string& n
   OpenedNpy o = openNpy(path, who);
   const NpyHeader& h = o.header;
   checkDtype(h, who, "label", {"<i8", "<i4", "|u1"}, "int64 <i8, int32 <i4, uint8 |u1");
-  DTRAIN_CHECK_USAGE(h.shape.size() == 1, who, ": labels must be one class index per sample, "
-                     "shape (N,), got ", tupleStr(h.shape),
+  DTRAIN_CHECK_USAGE(h.shape.size() == 1, who,
+                     ": labels must be one class index per sample, "
+                     "shape (N,), got ",
+                     tupleStr(h.shape),
                      h.shape.size() == 2 && h.shape[1] == 1 ? " (save y.ravel())" : "");
   const int64_t n = h.numel();
   std::vector<int32_t> labels(static_cast<size_t>(n));
@@ -263,9 +270,12 @@ std::vector<int32_t> readNpyLabels(const std::string& path, const std::string& n
                        " (class labels are 0, 1, ... below ", kMaxClasses, ")");
     return static_cast<int32_t>(v);
   };
-  if (h.descr == "<i8") readConverted<int64_t>(f, who, n, labels.data(), check);
-  else if (h.descr == "<i4") readConverted<int32_t>(f, who, n, labels.data(), check);
-  else readConverted<uint8_t>(f, who, n, labels.data(), check);
+  if (h.descr == "<i8")
+    readConverted<int64_t>(f, who, n, labels.data(), check);
+  else if (h.descr == "<i4")
+    readConverted<int32_t>(f, who, n, labels.data(), check);
+  else
+    readConverted<uint8_t>(f, who, n, labels.data(), check);
   return labels;
 }
 
@@ -274,8 +284,9 @@ void writeNpy(const std::string& path, const std::string& descr, const std::vect
   DTRAIN_CHECK(major >= 1 && major <= 3, "writeNpy ", path, ": bad version ", major);
   // A structured dtype's descr is a list, written unquoted as NumPy does.
   const std::string quoted = descr.starts_with('[') ? descr : "'" + descr + "'";
-  std::string dict = "{'descr': " + quoted + ", 'fortran_order': " +
-                     (fortranOrder ? "True" : "False") + ", 'shape': " + tupleStr(shape) + ", }";
+  std::string dict = "{'descr': " + quoted +
+                     ", 'fortran_order': " + (fortranOrder ? "True" : "False") +
+                     ", 'shape': " + tupleStr(shape) + ", }";
   // NumPy pads the header with spaces and a newline so the data starts 64-byte aligned.
   const size_t lenBytes = major == 1 ? 2 : 4;
   const size_t unpadded = kMagicSize + 2 + lenBytes + dict.size() + 1;

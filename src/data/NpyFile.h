@@ -25,7 +25,7 @@ inline constexpr int64_t kMaxClasses = int64_t{1} << 16;
 
 struct NpyHeader {
   int major = 1, minor = 0;
-  std::string descr;           // e.g. "<f4"
+  std::string descr;  // e.g. "<f4"
   bool fortranOrder = false;
   std::vector<int64_t> shape;  // () for a scalar
   int64_t dataOffset = 0;      // where the array's bytes start

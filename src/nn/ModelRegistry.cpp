@@ -52,7 +52,8 @@ const Registry& registry() {
             return ModelInfo{kLanguageModelTask, c.blockSize, c.vocab};
           },
           // Text: the vocabulary and the context come from the preset, not the data.
-          [name](const ModelOverrides& o, uint64_t seed, const DataShape&) -> std::shared_ptr<Module> {
+          [name](const ModelOverrides& o, uint64_t seed,
+                 const DataShape&) -> std::shared_ptr<Module> {
             return makeGpt(resolveGpt(name, o), seed);
           }});
     return out;

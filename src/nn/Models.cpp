@@ -24,9 +24,10 @@ std::shared_ptr<Sequential> makeModel(const std::string& name, uint64_t seed,
     m->append(std::make_shared<ReLU>());
     m->append(std::make_shared<Linear>(256, data.classes, rng));
   } else if (name == "lenet") {
-    DTRAIN_CHECK_USAGE(data.sample == Shape({1, 28, 28}), "--model lenet takes 1x28x28 images; "
-                       "the data's samples have shape ", shapeStr(data.sample),
-                       " (--model mlp takes any shape)");
+    DTRAIN_CHECK_USAGE(data.sample == Shape({1, 28, 28}),
+                       "--model lenet takes 1x28x28 images; "
+                       "the data's samples have shape ",
+                       shapeStr(data.sample), " (--model mlp takes any shape)");
     m->append(std::make_shared<Conv2d>(1, 6, 5, rng, 1, 2));
     m->append(std::make_shared<ReLU>());
     m->append(std::make_shared<MaxPool2d>(2));

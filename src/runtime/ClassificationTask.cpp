@@ -1,6 +1,6 @@
-// Classification (mlp, lenet): samples from a Dataset (runtime/ClassificationData.cpp), batches from the
-// DistributedSampler through a prefetching Loader, cross-entropy over the
-// classes, accuracy and loss on the whole test set.
+// Classification (mlp, lenet): samples from a Dataset (runtime/ClassificationData.cpp), batches
+// from the DistributedSampler through a prefetching Loader, cross-entropy over the classes,
+// accuracy and loss on the whole test set.
 #include <optional>
 
 #include "autograd/Ops.h"
@@ -77,7 +77,8 @@ class ClassificationTask final : public Task {
     return {{"test_accuracy", acc}, {"test_loss", loss}};
   }
   std::string describeEvaluation(const nlohmann::json& f) const override {
-    if (!f.contains("test_accuracy")) return "no test set (--test-data and --test-labels not given)";
+    if (!f.contains("test_accuracy"))
+      return "no test set (--test-data and --test-labels not given)";
     return detail::concat("test accuracy ", f.at("test_accuracy").get<double>(), ", test loss ",
                           f.at("test_loss").get<double>());
   }

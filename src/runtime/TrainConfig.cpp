@@ -31,7 +31,8 @@ void TrainConfig::validate(bool workersKnown) const {
                      ")");
   DTRAIN_CHECK_USAGE(dataset == "fashion-mnist" || dataset == "synthetic" || dataset == "text" ||
                          dataset == "idx" || dataset == "npy",
-                     "unknown --dataset '", dataset, "' (known: fashion-mnist, synthetic, idx, npy, text)");
+                     "unknown --dataset '", dataset,
+                     "' (known: fashion-mnist, synthetic, idx, npy, text)");
   validateMemoryOptions(*this);  // --recompute, --lora-* (runtime/LoraSetup.h)
   DTRAIN_CHECK_USAGE(evalBatches > 0, "--eval-batches must be positive (got ", evalBatches, ")");
   DTRAIN_CHECK_USAGE(std::isfinite(clipGradNorm) && clipGradNorm >= 0,

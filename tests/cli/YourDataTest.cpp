@@ -109,9 +109,9 @@ TEST(YourData, IdxDirectoryWrittenByTheTest) {
 
 TEST(YourData, FlagsThatDoNotGoTogether) {
   BlobFiles f;
-  expectError(runDtrain("train --progress off --dataset synthetic --train-data " + f.dir +
-                        "/train_x.npy"),
-              2, "--train-data applies to --dataset npy (got --dataset synthetic)");
+  expectError(
+      runDtrain("train --progress off --dataset synthetic --train-data " + f.dir + "/train_x.npy"),
+      2, "--train-data applies to --dataset npy (got --dataset synthetic)");
   expectError(runDtrain("train --progress off --test-labels y.npy"), 2,
               "--test-labels applies to --dataset npy (got --dataset fashion-mnist)");
   expectError(runDtrain("train --progress off --dataset npy --train-data x.npy"), 2,
@@ -133,8 +133,8 @@ TEST(YourData, BadFilesGetOneLineAndExitCode2) {
               2, "--test-data " + d + "/nope.npy: no such file");
   // Wrong magic.
   std::ofstream(d + "/text.npy") << "a,b\n1,2\n";
-  expectError(runDtrain(kRun + "--dataset npy --train-data " + d + "/text.npy --train-labels " +
-                        d + "/train_y.npy"),
+  expectError(runDtrain(kRun + "--dataset npy --train-data " + d + "/text.npy --train-labels " + d +
+                        "/train_y.npy"),
               2, "--train-data " + d + "/text.npy: not a .npy file (bad magic");
   // Truncated data.
   const std::vector<float> five(5, 1.0f);
@@ -144,22 +144,23 @@ TEST(YourData, BadFilesGetOneLineAndExitCode2) {
               2, "short.npy: truncated: shape (3, 2) of '<f4' needs 24 bytes of data, found 20");
   // An unsupported dtype.
   writeNpyOf(d + "/half.npy", "<f2", {2, 2}, std::vector<uint16_t>{1, 2, 3, 4});
-  expectError(runDtrain(kRun + "--dataset npy --train-data " + d + "/half.npy --train-labels " +
-                        d + "/train_y.npy"),
+  expectError(runDtrain(kRun + "--dataset npy --train-data " + d + "/half.npy --train-labels " + d +
+                        "/train_y.npy"),
               2, "unsupported feature dtype '<f2'");
   // A negative label.
   writeNpyOf(d + "/neg.npy", "<i8", {2}, std::vector<int64_t>{1, -3});
   writeNpyOf(d + "/two.npy", "<f4", {2, 2}, std::vector<float>{1, 2, 3, 4});
-  expectError(runDtrain(kRun + "--dataset npy --train-data " + d + "/two.npy --train-labels " +
-                        d + "/neg.npy"),
+  expectError(runDtrain(kRun + "--dataset npy --train-data " + d + "/two.npy --train-labels " + d +
+                        "/neg.npy"),
               2, "--train-labels " + d + "/neg.npy: label -3 of sample 1 is negative");
   // Labels that disagree with the features in number.
-  expectError(runDtrain(kRun + "--dataset npy --train-data " + d + "/two.npy --train-labels " +
-                        d + "/train_y.npy"),
+  expectError(runDtrain(kRun + "--dataset npy --train-data " + d + "/two.npy --train-labels " + d +
+                        "/train_y.npy"),
               2, "train_y.npy has 2000 labels but --train-data " + d + "/two.npy has 2 samples");
   // Test samples of another shape than the training samples'.
   writeNpyOf(d + "/three.npy", "<f4", {500, 3}, std::vector<float>(1500, 0.0f));
-  expectError(runDtrain(kRun + f.trainFlags() + "--test-data " + d + "/three.npy --test-labels " +
-                        d + "/test_y.npy"),
-              2, "--test-data " + d + "/three.npy: samples of shape [3] but the training samples are [2]");
+  expectError(
+      runDtrain(kRun + f.trainFlags() + "--test-data " + d + "/three.npy --test-labels " + d +
+                "/test_y.npy"),
+      2, "--test-data " + d + "/three.npy: samples of shape [3] but the training samples are [2]");
 }

@@ -14,9 +14,9 @@
 namespace dtrain::data {
 namespace {
 
+using dtrain::test::writeNpyOf;
 using test::errorOf;
 using test::TempDir;
-using dtrain::test::writeNpyOf;
 
 TEST(NpyFile, ReadsAFileAsNumPyWritesIt) {
   // np.save of np.arange(6, dtype=np.float32).reshape(2, 3), byte for byte: the
@@ -51,9 +51,12 @@ TEST(NpyFile, FeatureDtypesRoundTripInEveryVersion) {
   TempDir dir;
   for (int major : {1, 2, 3}) {
     const std::string v = std::to_string(major);
-    writeNpyOf(dir.file("f4.npy"), "<f4", {2, 2, 2}, std::vector<float>{-1.5f, 0, 1, 2, 3, 4, 5, 1e30f}, major);
-    writeNpyOf(dir.file("f8.npy"), "<f8", {4, 2}, std::vector<double>{0.1, -2, 3, 4, 5, 6, 7, 8}, major);
-    writeNpyOf(dir.file("u1.npy"), "|u1", {2, 4}, std::vector<uint8_t>{0, 1, 51, 255, 7, 8, 9, 10}, major);
+    writeNpyOf(dir.file("f4.npy"), "<f4", {2, 2, 2},
+               std::vector<float>{-1.5f, 0, 1, 2, 3, 4, 5, 1e30f}, major);
+    writeNpyOf(dir.file("f8.npy"), "<f8", {4, 2}, std::vector<double>{0.1, -2, 3, 4, 5, 6, 7, 8},
+               major);
+    writeNpyOf(dir.file("u1.npy"), "|u1", {2, 4}, std::vector<uint8_t>{0, 1, 51, 255, 7, 8, 9, 10},
+               major);
     EXPECT_EQ(readNpyHeader(dir.file("f8.npy")).major, major);
 
     Tensor f4 = readNpyFeatures(dir.file("f4.npy"));
@@ -89,8 +92,12 @@ TEST(NpyFile, LabelDtypesRoundTrip) {
 TEST(NpyFile, BadFilesAreUsageErrorsNamingTheFile) {
   TempDir dir;
   const std::string f = dir.file("bad.npy");
-  const auto features = [&] { return errorOf<UsageError>([&] { readNpyFeatures(f, "--train-data " + f); }); };
-  const auto labels = [&] { return errorOf<UsageError>([&] { readNpyLabels(f, "--train-labels " + f); }); };
+  const auto features = [&] {
+    return errorOf<UsageError>([&] { readNpyFeatures(f, "--train-data " + f); });
+  };
+  const auto labels = [&] {
+    return errorOf<UsageError>([&] { readNpyLabels(f, "--train-labels " + f); });
+  };
 
   EXPECT_EQ(features(), "--train-data " + f + ": no such file");
 
@@ -144,13 +151,15 @@ TEST(NpyFile, BadFilesAreUsageErrorsNamingTheFile) {
   EXPECT_CONTAINS(features(), ": no samples (shape (0, 2))");
 
   writeNpyOf(f, "<i8", {3}, std::vector<int64_t>{0, -1, 2});
-  EXPECT_EQ(labels(), "--train-labels " + f +
-                          ": label -1 of sample 1 is negative (class labels are 0, 1, ... below 65536)");
+  EXPECT_EQ(labels(),
+            "--train-labels " + f +
+                ": label -1 of sample 1 is negative (class labels are 0, 1, ... below 65536)");
   writeNpyOf(f, "<i4", {2}, std::vector<int32_t>{0, 70000});
   EXPECT_CONTAINS(labels(), ": label 70000 of sample 1 is out of range");
   writeNpyOf(f, "<i8", {2, 1}, std::vector<int64_t>{0, 1});
-  EXPECT_CONTAINS(labels(), "labels must be one class index per sample, shape (N,), got (2, 1) "
-                            "(save y.ravel())");
+  EXPECT_CONTAINS(labels(),
+                  "labels must be one class index per sample, shape (N,), got (2, 1) "
+                  "(save y.ravel())");
 
   std::filesystem::create_directories(dir.file("d.npy"));
   EXPECT_CONTAINS(errorOf<UsageError>([&] { readNpyFeatures(dir.file("d.npy")); }),
@@ -177,17 +186,24 @@ TEST(NpyDataset, MismatchesAreNamed) {
   TempDir dir;
   writeNpyOf(dir.file("x.npy"), "<f4", {3, 2}, std::vector<float>(6, 0.5f));
   writeNpyOf(dir.file("y.npy"), "<i8", {2}, std::vector<int64_t>{0, 1});
-  const NpyFiles files{dir.file("x.npy"), dir.file("y.npy"), "--train-data x.npy", "--train-labels y.npy"};
+  const NpyFiles files{dir.file("x.npy"), dir.file("y.npy"), "--train-data x.npy",
+                       "--train-labels y.npy"};
   EXPECT_EQ(errorOf<UsageError>([&] { loadNpyDataset(files); }),
             "--train-labels y.npy has 2 labels but --train-data x.npy has 3 samples");
 
   // A test set must have the training samples' shape and classes.
   writeNpyOf(dir.file("y.npy"), "<i8", {3}, std::vector<int64_t>{0, 1, 2});
-  const NpyFiles test{dir.file("x.npy"), dir.file("y.npy"), "--test-data x.npy", "--test-labels y.npy"};
-  EXPECT_EQ(errorOf<UsageError>([&] { loadNpyDataset(test, {{3}, 3}); }),
+  const NpyFiles test{dir.file("x.npy"), dir.file("y.npy"), "--test-data x.npy",
+                      "--test-labels y.npy"};
+  EXPECT_EQ(errorOf<UsageError>([&] {
+              loadNpyDataset(test, {{3}, 3});
+            }),
             "--test-data x.npy: samples of shape [2] but the training samples are [3]");
-  EXPECT_EQ(errorOf<UsageError>([&] { loadNpyDataset(test, {{2}, 2}); }),
-            "--test-labels y.npy: label 2 of sample 2 is not a class of the training labels [0, 2)");
+  EXPECT_EQ(
+      errorOf<UsageError>([&] {
+        loadNpyDataset(test, {{2}, 2});
+      }),
+      "--test-labels y.npy: label 2 of sample 2 is not a class of the training labels [0, 2)");
   EXPECT_EQ(loadNpyDataset(test, {{2}, 4})->numClasses(), 4);
 }
 
@@ -213,8 +229,9 @@ TEST(IdxDirectory, ShapeAndClassesComeFromTheFiles) {
                   "are [1, 9, 9]");
   // A missing split names the files --dataset idx reads.
   std::filesystem::remove(dir.file("t10k-images-idx3-ubyte"));
-  EXPECT_CONTAINS(errorOf<UsageError>([&] { loadIdxDirectory(dir.str(), false, spec); }),
-                  "has no t10k-images-idx3-ubyte or t10k-images-idx3-ubyte.gz (--dataset idx reads");
+  EXPECT_CONTAINS(
+      errorOf<UsageError>([&] { loadIdxDirectory(dir.str(), false, spec); }),
+      "has no t10k-images-idx3-ubyte or t10k-images-idx3-ubyte.gz (--dataset idx reads");
   // A header that is not IDX.
   test::writeBytes(dir.file("train-images-idx3-ubyte"), {'h', 'e', 'l', 'l', 'o'});
   EXPECT_CONTAINS(errorOf<UsageError>([&] { idxDirectorySpec(dir.str()); }),

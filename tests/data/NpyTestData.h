@@ -12,8 +12,8 @@
 namespace dtrain::test {
 
 template <typename T>
-void writeNpyOf(const std::string& path, const std::string& descr, const std::vector<int64_t>& shape,
-                const std::vector<T>& values, int major = 1) {
+void writeNpyOf(const std::string& path, const std::string& descr,
+                const std::vector<int64_t>& shape, const std::vector<T>& values, int major = 1) {
   data::writeNpy(path, descr, shape, values.data(), values.size() * sizeof(T), major);
 }
 
@@ -46,8 +46,8 @@ inline void writeBlobs(const std::string& prefix, int64_t n, uint64_t seed) {
 
 // An MNIST-format split in `dir` (raw IDX files): n images of side x side in 3
 // classes, class c a bright band over rows [c*side/3, (c+1)*side/3) plus noise.
-inline void writeBandsIdx(const std::string& dir, const std::string& prefix, int64_t n, int64_t side,
-                          uint64_t seed) {
+inline void writeBandsIdx(const std::string& dir, const std::string& prefix, int64_t n,
+                          int64_t side, uint64_t seed) {
   Rng rng(seed);
   std::vector<uint8_t> images, labels;
   for (int64_t i = 0; i < n; ++i) {
