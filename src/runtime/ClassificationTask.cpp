@@ -56,7 +56,9 @@ class ClassificationTask final : public Task {
                   config_.seed, config_.shuffle}) {}
 
   std::string describeData() const override {
-    return detail::concat(config_.dataset, " (", train_->size(), " samples)");
+    // The shape and classes the model was built for (runtime::dataShape).
+    return detail::concat(config_.dataset, " (", train_->size(), " samples of ",
+                          shapeStr(train_->sampleShape()), ", ", train_->numClasses(), " classes)");
   }
   int64_t stepsPerEpoch() const override { return sampler_.stepsPerEpoch(); }
   int64_t globalBatch() const override { return sampler_.globalBatch(); }

@@ -84,8 +84,12 @@ TEST(YourData, ParameterServersBuildTheWorkersShapes) {
 
 TEST(YourData, WithoutTestFilesThereIsNoTestEvaluation) {
   BlobFiles f;
-  auto r = runDtrain(kRun + f.trainFlags());
+  auto r = runDtrain(kRun + f.trainFlags() + "--progress lines --eval-every 50");
   ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("on npy (2000 samples of [2], 2 classes)"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("step 50: no test set (--test-data and --test-labels not given)"),
+            std::string::npos)
+      << r.err;
   auto j = lastJson(r);
   EXPECT_FALSE(j.contains("test_accuracy")) << r.lastLine();
   EXPECT_FALSE(j.contains("test_loss")) << r.lastLine();
