@@ -82,6 +82,22 @@ TEST(YourData, ParameterServersBuildTheWorkersShapes) {
   EXPECT_GT(j["test_accuracy"].get<double>(), 0.9) << r.lastLine();
 }
 
+TEST(YourData, EveryStrategyBuildsItsModelsForTheData) {
+  BlobFiles f;
+  for (const std::string strategy :
+       {"--pipeline-stages 2", "--tensor-parallel 2", "--tensor-parallel 2 --tensor-parallel-style "
+        "krizhevsky", "--strategy hogwild --workers 2", "--zero 3 --workers 2",
+        "--strategy ps --servers 2 --workers 2 --consistency async"}) {
+    auto r = runDtrain(kRun + f.flags() + strategy);
+    ASSERT_EQ(r.code, 0) << strategy << ": " << r.err;
+    EXPECT_GT(lastJson(r)["test_accuracy"].get<double>(), 0.9) << strategy << ": " << r.lastLine();
+  }
+  // Federated averaging: the server's and the clients' models.
+  auto r = runDtrain("train --model mlp --progress off --strategy fedavg " + f.flags());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_GT(lastJson(r)["test_accuracy"].get<double>(), 0.9) << r.lastLine();
+}
+
 TEST(YourData, WithoutTestFilesThereIsNoTestEvaluation) {
   BlobFiles f;
   auto r = runDtrain(kRun + f.trainFlags() + "--progress lines --eval-every 50");
