@@ -11,8 +11,7 @@ std::optional<runtime::TrainResult> train(const runtime::TrainConfig& c,
                                           std::unique_ptr<parallel::Strategy> strategy,
                                           const SharedRun& shared) {
   const bool reporter = strategy->isReporter();
-  runtime::Trainer trainer(c, std::move(strategy));
-  trainer.setData(shared.data);
+  runtime::Trainer trainer(c, std::move(strategy), shared.data);
   if (shared.timeline) trainer.setTimeline(shared.timeline);
   runtime::TrainResult r = trainer.run();
   if (!reporter) return std::nullopt;

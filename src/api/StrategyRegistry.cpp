@@ -66,10 +66,12 @@ std::unique_ptr<parallel::Strategy> makeAllreduce(const TrainConfig& c, comm::Co
 // Ranks 0..servers-1 serve (the model only gives them the parameter names and
 // shapes), the others train.
 std::unique_ptr<parallel::Strategy> makePs(const TrainConfig& c, comm::Communicator& comm,
-                                           const SharedRun&) {
+                                           const SharedRun& shared) {
   auto opts = runtime::psOptions(c, comm.rank());
   if (comm.rank() < c.servers) {
-    auto model = nn::buildModel(c.model, runtime::modelOverrides(c), c.seed);
+    // The workers' model: built for the same data shape (e.g. a user's .npy features).
+    auto model = nn::buildModel(c.model, runtime::modelOverrides(c), c.seed,
+                                runtime::dataShape(c, shared.data));
     // LoRA: the servers hold the adapters, the only trained parameters.
     if (c.loraRank) nn::applyLora(*model, c.model, runtime::loraOptions(c, *model), c.seed);
     // memory_per_rank: the server's own figures (its shard), not the model it

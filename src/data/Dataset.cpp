@@ -1,5 +1,6 @@
 #include "data/Dataset.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <numeric>
@@ -17,6 +18,12 @@ bool solelyOwned(const Tensor& t) {
 }
 
 }  // namespace
+
+int classCount(std::span<const int32_t> labels) {
+  int32_t largest = -1;
+  for (int32_t l : labels) largest = std::max(largest, l);
+  return largest + 1;
+}
 
 Shape Dataset::batchShape(int64_t batchSize) const {
   Shape s{batchSize};

@@ -20,6 +20,16 @@ struct Batch {
   int64_t size() const { return y.defined() ? y.size(0) : 0; }
 };
 
+// What a model is built for: the shape of one sample and the number of classes
+// (0 where not yet known, e.g. a data set's files before they are read).
+struct DatasetSpec {
+  Shape sampleShape;
+  int numClasses = 0;
+};
+
+// The number of classes of `labels`: 1 + the largest (labels are >= 0).
+int classCount(std::span<const int32_t> labels);
+
 class Dataset {
  public:
   virtual ~Dataset() = default;

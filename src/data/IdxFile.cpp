@@ -55,10 +55,10 @@ uint32_t bigEndian32(const uint8_t* p) {
 
 std::vector<uint8_t> readFile(const std::string& path) {
   std::error_code ec;
-  DTRAIN_CHECK(!std::filesystem::is_directory(path, ec), "file ", path,
-               ": is a directory, expected an IDX file");
+  DTRAIN_CHECK_USAGE(!std::filesystem::is_directory(path, ec), "file ", path,
+                     ": is a directory, expected an IDX file");
   std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
-  DTRAIN_CHECK(f != nullptr, "file ", path, ": cannot open (", std::strerror(errno), ")");
+  DTRAIN_CHECK_USAGE(f != nullptr, "file ", path, ": cannot open (", std::strerror(errno), ")");
   std::vector<uint8_t> bytes;
   uint8_t chunk[1 << 16];
   size_t got;
@@ -97,66 +97,80 @@ std::vector<uint8_t> gunzip(const std::string& path, const std::vector<uint8_t>&
     if (rc == Z_STREAM_END) {
       if (zs.avail_in == 0) break;
       const size_t pos = in.size() - zs.avail_in;
-      DTRAIN_CHECK(zs.avail_in >= 2 && in[pos] == 0x1f && in[pos + 1] == 0x8b, "file ", path,
-                   ": trailing garbage after the gzip stream (", zs.avail_in, " bytes at offset ",
-                   pos, ")");
+      DTRAIN_CHECK_USAGE(zs.avail_in >= 2 && in[pos] == 0x1f && in[pos + 1] == 0x8b, "file ", path,
+                         ": trailing garbage after the gzip stream (", zs.avail_in,
+                         " bytes at offset ", pos, ")");
       DTRAIN_CHECK(inflateReset(&zs) == Z_OK, "file ", path, ": zlib inflateReset failed");
       continue;
     }
     if (rc == Z_OK) continue;
     if (rc == Z_BUF_ERROR && zs.avail_in == 0)
-      throw Error(detail::concat("file ", path,
-                                 ": corrupt gzip stream (compressed data ends early, after ",
-                                 produced, " uncompressed bytes)"));
+      throw UsageError(detail::concat("file ", path,
+                                      ": corrupt gzip stream (compressed data ends early, after ",
+                                      produced, " uncompressed bytes)"));
     if (rc == Z_BUF_ERROR) continue;  // output full: grow and go on
-    throw Error(detail::concat("file ", path, ": corrupt gzip stream (",
-                               zs.msg ? zs.msg : zError(rc), ")"));
+    throw UsageError(detail::concat("file ", path, ": corrupt gzip stream (",
+                                    zs.msg ? zs.msg : zError(rc), ")"));
   }
   out.resize(produced);
   return out;
 }
 
-IdxArray parseIdx(const std::string& path, std::vector<uint8_t> bytes, int expectedDims) {
+// The dims of the header at the start of `bytes`; `header` gets its size.
+std::vector<int64_t> parseIdxHeader(const std::string& path, const std::vector<uint8_t>& bytes,
+                                    int expectedDims, size_t& header) {
   const size_t size = bytes.size();
   if (size < 4 || bytes[0] != 0 || bytes[1] != 0) {
     std::ostringstream first;
     for (size_t i = 0; i < std::min<size_t>(size, 4); ++i)
       first << (i ? " " : "") << std::hex << std::setw(2) << std::setfill('0') << int(bytes[i]);
-    throw Error(detail::concat("file ", path,
-                               ": not a gzip file and not an IDX file (bad magic: first bytes [",
-                               first.str(), "], expected 00 00 08 0N, or 1f 8b for gzip)"));
+    throw UsageError(detail::concat(
+        "file ", path, ": not a gzip file and not an IDX file (bad magic: first bytes [",
+        first.str(), "], expected 00 00 08 0N, or 1f 8b for gzip)"));
   }
   const uint32_t magic = bigEndian32(bytes.data());
   const uint8_t type = bytes[2];
   const int nd = bytes[3];
-  DTRAIN_CHECK(type == kIdxUByte, "file ", path, ": unsupported IDX type code ", hex(type, 2), " (",
-               typeName(type), ") in magic ", hex(magic, 8),
-               "; only 0x08 (unsigned byte) is supported");
-  DTRAIN_CHECK(nd >= 1, "file ", path, ": IDX magic ", hex(magic, 8), " declares 0 dimensions");
-  DTRAIN_CHECK(expectedDims < 1 || nd == expectedDims, "file ", path,
-               ": dims count mismatch: expected a ", expectedDims, "-dimensional IDX array (magic ",
-               hex(0x800u + expectedDims, 8), "), found ", nd, " dimension(s) (magic ",
-               hex(magic, 8), ")");
-  const size_t header = 4 + 4 * static_cast<size_t>(nd);
-  DTRAIN_CHECK(size >= header, "file ", path, ": truncated IDX header: ", nd,
-               " dimension sizes need ", header, " bytes, found ", size);
+  DTRAIN_CHECK_USAGE(type == kIdxUByte, "file ", path, ": unsupported IDX type code ", hex(type, 2),
+                     " (", typeName(type), ") in magic ", hex(magic, 8),
+                     "; only 0x08 (unsigned byte) is supported");
+  DTRAIN_CHECK_USAGE(nd >= 1, "file ", path, ": IDX magic ", hex(magic, 8),
+                     " declares 0 dimensions");
+  DTRAIN_CHECK_USAGE(expectedDims < 1 || nd == expectedDims, "file ", path,
+                     ": dims count mismatch: expected a ", expectedDims,
+                     "-dimensional IDX array (magic ", hex(0x800u + expectedDims, 8), "), found ",
+                     nd, " dimension(s) (magic ", hex(magic, 8), ")");
+  header = 4 + 4 * static_cast<size_t>(nd);
+  DTRAIN_CHECK_USAGE(size >= header, "file ", path, ": truncated IDX header: ", nd,
+                     " dimension sizes need ", header, " bytes, found ", size);
 
-  IdxArray a;
+  std::vector<int64_t> dims;
   int64_t numel = 1;
   for (int d = 0; d < nd; ++d) {
-    a.dims.push_back(bigEndian32(bytes.data() + 4 + 4 * d));
+    dims.push_back(bigEndian32(bytes.data() + 4 + 4 * d));
     // Caps the product well below overflow (and far above any real data set).
-    numel = a.dims.back() == 0 ? 0 : numel * a.dims.back();
-    DTRAIN_CHECK(numel <= (int64_t{1} << 40), "file ", path, ": IDX dims ", dimsStr(a.dims),
-                 "... are implausibly large");
+    numel = dims.back() == 0 ? 0 : numel * dims.back();
+    DTRAIN_CHECK_USAGE(numel <= (int64_t{1} << 40), "file ", path, ": IDX dims ", dimsStr(dims),
+                       "... are implausibly large");
   }
+  return dims;
+}
+
+IdxArray parseIdx(const std::string& path, std::vector<uint8_t> bytes, int expectedDims) {
+  const size_t size = bytes.size();
+  size_t header = 0;
+  IdxArray a;
+  a.dims = parseIdxHeader(path, bytes, expectedDims, header);
+  const int nd = static_cast<int>(a.dims.size());
+  int64_t numel = 1;
+  for (int64_t d : a.dims) numel *= d;
   const char* what = nd == 1 ? "label data" : "pixel data";
   const size_t have = size - header;
-  DTRAIN_CHECK(have >= static_cast<size_t>(numel), "file ", path, ": truncated: expected ", numel,
-               " bytes of ", what, " for dims ", dimsStr(a.dims), ", found ", have);
-  DTRAIN_CHECK(have == static_cast<size_t>(numel), "file ", path,
-               ": trailing garbage: ", have - numel, " bytes after the ", numel, " bytes of ", what,
-               " for dims ", dimsStr(a.dims));
+  DTRAIN_CHECK_USAGE(have >= static_cast<size_t>(numel), "file ", path, ": truncated: expected ",
+                     numel, " bytes of ", what, " for dims ", dimsStr(a.dims), ", found ", have);
+  DTRAIN_CHECK_USAGE(have == static_cast<size_t>(numel), "file ", path,
+                     ": trailing garbage: ", have - numel, " bytes after the ", numel, " bytes of ",
+                     what, " for dims ", dimsStr(a.dims));
   bytes.erase(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(header));
   a.data = std::move(bytes);
   return a;
@@ -171,6 +185,24 @@ std::vector<uint8_t> readMaybeGzip(const std::string& path) {
 
 IdxArray readIdx(const std::string& path, int expectedDims) {
   return parseIdx(path, readMaybeGzip(path), expectedDims);
+}
+
+std::vector<int64_t> readIdxDims(const std::string& path, int expectedDims) {
+  std::error_code ec;
+  DTRAIN_CHECK_USAGE(std::filesystem::is_regular_file(path, ec), "file ", path,
+                     ": not found or not a regular file");
+  // gzread reads gzip files and, transparently, raw ones.
+  std::unique_ptr<gzFile_s, int (*)(gzFile)> f(gzopen(path.c_str(), "rb"), &gzclose);
+  DTRAIN_CHECK_USAGE(f != nullptr, "file ", path, ": cannot open (", std::strerror(errno), ")");
+  std::vector<uint8_t> bytes(4);
+  int got = gzread(f.get(), bytes.data(), 4);
+  if (got == 4 && bytes[0] == 0 && bytes[1] == 0) {
+    bytes.resize(4 + 4 * size_t{bytes[3]});
+    got += std::max(0, gzread(f.get(), bytes.data() + 4, static_cast<unsigned>(bytes.size() - 4)));
+  }
+  bytes.resize(static_cast<size_t>(std::max(got, 0)));
+  size_t header = 0;
+  return parseIdxHeader(path, bytes, expectedDims, header);  // throws on a bad or truncated header
 }
 
 void writeIdx(const std::string& path, const std::vector<int64_t>& dims,

@@ -74,7 +74,8 @@ FederatedRunner::FederatedRunner(runtime::TrainConfig config, FederatedOptions o
   malicious_ = chooseAttackers(options_.clients, options_.attackers, config_.seed);
   // Slow clients: another draw from the seed (a different stream than the attackers').
   slow_ = chooseAttackers(options_.clients, options_.slowClients, config_.seed ^ 0x510eULL);
-  server_ = nn::buildModel(config_.model, runtime::modelOverrides(config_), config_.seed);
+  server_ = nn::buildModel(config_.model, runtime::modelOverrides(config_), config_.seed,
+                           runtime::dataShape(config_, data));
   serverOptimizer_ = makeServerOptimizer(options_, server_->namedParameters());
   global_.resize(static_cast<size_t>(flatSize(*server_)));
   update_.resize(global_.size());

@@ -46,7 +46,9 @@ optim::OptimizerOptions clientOptimizerOptions(const runtime::TrainConfig& c) {
 LocalTrainer::LocalTrainer(const runtime::TrainConfig& config, const FederatedOptions& options,
                            runtime::Task& task, std::shared_ptr<const data::Dataset> train)
     : options_(options), task_(task), train_(std::move(train)) {
-  model_ = nn::buildModel(config.model, runtime::modelOverrides(config), config.seed);
+  // The server's model (FederatedRunner): built for the training set's shape.
+  model_ = nn::buildModel(config.model, runtime::modelOverrides(config), config.seed,
+                          runtime::dataShape(config, {train_, nullptr, nullptr}));
   optimizer_ = optim::makeOptimizer(config.optimizer, model_->namedParameters(),
                                     clientOptimizerOptions(config));
 }

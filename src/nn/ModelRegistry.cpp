@@ -40,9 +40,10 @@ const Registry& registry() {
             rejectOverrides(name, o);
             return ModelInfo{kClassificationTask, 0, 0};
           },
-          [name](const ModelOverrides& o, uint64_t seed) -> std::shared_ptr<Module> {
+          [name](const ModelOverrides& o, uint64_t seed,
+                 const DataShape& data) -> std::shared_ptr<Module> {
             rejectOverrides(name, o);
-            return makeModel(name, seed);
+            return makeModel(name, seed, data);
           }});
     for (const std::string& name : gptPresetNames())
       out.emplace_back(name, ModelEntry{
@@ -50,7 +51,9 @@ const Registry& registry() {
             const GptConfig c = resolveGpt(name, o);
             return ModelInfo{kLanguageModelTask, c.blockSize, c.vocab};
           },
-          [name](const ModelOverrides& o, uint64_t seed) -> std::shared_ptr<Module> {
+          // Text: the vocabulary and the context come from the preset, not the data.
+          [name](const ModelOverrides& o, uint64_t seed,
+                 const DataShape&) -> std::shared_ptr<Module> {
             return makeGpt(resolveGpt(name, o), seed);
           }});
     return out;
@@ -82,8 +85,8 @@ ModelInfo modelInfo(const std::string& name, const ModelOverrides& overrides) {
 }
 
 std::shared_ptr<Module> buildModel(const std::string& name, const ModelOverrides& overrides,
-                                   uint64_t seed) {
-  return entry(name).make(overrides, seed);
+                                   uint64_t seed, const DataShape& data) {
+  return entry(name).make(overrides, seed, data);
 }
 
 }  // namespace dtrain::nn

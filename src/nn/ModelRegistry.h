@@ -25,6 +25,15 @@ struct ModelOverrides {
   bool any() const { return nLayer || nHead || nEmbd || blockSize; }
 };
 
+// What a classifier is built for: the data's sample shape and class count. The
+// default is Fashion-MNIST's, the shape the built-ins were designed for; the
+// mlp takes any (its first Linear gets the features, its last the classes),
+// lenet only 1x28x28 images; the language models ignore it.
+struct DataShape {
+  Shape sample{1, 28, 28};
+  int64_t classes = 10;
+};
+
 // What the trainer needs to know about a model besides its parameters.
 struct ModelInfo {
   std::string task;        // kClassificationTask or kLanguageModelTask
@@ -34,16 +43,17 @@ struct ModelInfo {
 
 struct ModelEntry {
   std::function<ModelInfo(const ModelOverrides&)> info;
-  std::function<std::shared_ptr<Module>(const ModelOverrides&, uint64_t seed)> make;
+  std::function<std::shared_ptr<Module>(const ModelOverrides&, uint64_t seed, const DataShape&)>
+      make;
 };
 
 // Every registered model name, in registration order.
 const std::vector<std::string>& registeredModelNames();
 // Throws UsageError naming the known models on an unknown name, and for
 // overrides a model does not have or that are invalid (e.g. heads not dividing
-// the width).
+// the width), and for data a classifier cannot take (lenet: 1x28x28 images).
 ModelInfo modelInfo(const std::string& name, const ModelOverrides& overrides = {});
 std::shared_ptr<Module> buildModel(const std::string& name, const ModelOverrides& overrides,
-                                   uint64_t seed);
+                                   uint64_t seed, const DataShape& data = {});
 
 }  // namespace dtrain::nn

@@ -1,14 +1,12 @@
-// Classification (mlp, lenet): images from a Dataset, batches from the
-// DistributedSampler through a prefetching Loader, cross-entropy over the
-// classes, accuracy and loss on the whole test set.
+// Classification (mlp, lenet): samples from a Dataset (runtime/ClassificationData.cpp), batches
+// from the DistributedSampler through a prefetching Loader, cross-entropy over the classes,
+// accuracy and loss on the whole test set.
 #include <optional>
 
 #include "autograd/Ops.h"
 #include "core/Error.h"
 #include "data/DistributedSampler.h"
-#include "data/FashionMnist.h"
 #include "data/Loader.h"
-#include "data/SyntheticDataset.h"
 #include "runtime/Task.h"
 #include "runtime/Trainer.h"
 #include "tensor/cpu/Reduce.h"
@@ -16,24 +14,6 @@
 namespace dtrain::runtime {
 
 using autograd::Variable;
-
-std::shared_ptr<const data::Dataset> loadDataset(const TrainConfig& c, bool train) {
-  if (c.dataset == "synthetic") {
-    data::SyntheticConfig sc;
-    sc.size = train ? c.syntheticSize : std::max<int64_t>(1, c.syntheticSize / 6);
-    sc.seed = 12345;  // the same task for every run; train/test differ by sample index
-    auto base = std::make_shared<data::SyntheticDataset>(sc);
-    if (train) return base;
-    // Test samples: indices past the training range of the same generator.
-    data::SyntheticConfig tc = sc;
-    tc.size = c.syntheticSize + sc.size;
-    auto all = std::make_shared<data::SyntheticDataset>(tc);
-    std::vector<int64_t> idx(sc.size);
-    for (int64_t i = 0; i < sc.size; ++i) idx[i] = c.syntheticSize + i;
-    return std::make_shared<data::SubsetDataset>(all, std::move(idx));
-  }
-  return data::loadFashionMnist(c.dataDir, train);
-}
 
 std::pair<double, double> evaluate(nn::Module& model, const data::Dataset& dataset,
                                    int64_t batchSize) {
@@ -67,7 +47,8 @@ class ClassificationTask final : public Task {
       : config_(ctx.config),
         rank_(ctx.rank),
         train_(data.train ? data.train : loadDataset(ctx.config, true)),
-        test_(data.test ? data.test : (ctx.reporter ? loadDataset(ctx.config, false) : nullptr)),
+        test_(data.test ? data.test
+                        : (ctx.reporter ? loadTestDataset(ctx.config, *train_) : nullptr)),
         // Gradient accumulation: each rank's loader yields K micro-batches of B
         // at once (local batch K*B), so the union over ranks and micro-steps is
         // the global batch N*K*B of the sampler contract.
@@ -75,7 +56,9 @@ class ClassificationTask final : public Task {
                   config_.seed, config_.shuffle}) {}
 
   std::string describeData() const override {
-    return detail::concat(config_.dataset, " (", train_->size(), " samples)");
+    // The shape and classes the model was built for (runtime::dataShape).
+    return detail::concat(config_.dataset, " (", train_->size(), " samples of ",
+                          shapeStr(train_->sampleShape()), ", ", train_->numClasses(), " classes)");
   }
   int64_t stepsPerEpoch() const override { return sampler_.stepsPerEpoch(); }
   int64_t globalBatch() const override { return sampler_.globalBatch(); }
@@ -90,11 +73,14 @@ class ClassificationTask final : public Task {
     return autograd::crossEntropy(output, y);
   }
   nlohmann::json evaluate(nn::Module& model) override {
+    if (!hasTestSet(config_)) return nlohmann::json::object();  // --dataset npy without test files
     DTRAIN_CHECK(test_, "classification: this rank has no test set to evaluate on");
     auto [acc, loss] = runtime::evaluate(model, *test_, config_.evalBatch);
     return {{"test_accuracy", acc}, {"test_loss", loss}};
   }
   std::string describeEvaluation(const nlohmann::json& f) const override {
+    if (!f.contains("test_accuracy"))
+      return "no test set (--test-data and --test-labels not given)";
     return detail::concat("test accuracy ", f.at("test_accuracy").get<double>(), ", test loss ",
                           f.at("test_loss").get<double>());
   }

@@ -30,9 +30,21 @@ void checkDataset(const TrainConfig& c, const nn::ModelInfo& info) {
                        c.dataset);
   else
     DTRAIN_CHECK_USAGE(c.dataset != "text", "--dataset text needs a language model (--model "
-                       "gpt-tiny, gpt-small or gpt-base); --model ", c.model, " classifies images");
+                       "gpt-tiny, gpt-small or gpt-base); --model ", c.model, " is a classifier");
   DTRAIN_CHECK_USAGE(c.textFile.empty() || c.dataset == "text",
                      "--text-file applies to --dataset text");
+  const std::pair<const char*, const std::string*> npyFlags[] = {
+      {"--train-data", &c.trainData}, {"--train-labels", &c.trainLabels},
+      {"--test-data", &c.testData}, {"--test-labels", &c.testLabels}};
+  for (const auto& [flag, value] : npyFlags)
+    DTRAIN_CHECK_USAGE(value->empty() || c.dataset == "npy", flag,
+                       " applies to --dataset npy (got --dataset ", c.dataset, ")");
+  if (c.dataset != "npy") return;
+  DTRAIN_CHECK_USAGE(!c.trainData.empty() && !c.trainLabels.empty(),
+                     "--dataset npy needs --train-data FEATURES.npy and --train-labels LABELS.npy");
+  DTRAIN_CHECK_USAGE(c.testData.empty() == c.testLabels.empty(),
+                     "--test-data and --test-labels go together (got only ",
+                     c.testData.empty() ? "--test-labels" : "--test-data", ")");
 }
 
 }  // namespace
@@ -80,7 +92,7 @@ TaskData loadTaskData(const TrainConfig& c, bool withTest) {
     return d;
   }
   d.train = loadDataset(c, true);
-  if (withTest) d.test = loadDataset(c, false);
+  if (withTest) d.test = loadTestDataset(c, *d.train);
   return d;
 }
 

@@ -44,6 +44,12 @@ nn::ModelOverrides overridesFromMetadata(const std::map<std::string, std::string
 // The data `config` asks for (test set only when `withTest`).
 TaskData loadTaskData(const TrainConfig& config, bool withTest);
 
+// The sample shape and class count a classifier is built for: the training
+// set's, from `data.train` when it is loaded, else from the files `config`
+// names (their headers and the training labels only). Every rank and every
+// strategy builds its model from this. The default for language models.
+nn::DataShape dataShape(const TrainConfig& config, const TaskData& data = {});
+
 // Where a task runs: this rank's place and the model's registry facts.
 struct TaskContext {
   const TrainConfig& config;

@@ -12,13 +12,16 @@ namespace dtrain::runtime {
 
 struct TrainConfig {
   std::string model = "mlp";
-  std::string dataset = "fashion-mnist";  // or "synthetic", or "text" (language models)
+  std::string dataset = "fashion-mnist";  // or "synthetic", "idx", "npy", "text" (language models)
   // Language models (docs/guide/language-models.md): the corpus (empty: kjv), the
   // architecture overrides of the gpt preset, the evaluation windows.
   std::string textFile;
   std::optional<int64_t> nLayer, nHead, nEmbd, blockSize;
   int64_t evalBatches = 20;
-  std::string dataDir = "/usr/share/datasets/fashion-mnist";
+  std::string dataDir = "/usr/share/datasets/fashion-mnist";  // fashion-mnist, idx
+  // The user's own data (--dataset npy, data/NpyDataset.h): .npy features [N, ...]
+  // and labels [N]; without the test pair there is no test evaluation.
+  std::string trainData, trainLabels, testData, testLabels;
   int64_t syntheticSize = 60000;
   int64_t epochs = 1;
   int64_t maxSteps = 0;  // 0: no limit (stop after `epochs`)

@@ -43,13 +43,14 @@ nlohmann::json TrainResult::toJson() const {
   return j;
 }
 
-Trainer::Trainer(TrainConfig config, std::unique_ptr<parallel::Strategy> strategy)
-    : config_(std::move(config)), strategy_(std::move(strategy)) {
+Trainer::Trainer(TrainConfig config, std::unique_ptr<parallel::Strategy> strategy, TaskData data)
+    : config_(std::move(config)), strategy_(std::move(strategy)), data_(std::move(data)) {
   config_.validate();
   modelInfo_ = nn::modelInfo(config_.model, modelOverrides(config_));
   {
     memory::CategoryScope accounted(memory::Category::Parameters);  // memory_per_rank
-    model_ = nn::buildModel(config_.model, modelOverrides(config_), config_.seed);
+    model_ = nn::buildModel(config_.model, modelOverrides(config_), config_.seed,
+                            dataShape(config_, data_));
     // --recompute and LoRA (runtime/LoraSetup.h): a LoRA run's --load is its base
     // model, loaded there; the optimizer gets the trainable parameters only.
     if (prepareModel(config_, *model_)) config_.load.clear();

@@ -48,8 +48,16 @@ struct TrainResult {
   nlohmann::json toJson() const;
 };
 
-// Loads a classification dataset by name ("fashion-mnist" from dir, or "synthetic").
+// Loads a classification dataset by --dataset (runtime/ClassificationData.cpp):
+// "fashion-mnist" or "idx" from --data-dir, "npy" from --train-data ... , or
+// "synthetic". The test set of npy without --test-data is null (hasTestSet).
 std::shared_ptr<const data::Dataset> loadDataset(const TrainConfig& config, bool train);
+// The test set of the training set `train` already loaded (its sample shape and
+// classes are the test set's); null without one.
+std::shared_ptr<const data::Dataset> loadTestDataset(const TrainConfig& config,
+                                                     const data::Dataset& train);
+// False for --dataset npy without --test-data: training reports no test figures.
+bool hasTestSet(const TrainConfig& config);
 
 // Accuracy and mean loss of `model` on `dataset`, in eval mode and no-grad.
 std::pair<double, double> evaluate(nn::Module& model, const data::Dataset& dataset,
@@ -70,7 +78,9 @@ parallel::compress::CompressOptions compressOptions(const TrainConfig& config);
 
 class Trainer {
  public:
-  Trainer(TrainConfig config, std::unique_ptr<parallel::Strategy> strategy);
+  // The model is built for `data`'s shape when it holds the training set, else
+  // for the shape of the files the config names (runtime::dataShape).
+  Trainer(TrainConfig config, std::unique_ptr<parallel::Strategy> strategy, TaskData data = {});
   // Datasets loaded by the caller (the ranks of the local backend share one
   // copy); without this call run() loads them itself.
   void setData(std::shared_ptr<const data::Dataset> train, std::shared_ptr<const data::Dataset> test);

@@ -64,7 +64,7 @@ TEST(CliErrors, TruncatedIdxFileIsNamed) {
   fs::copy_file(dir / "train-images-idx3-ubyte", dir / "t10k-images-idx3-ubyte");
   fs::copy_file(dir / "train-labels-idx1-ubyte", dir / "t10k-labels-idx1-ubyte");
   auto r = runDtrain("train --progress off --data-dir " + dir.string());
-  expectError(r, 1, "train-images-idx3-ubyte");
+  expectError(r, 2, "train-images-idx3-ubyte");  // a bad file is bad input
   EXPECT_NE(r.err.find("truncated"), std::string::npos) << r.err;
 }
 

@@ -31,15 +31,32 @@ void addModelOptions(Schema& s) {
 void addDataOptions(Schema& s) {
   s.addGroup("data", "Data");
   s.add("data", "name", "--dataset",
-        "fashion-mnist or synthetic (classifiers), text (gpt-*: the default for them)")
+        "fashion-mnist, synthetic, idx (any MNIST-format --data-dir) or npy (your .npy files: "
+        "--train-data ...) for classifiers; text (gpt-*: their default)")
       .train(&runtime::TrainConfig::dataset)
-      .oneOf({"fashion-mnist", "synthetic", "text"})
+      .oneOf({"fashion-mnist", "synthetic", "idx", "npy", "text"})
       .result("dataset");
-  s.add("data", "dir", "--data-dir", "Directory of the IDX files")
+  s.add("data", "dir", "--data-dir", "Directory of the IDX files (fashion-mnist, idx)")
       .train(&runtime::TrainConfig::dataDir)
       .when([](const RunConfig& rc) {
-        return unlessThen(rc.train.dataset == "fashion-mnist", "applies to --dataset fashion-mnist");
+        const auto& d = rc.train.dataset;
+        return unlessThen(d == "fashion-mnist" || d == "idx", "applies to --dataset fashion-mnist and idx");
       });
+  // --dataset npy (docs/guide/your-data.md): the model's input and classes come from these.
+  auto npyOnly = [](const RunConfig& rc) {
+    return unlessThen(rc.train.dataset == "npy", "applies to --dataset npy");
+  };
+  s.add("data", "train_data", "--train-data",
+        "npy: training features [N, ...], float32/float64 (kept as they are) or uint8 (scaled to x/255)")
+      .train(&runtime::TrainConfig::trainData).when(npyOnly);
+  s.add("data", "train_labels", "--train-labels",
+        "npy: training labels [N], int64/int32/uint8 class indices 0, 1, ...")
+      .train(&runtime::TrainConfig::trainLabels).when(npyOnly);
+  s.add("data", "test_data", "--test-data",
+        "npy: test features (without --test-data/--test-labels: no test evaluation)")
+      .train(&runtime::TrainConfig::testData).when(npyOnly);
+  s.add("data", "test_labels", "--test-labels", "npy: test labels")
+      .train(&runtime::TrainConfig::testLabels).when(npyOnly);
   s.add("data", "text_file", "--text-file",
         "--dataset text: train on this file's bytes (default: the King James Bible, kjv)")
       .train(&runtime::TrainConfig::textFile)

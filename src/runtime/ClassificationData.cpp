@@ -1,0 +1,81 @@
+// The classifiers' data by --dataset: synthetic, fashion-mnist, idx (any
+// MNIST-format directory) and npy (the user's .npy files), and the shape the
+// model is built for, which comes from the training data.
+#include "core/Error.h"
+#include "data/FashionMnist.h"
+#include "data/NpyDataset.h"
+#include "data/SyntheticDataset.h"
+#include "runtime/Task.h"
+#include "runtime/Trainer.h"
+
+namespace dtrain::runtime {
+namespace {
+
+data::NpyFiles npyFiles(const TrainConfig& c, bool train) {
+  if (train)
+    return {c.trainData, c.trainLabels, "--train-data " + c.trainData,
+            "--train-labels " + c.trainLabels};
+  return {c.testData, c.testLabels, "--test-data " + c.testData, "--test-labels " + c.testLabels};
+}
+
+// The training set's sample shape and classes without loading it.
+data::DatasetSpec trainingSpec(const TrainConfig& c) {
+  if (c.dataset == "npy") return data::npySpec(npyFiles(c, true));
+  if (c.dataset == "idx") return data::idxDirectorySpec(c.dataDir);
+  return {{1, 28, 28}, 10};  // fashion-mnist and synthetic
+}
+
+std::shared_ptr<const data::Dataset> loadSynthetic(const TrainConfig& c, bool train) {
+  data::SyntheticConfig sc;
+  sc.size = train ? c.syntheticSize : std::max<int64_t>(1, c.syntheticSize / 6);
+  sc.seed = 12345;  // the same task for every run; train/test differ by sample index
+  auto base = std::make_shared<data::SyntheticDataset>(sc);
+  if (train) return base;
+  // Test samples: indices past the training range of the same generator.
+  data::SyntheticConfig tc = sc;
+  tc.size = c.syntheticSize + sc.size;
+  auto all = std::make_shared<data::SyntheticDataset>(tc);
+  std::vector<int64_t> idx(sc.size);
+  for (int64_t i = 0; i < sc.size; ++i) idx[i] = c.syntheticSize + i;
+  return std::make_shared<data::SubsetDataset>(all, std::move(idx));
+}
+
+// The test set, whose samples must have the training set's shape and whose
+// labels must be among its classes (`trainSpec`); null without one.
+std::shared_ptr<const data::Dataset> loadTestSet(const TrainConfig& c,
+                                                 const data::DatasetSpec& trainSpec) {
+  if (c.dataset == "npy") return data::loadNpyDataset(npyFiles(c, false), trainSpec);
+  return data::loadIdxDirectory(c.dataDir, false, trainSpec);
+}
+
+bool readsFiles(const TrainConfig& c) { return c.dataset == "npy" || c.dataset == "idx"; }
+
+}  // namespace
+
+bool hasTestSet(const TrainConfig& c) { return c.dataset != "npy" || !c.testData.empty(); }
+
+std::shared_ptr<const data::Dataset> loadDataset(const TrainConfig& c, bool train) {
+  if (c.dataset == "synthetic") return loadSynthetic(c, train);
+  if (!train && !hasTestSet(c)) return nullptr;
+  if (c.dataset == "npy" && train) return data::loadNpyDataset(npyFiles(c, true));
+  if (c.dataset == "idx" && train) return data::loadIdxDirectory(c.dataDir, true);
+  if (readsFiles(c)) return loadTestSet(c, trainingSpec(c));
+  return data::loadFashionMnist(c.dataDir, train);
+}
+
+std::shared_ptr<const data::Dataset> loadTestDataset(const TrainConfig& c,
+                                                     const data::Dataset& train) {
+  if (!hasTestSet(c)) return nullptr;
+  if (readsFiles(c)) return loadTestSet(c, {train.sampleShape(), train.numClasses()});
+  return loadDataset(c, false);
+}
+
+nn::DataShape dataShape(const TrainConfig& c, const TaskData& data) {
+  if (nn::modelInfo(c.model, modelOverrides(c)).task != nn::kClassificationTask) return {};
+  const data::DatasetSpec s =
+      data.train ? data::DatasetSpec{data.train->sampleShape(), data.train->numClasses()}
+                 : trainingSpec(c);
+  return {s.sampleShape, s.numClasses};
+}
+
+}  // namespace dtrain::runtime
