@@ -86,7 +86,7 @@ TEST(ConfigFile, SyntaxErrorNamesTheLine) {
 
 TEST(ConfigFile, KeyOfAGroupTheStrategyDoesNotUseIsRefused) {
   EXPECT_EQ(loadError("[parallel]\nworkers = 2\n[ps]\nservers = 2\n"),
-            "run.toml:4: [ps] servers does not apply to --strategy allreduce (it reads no [ps] options)");
+            "run.toml:4: [ps] servers does not apply to --strategy allreduce (only to --strategy ps)");
   EXPECT_EQ(loadError("[optimizer]\nstep_size = 10\n"),
             "run.toml:2: [optimizer] step_size applies to --schedule step");
 }
@@ -213,9 +213,9 @@ TEST(OptionWalk, OptionsOfAnotherStrategyAreRefused) {
     return std::string();
   };
   EXPECT_EQ(refusal({{"--servers", "2"}, {"--consistency", "async"}}),
-            "--servers does not apply to --strategy single (it reads no [ps] options)");
+            "--servers does not apply to --strategy single (only to --strategy ps)");
   EXPECT_EQ(refusal({{"--workers", "2"}, {"--push-every", "2"}}),
-            "--push-every does not apply to --strategy allreduce (it reads no [ps] options)");
+            "--push-every does not apply to --strategy allreduce (only to --strategy ps)");
   EXPECT_EQ(refusal({{"--pipeline-schedule", "gpipe"}}), "--pipeline-schedule applies to --pipeline-stages P > 1");
   EXPECT_EQ(refusal({{"--placement", "spread"}}),
             "--placement applies to meshes (--pipeline-stages or --tensor-parallel)");
@@ -226,7 +226,7 @@ TEST(OptionWalk, OptionsOfAnotherStrategyAreRefused) {
   EXPECT_EQ(refusal({{"--strategy", "fedavg"}, {"--batch-size", "8"}}),
             "--batch-size does not apply to --strategy fedavg (use --local-batch)");
   EXPECT_EQ(refusal({{"--rounds", "3"}}),
-            "--rounds does not apply to --strategy single (it reads no [federated] options)");
+            "--rounds does not apply to --strategy single (only to --strategy fedavg)");
   EXPECT_EQ(refusal({{"--strategy", "ps"}, {"--workers", "2"}, {"--staleness", "2"}}),
             "--staleness applies to --consistency ssp");
   EXPECT_EQ(refusal({{"--strategy", "ps"}, {"--workers", "2"}, {"--consistency", "ssp"}, {"--staleness", "2"}}), "");
