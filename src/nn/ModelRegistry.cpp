@@ -31,8 +31,9 @@ GptConfig resolveGpt(const std::string& name, const ModelOverrides& o) {
   return c;
 }
 
-const Registry& registry() {
-  static const Registry r = [] {
+// The built-ins first; registerModel() appends a program's own models.
+Registry& registry() {
+  static Registry r = [] {
     Registry out;
     for (const std::string& name : modelNames())
       out.emplace_back(name, ModelEntry{
@@ -71,13 +72,31 @@ const ModelEntry& entry(const std::string& name) {
 
 }  // namespace
 
-const std::vector<std::string>& registeredModelNames() {
-  static const std::vector<std::string> names = [] {
-    std::vector<std::string> n;
-    for (const auto& [name, e] : registry()) n.push_back(name);
-    return n;
-  }();
+std::vector<std::string> registeredModelNames() {
+  std::vector<std::string> names;
+  for (const auto& [name, e] : registry()) names.push_back(name);
   return names;
+}
+
+void registerModel(const std::string& name, ModelEntry entry) {
+  DTRAIN_CHECK_USAGE(!name.empty() && name.find_first_of(" \t\n\"'") == std::string::npos,
+                     "registerModel: '", name, "' is not a usable model name");
+  for (const auto& [n, e] : registry())
+    DTRAIN_CHECK_USAGE(n != name, "registerModel: a model named '", name, "' is already registered");
+  DTRAIN_CHECK_USAGE(entry.info && entry.make, "registerModel: '", name, "' needs info and make");
+  registry().emplace_back(name, std::move(entry));
+}
+
+ModelEntry classifier(std::function<std::shared_ptr<Module>(const DataShape& data, uint64_t seed)> make) {
+  return ModelEntry{
+      [](const ModelOverrides& o) {
+        DTRAIN_CHECK_USAGE(!o.any(), "--n-layer, --n-head, --n-embd and --block-size apply to the gpt "
+                           "models, not to a registered classifier");
+        return ModelInfo{kClassificationTask, 0, 0};
+      },
+      [make = std::move(make)](const ModelOverrides&, uint64_t seed, const DataShape& data) {
+        return make(data, seed);
+      }};
 }
 
 ModelInfo modelInfo(const std::string& name, const ModelOverrides& overrides) {

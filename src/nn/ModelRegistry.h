@@ -47,8 +47,16 @@ struct ModelEntry {
       make;
 };
 
-// Every registered model name, in registration order.
-const std::vector<std::string>& registeredModelNames();
+// Every registered model name, in registration order (the built-ins first).
+std::vector<std::string> registeredModelNames();
+
+// Adds a program's own model under `name`, so that every strategy, config file
+// and `--model name` can build it (call before training; not thread-safe).
+// Throws UsageError for a name already taken.
+void registerModel(const std::string& name, ModelEntry entry);
+// The entry of a classifier built from the data's shape (sample shape and
+// classes) and a seed: what a user's model needs to register.
+ModelEntry classifier(std::function<std::shared_ptr<Module>(const DataShape& data, uint64_t seed)> make);
 // Throws UsageError naming the known models on an unknown name, and for
 // overrides a model does not have or that are invalid (e.g. heads not dividing
 // the width), and for data a classifier cannot take (lenet: 1x28x28 images).
