@@ -2,27 +2,13 @@
 
 #include <iostream>
 #include <memory>
-#include <mutex>
-#include <optional>
 #include <string>
 #include <vector>
 
-#include <cstdlib>
 
 #include "api/ConfigFile.h"
-#include "api/Prepare.h"
-#include "api/RankRunner.h"
 #include "api/Schema.h"
-#include "api/StrategyRegistry.h"
-#include "cli/FederatedRun.h"
-#include "cli/ResultLine.h"
-#include "comm/Registry.h"
-#include "comm/local/Local.h"
-#include "core/Timer.h"
-#include "runtime/CheckpointDir.h"
-#include "runtime/Timeline.h"
-#include "runtime/Trainer.h"
-#include "tensor/cpu/Blas.h"
+#include "api/Train.h"
 
 namespace dtrain::cli {
 
@@ -38,102 +24,6 @@ struct TrainFlags {
   bool printConfig = false;
 };
 
-// True when this process was started by mpirun (OpenMPI or another PMI launcher).
-bool underMpirun() {
-  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_SIZE"})
-    if (std::getenv(v)) return true;
-  return false;
-}
-
-// --workers N --backend local: the ranks (workers, and servers for ps) as
-// threads of this process, sharing one copy of the datasets and one timeline.
-void runLocal(const api::RunConfig& rc) {
-  const runtime::TrainConfig& c = rc.train;
-  // Process-wide: each rank's kernels use c.threads threads (default 1 per worker).
-  kernels::configureKernels(c.threads, kernels::parseGemmBackend(c.gemm));
-  runtime::Timeline timeline;
-  api::SharedRun shared;
-  shared.data = runtime::loadTaskData(c, true);
-  if (!c.timeline.empty()) shared.timeline = &timeline;
-  if (c.strategy == "hogwild") shared.hogwild = std::make_shared<parallel::HogwildShared>(c.workers);
-  timeline.setOrigin(nowMicros());
-  std::optional<runtime::TrainResult> result;
-  std::mutex resultMutex;
-  comm::local::runLocal(api::worldSizeFor(c), [&](comm::Communicator& comm) {
-    auto r = api::runRank(c, comm, shared);
-    std::lock_guard<std::mutex> lock(resultMutex);
-    if (r) result = std::move(r);
-  });
-  DTRAIN_CHECK(result, "no rank reported a result");
-  if (!c.timeline.empty()) timeline.write(c.timeline);
-  nlohmann::json out = result->toJson();
-  addRunFields(out, rc, c.workers, "local");
-  std::cout << out.dump() << std::endl;
-}
-
-// One rank of `mpirun -np N dtrain train --backend mpi`.
-void runMpiRank(api::RunConfig rc, bool workersGiven) {
-  runtime::TrainConfig& c = rc.train;
-  DTRAIN_CHECK_USAGE(comm::hasBackend("mpi"),
-                     "--backend mpi: this dtrain was built without MPI (install libopenmpi-dev "
-                     "and openmpi-bin, then reconfigure with -DDTRAIN_WITH_MPI=ON)");
-  DTRAIN_CHECK_USAGE(underMpirun(), "--backend mpi runs one process per rank under mpirun: "
-                     "mpirun -np N dtrain train --backend mpi ... (or use --backend local "
-                     "--workers N)");
-  std::unique_ptr<comm::Communicator> comm;
-  try {
-    comm = comm::makeCommunicator("mpi");
-    // The ranks beyond the workers (parameter servers) come first.
-    const int servers = api::strategyEntry(c.strategy).worldSize(c) - c.workers;
-    DTRAIN_CHECK_USAGE(comm->size() > servers, "--servers ", servers, " leaves no worker among mpirun's ",
-                       comm->size(), " processes (mpirun -np S+W: the first S serve)");
-    DTRAIN_CHECK_USAGE(!workersGiven || c.workers == comm->size() - servers, "--workers ", c.workers,
-                       " does not match mpirun's ", comm->size(), " processes",
-                       servers ? detail::concat(" minus ", servers, " servers") : std::string(),
-                       " (with --backend mpi, mpirun -np sets the workers)");
-    c.workers = comm->size() - servers;
-    c.validate();
-    runtime::Timeline timeline;
-    comm->barrier();  // aligns the ranks' timeline clocks
-    timeline.setOrigin(nowMicros());
-    api::SharedRun shared;
-    if (!c.timeline.empty()) shared.timeline = &timeline;
-    std::optional<runtime::TrainResult> result = api::runRank(c, *comm, shared);
-    if (!c.timeline.empty()) {
-      // Rank 0 writes every rank's events: gather the serialized parts.
-      std::string mine = timeline.serialize();
-      int64_t len = static_cast<int64_t>(mine.size());
-      std::vector<int64_t> lens(comm->size());
-      comm->allgather(&len, lens.data(), 1, DType::I64);
-      std::vector<size_t> counts(lens.begin(), lens.end());
-      size_t totalLen = 0;
-      for (size_t n : counts) totalLen += n;
-      std::string all(totalLen, '\0');
-      comm->allgatherv(mine.data(), all.data(), counts, DType::U8);
-      if (comm->rank() == 0) {
-        std::vector<std::string> parts;
-        for (size_t off = 0, r = 0; r < counts.size(); off += counts[r], ++r)
-          parts.push_back(all.substr(off, counts[r]));
-        runtime::Timeline::write(c.timeline, parts);
-      }
-    }
-    comm.reset();
-    if (result) {
-      nlohmann::json out = result->toJson();
-      addRunFields(out, rc, c.workers, "mpi");
-      std::cout << out.dump() << std::endl;
-    }
-    comm::shutdown(0);
-  } catch (const std::exception& e) {
-    // With several ranks this aborts the job at once (the others would wait for
-    // their timeouts); with one, MPI is finalized and main prints the error.
-    const bool usage = dynamic_cast<const UsageError*>(&e) != nullptr;
-    comm.reset();
-    comm::shutdown(usage ? 2 : 1, std::string("dtrain: error: ") + e.what());
-    throw;
-  }
-}
-
 void run(const TrainFlags& f) {
   api::RunConfig rc;
   api::Sources src;
@@ -146,28 +36,12 @@ void run(const TrainFlags& f) {
     const std::string& flag = f.usedFlag[i];
     api::setChecked(rc, src, o, api::parseText(o, flag, f.texts[i]), flag);
   }
-  const bool mpi = rc.train.backend == "mpi";
-  // Under mpi the workers are known only once MPI is up (runMpiRank validates again).
-  api::prepare(rc, src, !mpi);
   if (f.printConfig) {
-    std::cout << api::configToToml(rc);
+    std::cout << api::configToToml(api::prepared(rc, src));
     return;
   }
-  runtime::resolveCheckpointFlags(rc.train);  // --resume -> --load, --checkpoint-dir made
-  const runtime::TrainConfig& c = rc.train;
-  if (!api::strategyEntry(c.strategy).make) return runFederated(rc);  // runs its own rounds
-  if (mpi) return runMpiRank(rc, src.givenFlag("--workers"));
-  if (c.strategy != "single") return runLocal(rc);
-
-  runtime::Trainer trainer(c, std::make_unique<parallel::SingleProcess>());
-  runtime::Timeline timeline;
-  timeline.setOrigin(nowMicros());
-  if (!c.timeline.empty()) trainer.setTimeline(&timeline);
-  runtime::TrainResult r = trainer.run();
-  if (!c.timeline.empty()) timeline.write(c.timeline);
-  nlohmann::json out = r.toJson();
-  addRunFields(out, rc, 1, "none");
-  std::cout << out.dump() << std::endl;
+  const nlohmann::json out = api::train(rc, src);
+  if (!out.is_null()) std::cout << out.dump() << std::endl;  // the reporting rank's line
 }
 
 // The CLI11 type shown in --help: the choices, or the value's kind.

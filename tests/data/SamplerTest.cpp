@@ -88,7 +88,7 @@ TEST(DistributedSampler, ResumePositionAndErrors) {
   EXPECT_THROW(s.indices(0, 3, 0), Error);
   EXPECT_THROW(s.indices(0, 0, 3), Error);
   EXPECT_THROW(s.indices(-1, 0, 0), Error);
-  const std::string msg = test::errorOf<UsageError>([] { make(100, 40, 3, true); });
+  const std::string msg = dtrain::data::test::errorOf<UsageError>([] { make(100, 40, 3, true); });
   EXPECT_EQ(
       msg, "dataset of 100 samples is smaller than one global batch of 120 (3 workers x batch 40)");
   EXPECT_THROW(make(100, 0, 1, true), UsageError);

@@ -1,16 +1,16 @@
-#include "cli/ResultLine.h"
+#include "api/ResultLine.h"
 
 #include "api/ConfigFile.h"
 #include "api/Prepare.h"
 #include "api/Schema.h"
 
-namespace dtrain::cli {
+namespace dtrain::api {
 
-void addRunFields(nlohmann::json& out, const api::RunConfig& rc, int workers,
+void addRunFields(nlohmann::json& out, const RunConfig& rc, int workers,
                   const std::string& backend) {
   const runtime::TrainConfig& c = rc.train;
-  for (const api::Option& o : api::schema().options()) {
-    if (o.resultKey.empty() || !api::unusedBecause(o, rc).empty()) continue;
+  for (const Option& o : schema().options()) {
+    if (o.resultKey.empty() || !unusedBecause(o, rc).empty()) continue;
     if (const auto v = o.get(rc)) std::visit([&](const auto& x) { out[o.resultKey] = x; }, *v);
   }
   out["workers"] = workers;
@@ -23,7 +23,7 @@ void addRunFields(nlohmann::json& out, const api::RunConfig& rc, int workers,
     out["global_batch"] = c.batchSize * c.accumulate *
                           (workers / c.pipelineStages / (krizhevsky ? 1 : c.tensorParallel));
   if (krizhevsky) out["tensor_parallel_style"] = c.tensorParallelStyle;
-  out["config"] = api::configToJson(rc);
+  out["config"] = configToJson(rc);
 }
 
-}  // namespace dtrain::cli
+}  // namespace dtrain::api

@@ -6,11 +6,11 @@
 
 #include "api/RunConfig.h"
 
-namespace dtrain::cli {
+namespace dtrain::api {
 
 // Adds the configuration's result fields, the strategy, backend and workers,
 // and "config" to `out` (a TrainResult's or the federated runner's JSON).
-void addRunFields(nlohmann::json& out, const api::RunConfig& rc, int workers,
+void addRunFields(nlohmann::json& out, const RunConfig& rc, int workers,
                   const std::string& backend);
 
-}  // namespace dtrain::cli
+}  // namespace dtrain::api

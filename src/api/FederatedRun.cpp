@@ -1,20 +1,19 @@
-#include "cli/FederatedRun.h"
+#include "api/FederatedRun.h"
 
-#include "cli/ResultLine.h"
+#include "api/ResultLine.h"
 
-#include <iostream>
 #include <memory>
 
 #include "comm/Registry.h"
 #include "core/Error.h"
 #include "federated/FederatedRunner.h"
 
-namespace dtrain::cli {
+namespace dtrain::api {
 
 namespace {
 // `mpirun -np N dtrain train --strategy fedavg --backend mpi`: rank 0 serves,
 // ranks 1..N-1 host the clients (FederatedRunner::setCommunicator).
-void runFederatedMpi(const api::RunConfig& rc) {
+nlohmann::json runFederatedMpi(const RunConfig& rc) {
   DTRAIN_CHECK_USAGE(comm::hasBackend("mpi"), "--backend mpi: this dtrain was built without MPI");
   std::unique_ptr<comm::Communicator> comm;
   try {
@@ -25,10 +24,12 @@ void runFederatedMpi(const api::RunConfig& rc) {
     if (comm->rank() == 0) {
       addRunFields(out, rc, rc.train.workers, "mpi");
       out["client_hosts"] = comm->size() - 1;
-      std::cout << out.dump() << std::endl;
+    } else {
+      out = nlohmann::json();  // the server (rank 0) reports
     }
     comm.reset();
     comm::shutdown(0);
+    return out;
   } catch (const std::exception& e) {
     const bool usage = dynamic_cast<const UsageError*>(&e) != nullptr;
     comm.reset();
@@ -38,12 +39,12 @@ void runFederatedMpi(const api::RunConfig& rc) {
 }
 }  // namespace
 
-void runFederated(const api::RunConfig& rc) {
+nlohmann::json runFederated(const RunConfig& rc, runtime::TaskData data) {
   if (rc.train.backend == "mpi") return runFederatedMpi(rc);
-  federated::FederatedRunner runner(rc.train, rc.federated);
+  federated::FederatedRunner runner(rc.train, rc.federated, std::move(data));
   nlohmann::json out = runner.run();
   addRunFields(out, rc, rc.train.workers, "simulated");
-  std::cout << out.dump() << std::endl;
+  return out;
 }
 
-}  // namespace dtrain::cli
+}  // namespace dtrain::api

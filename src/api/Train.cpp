@@ -1,0 +1,184 @@
+#include "api/Train.h"
+
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <optional>
+
+#include "api/ConfigFile.h"
+#include "api/FederatedRun.h"
+#include "api/Prepare.h"
+#include "api/RankRunner.h"
+#include "api/ResultLine.h"
+#include "api/StrategyRegistry.h"
+#include "comm/Registry.h"
+#include "comm/local/Local.h"
+#include "core/Error.h"
+#include "core/Timer.h"
+#include "runtime/CheckpointDir.h"
+#include "runtime/Timeline.h"
+#include "runtime/Trainer.h"
+#include "tensor/cpu/Blas.h"
+
+namespace dtrain::api {
+
+namespace {
+
+// True when this process was started by mpirun (OpenMPI or another PMI launcher).
+bool underMpirun() {
+  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_SIZE"})
+    if (std::getenv(v)) return true;
+  return false;
+}
+
+// One process, one rank, no communicator.
+nlohmann::json runSingle(const RunConfig& rc, Data data) {
+  const runtime::TrainConfig& c = rc.train;
+  runtime::Trainer trainer(c, std::make_unique<parallel::SingleProcess>(), std::move(data));
+  runtime::Timeline timeline;
+  timeline.setOrigin(nowMicros());
+  if (!c.timeline.empty()) trainer.setTimeline(&timeline);
+  runtime::TrainResult r = trainer.run();
+  if (!c.timeline.empty()) timeline.write(c.timeline);
+  nlohmann::json out = r.toJson();
+  addRunFields(out, rc, 1, "none");
+  return out;
+}
+
+// --workers N --backend local: the ranks (workers, and servers for ps) as
+// threads of this process, sharing one copy of the datasets and one timeline.
+nlohmann::json runLocal(const RunConfig& rc, Data data) {
+  const runtime::TrainConfig& c = rc.train;
+  // Process-wide: each rank's kernels use c.threads threads (default 1 per worker).
+  kernels::configureKernels(c.threads, kernels::parseGemmBackend(c.gemm));
+  runtime::Timeline timeline;
+  SharedRun shared;
+  shared.data = data.train || data.text ? std::move(data) : runtime::loadTaskData(c, true);
+  if (!c.timeline.empty()) shared.timeline = &timeline;
+  if (c.strategy == "hogwild") shared.hogwild = std::make_shared<parallel::HogwildShared>(c.workers);
+  timeline.setOrigin(nowMicros());
+  std::optional<runtime::TrainResult> result;
+  std::mutex resultMutex;
+  comm::local::runLocal(worldSizeFor(c), [&](comm::Communicator& comm) {
+    auto r = runRank(c, comm, shared);
+    std::lock_guard<std::mutex> lock(resultMutex);
+    if (r) result = std::move(r);
+  });
+  DTRAIN_CHECK(result, "no rank reported a result");
+  if (!c.timeline.empty()) timeline.write(c.timeline);
+  nlohmann::json out = result->toJson();
+  addRunFields(out, rc, c.workers, "local");
+  return out;
+}
+
+// One rank of `mpirun -np N ... --backend mpi`.
+nlohmann::json runMpiRank(RunConfig rc, bool workersGiven, Data data) {
+  runtime::TrainConfig& c = rc.train;
+  DTRAIN_CHECK_USAGE(comm::hasBackend("mpi"),
+                     "--backend mpi: this dtrain was built without MPI (install libopenmpi-dev "
+                     "and openmpi-bin, then reconfigure with -DDTRAIN_WITH_MPI=ON)");
+  DTRAIN_CHECK_USAGE(underMpirun(), "--backend mpi runs one process per rank under mpirun: "
+                     "mpirun -np N dtrain train --backend mpi ... (or use --backend local "
+                     "--workers N)");
+  std::unique_ptr<comm::Communicator> comm;
+  try {
+    comm = comm::makeCommunicator("mpi");
+    // The ranks beyond the workers (parameter servers) come first.
+    const int servers = strategyEntry(c.strategy).worldSize(c) - c.workers;
+    DTRAIN_CHECK_USAGE(comm->size() > servers, "--servers ", servers, " leaves no worker among mpirun's ",
+                       comm->size(), " processes (mpirun -np S+W: the first S serve)");
+    DTRAIN_CHECK_USAGE(!workersGiven || c.workers == comm->size() - servers, "--workers ", c.workers,
+                       " does not match mpirun's ", comm->size(), " processes",
+                       servers ? detail::concat(" minus ", servers, " servers") : std::string(),
+                       " (with --backend mpi, mpirun -np sets the workers)");
+    c.workers = comm->size() - servers;
+    c.validate();
+    runtime::Timeline timeline;
+    comm->barrier();  // aligns the ranks' timeline clocks
+    timeline.setOrigin(nowMicros());
+    SharedRun shared;
+    shared.data = std::move(data);
+    if (!c.timeline.empty()) shared.timeline = &timeline;
+    std::optional<runtime::TrainResult> result = runRank(c, *comm, shared);
+    if (!c.timeline.empty()) {
+      // Rank 0 writes every rank's events: gather the serialized parts.
+      std::string mine = timeline.serialize();
+      int64_t len = static_cast<int64_t>(mine.size());
+      std::vector<int64_t> lens(comm->size());
+      comm->allgather(&len, lens.data(), 1, DType::I64);
+      std::vector<size_t> counts(lens.begin(), lens.end());
+      size_t totalLen = 0;
+      for (size_t n : counts) totalLen += n;
+      std::string all(totalLen, '\0');
+      comm->allgatherv(mine.data(), all.data(), counts, DType::U8);
+      if (comm->rank() == 0) {
+        std::vector<std::string> parts;
+        for (size_t off = 0, r = 0; r < counts.size(); off += counts[r], ++r)
+          parts.push_back(all.substr(off, counts[r]));
+        runtime::Timeline::write(c.timeline, parts);
+      }
+    }
+    comm.reset();
+    nlohmann::json out;
+    if (result) {
+      out = result->toJson();
+      addRunFields(out, rc, c.workers, "mpi");
+    }
+    comm::shutdown(0);
+    return out;
+  } catch (const std::exception& e) {
+    // With several ranks this aborts the job at once (the others would wait for
+    // their timeouts); with one, MPI is finalized and the caller reports the error.
+    const bool usage = dynamic_cast<const UsageError*>(&e) != nullptr;
+    comm.reset();
+    comm::shutdown(usage ? 2 : 1, std::string("dtrain: error: ") + e.what());
+    throw;
+  }
+}
+
+}  // namespace
+
+Sources sourcesFromValues(const RunConfig& config) {
+  const RunConfig defaults;
+  Sources src;
+  for (const Option& o : schema().options())
+    if (o.get(config) != o.get(defaults)) src.where[o.id()] = o.name();
+  return src;
+}
+
+RunConfig prepared(RunConfig config, const Sources& sources) {
+  prepare(config, sources, config.train.backend != "mpi");
+  return config;
+}
+
+nlohmann::json train(RunConfig config, Data data) {
+  const Sources src = sourcesFromValues(config);
+  return train(std::move(config), src, std::move(data));
+}
+
+nlohmann::json train(RunConfig rc, const Sources& src, Data data) {
+  const bool mpi = rc.train.backend == "mpi";
+  // Under mpi the workers are known only once MPI is up (runMpiRank validates again).
+  prepare(rc, src, !mpi);
+  runtime::resolveCheckpointFlags(rc.train);  // --resume -> --load, --checkpoint-dir made
+  if (!strategyEntry(rc.train.strategy).make) return runFederated(rc, std::move(data));  // its own rounds
+  if (mpi) return runMpiRank(std::move(rc), src.givenFlag("--workers"), std::move(data));
+  if (rc.train.strategy != "single") return runLocal(rc, std::move(data));
+  return runSingle(rc, std::move(data));
+}
+
+RunConfig configFromToml(const std::string& text, const std::string& name) {
+  RunConfig rc;
+  Sources src;
+  loadConfigText(text, name, rc, src);
+  return rc;
+}
+
+RunConfig configFromFile(const std::string& path) {
+  RunConfig rc;
+  Sources src;
+  loadConfigFile(path, rc, src);
+  return rc;
+}
+
+}  // namespace dtrain::api

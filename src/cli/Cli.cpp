@@ -1,0 +1,78 @@
+// The `dtrain` command as a function, so that a program that registers its own
+// models (nn::registerModel) can offer dtrain's whole CLI and config files.
+// Errors become one line on stderr and an exit code:
+// 2 for bad usage or configuration, 1 for a failure while running. Under
+// mpirun, comm::shutdown() prints the failing rank's line and aborts the job so
+// the other ranks stop at once instead of waiting for their timeouts.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <exception>
+#include <new>
+#include <string>
+
+#include "cli/Cli.h"
+
+#include "cli/BenchCommand.h"
+#include "cli/ExportCommand.h"
+#include "cli/GenerateCommand.h"
+#include "cli/TrainCommand.h"
+#include "comm/Registry.h"
+#include "core/Error.h"
+
+namespace {
+
+int fail(int code, const std::string& line) {
+  std::fprintf(stderr, "dtrain: %s\n", line.c_str());
+  std::fflush(stderr);
+  dtrain::comm::shutdown(code);  // no-op unless MPI was started
+  return code;
+}
+
+// Names an unknown command instead of CLI11's "a subcommand is required".
+void checkCommand(CLI::App& app, int argc, char** argv) {
+  if (argc < 2 || argv[1][0] == '-') return;
+  std::string known;
+  for (auto* s : app.get_subcommands({})) {
+    if (s->get_name() == argv[1]) return;
+    known += (known.empty() ? "" : ", ") + s->get_name();
+  }
+  throw dtrain::UsageError(std::string("unknown command '") + argv[1] + "' (known: " + known + ")");
+}
+
+}  // namespace
+
+namespace dtrain::cli {
+
+int main(int argc, char** argv) {
+  CLI::App app{"dtrain: distributed and parallel deep-learning training", "dtrain"};
+  app.set_version_flag("--version", "dtrain 0.1.0");
+  app.require_subcommand(1);
+  dtrain::cli::addTrainCommand(app);
+  dtrain::cli::addBenchCommand(app);
+  dtrain::cli::addGenerateCommand(app);
+  dtrain::cli::addExportCommand(app);
+  try {
+    checkCommand(app, argc, argv);
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    return fail(2, std::string("error: ") + e.what() + " (see dtrain --help)");
+  } catch (const dtrain::UsageError& e) {
+    return fail(2, std::string("error: ") + e.what());
+  } catch (const dtrain::Error& e) {
+    return fail(1, std::string("error: ") + e.what());
+  } catch (const std::bad_alloc&) {
+    return fail(1, "error: out of memory");
+  } catch (const std::exception& e) {
+    return fail(1, std::string("internal error: ") + e.what());
+  }
+  dtrain::comm::shutdown(0);
+  return 0;
+}
+
+}  // namespace dtrain::cli
