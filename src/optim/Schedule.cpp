@@ -1,5 +1,6 @@
 #include "optim/Schedule.h"
 
+#include <algorithm>
 #include <cmath>
 #include <numbers>
 
@@ -84,7 +85,13 @@ std::unique_ptr<Schedule> makeSchedule(const std::string& name, double lr,
   } else if (name == "step") {
     s = std::make_unique<StepSchedule>(lr, o.stepSize, o.gamma);
   } else if (name == "cosine") {
-    s = std::make_unique<CosineSchedule>(lr, o.tMax, o.etaMin);
+    // tMax counts the whole run, warmup included: the decay takes the steps after the
+    // warmup and reaches etaMin at step tMax (nanoGPT's get_lr, torch's
+    // SequentialLR(LinearLR, CosineAnnealingLR(T_max = total - warmup))). A warmup as long
+    // as the run leaves one step of decay that is never reached.
+    checkHyper(o.tMax > 0, "--t-max", static_cast<double>(o.tMax), "must be > 0");
+    const int64_t decaySteps = std::max<int64_t>(1, o.tMax - std::max<int64_t>(0, o.warmupSteps));
+    s = std::make_unique<CosineSchedule>(lr, decaySteps, o.etaMin);
   } else {
     throw UsageError("unknown --lr-schedule '" + name + "' (expected one of: constant, step, cosine)");
   }
