@@ -17,6 +17,7 @@
 #include "core/Timer.h"
 #include "nn/ModelRegistry.h"
 #include "runtime/CheckpointDir.h"
+#include "runtime/OutputPaths.h"
 #include "runtime/Task.h"
 #include "optim/Factory.h"
 #include "cli/RankRunner.h"
@@ -257,7 +258,8 @@ void run(const TrainFlags& f, const CLI::App& sub) {
   if (!f.workersGiven) c.workers = std::max(c.workers, c.pipelineStages * c.tensorParallel);
   // Under mpi the workers are known only once MPI is up (runMpiRank validates again).
   c.validate(c.backend != "mpi");
-  runtime::resolveCheckpointFlags(c);  // --resume -> --load, --checkpoint-dir made
+  runtime::resolveCheckpointFlags(c);  // --resume -> --load
+  runtime::checkOutputPaths(c);        // before training, not after it
   // A pipeline cuts its stages' layers itself when --tensor-parallel is given too.
   if (c.pipelineStages > 1) c.strategy = "pipeline";
   else if (c.tensorParallel > 1) c.strategy = "tensor";

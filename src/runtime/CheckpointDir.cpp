@@ -62,7 +62,6 @@ void pruneCheckpoints(const std::string& dir, int keep) {
 }
 
 void resolveCheckpointFlags(TrainConfig& c) {
-  if (c.checkpointEvery > 0) prepareCheckpointDir(c.checkpointDir);
   if (c.resume.empty()) return;
   if (c.resume == "auto") {
     c.load = fs::is_directory(c.checkpointDir) ? latestValidCheckpoint(c.checkpointDir) : "";

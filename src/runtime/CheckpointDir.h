@@ -26,8 +26,8 @@ std::string latestValidCheckpoint(const std::string& dir);
 struct TrainConfig;
 // --resume: `auto` becomes the newest valid checkpoint of --checkpoint-dir in
 // config.load (none there: a fresh start, said on stderr), a path becomes
-// config.load after checking it exists; config.resume is then cleared. Also
-// makes --checkpoint-dir ready when --checkpoint-every is on.
+// config.load after checking it exists; config.resume is then cleared.
+// (--checkpoint-dir is made ready with the other outputs: runtime/OutputPaths.h.)
 void resolveCheckpointFlags(TrainConfig& config);
 
 }  // namespace dtrain::runtime

@@ -90,6 +90,23 @@ TEST(CliErrors, MissingOrCorruptCheckpoint) {
   expectError(runDtrain(kQuick + "--load " + bad.string()), 1, bad.string());
 }
 
-TEST(CliErrors, UnwritableMetricsFile) {
-  expectError(runDtrain(kQuick + "--metrics /nonexistent/dir/m.jsonl"), 1, "/nonexistent/dir/m.jsonl");
+// Every file written at the end (or along the way) is checked before the first
+// step: exit 2 naming the flag and the path, no result line, nothing written.
+TEST(CliErrors, UnwritableOutputsFailBeforeTraining) {
+  const std::string missing = "/nonexistent/dir/x";
+  for (const std::string flag : {"--save", "--metrics", "--timeline"})
+    expectError(runDtrain(kQuick + flag + " " + missing), 2, flag + " " + missing);
+  expectError(runDtrain(kQuick + "--lora-rank 2 --save-adapters " + missing), 2,
+              "--save-adapters " + missing);
+  // A directory where a file belongs, and a checkpoint directory that cannot be made.
+  const std::string dir = tempDir();
+  expectError(runDtrain(kQuick + "--save " + dir), 2, "--save " + dir + ": is a directory");
+  const std::string blocker = dir + "/file";
+  std::ofstream(blocker) << "x";
+  expectError(runDtrain(kQuick + "--checkpoint-every 1 --checkpoint-dir " + blocker + "/ckpt"), 2,
+              "--checkpoint-dir " + blocker + "/ckpt");
+  // The current directory is a directory too: a bare name is fine.
+  auto ok = runShell("cd " + dir + " && " + std::string(DTRAIN_BIN) + " " + kQuick + "--save x.safetensors");
+  EXPECT_EQ(ok.code, 0) << ok.err;
+  EXPECT_TRUE(fs::exists(fs::path(dir) / "x.safetensors"));
 }
