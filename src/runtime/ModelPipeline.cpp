@@ -1,0 +1,54 @@
+#include "runtime/ModelPipeline.h"
+
+#include "core/Memory.h"
+#include "nn/Lora.h"
+#include "nn/ModelRegistry.h"
+#include "nn/Recompute.h"
+#include "runtime/Checkpoint.h"
+#include "runtime/LoraSetup.h"
+#include "runtime/Task.h"
+
+namespace dtrain::runtime {
+
+std::shared_ptr<nn::Module> buildModel(const TrainConfig& c) {
+  memory::CategoryScope accounted(memory::Category::Parameters);  // memory_per_rank
+  return nn::buildModel(c.model, modelOverrides(c), c.seed);
+}
+
+void markRecompute(const TrainConfig& c, nn::Module& model) { nn::applyRecompute(model, c.recompute); }
+
+std::optional<SafetensorsFile> readCheckpoint(const TrainConfig& c) {
+  if (c.load.empty()) return std::nullopt;
+  return loadSafetensors(c.load);
+}
+
+bool loadBaseWeights(const TrainConfig& c, const SafetensorsFile& checkpoint, nn::Module& model) {
+  if (!c.loraRank) return false;
+  for (const auto& [name, t] : checkpoint.tensors)
+    if (nn::isLoraParameter(name)) return false;  // a LoRA run's own checkpoint: resumed
+  loadCheckpoint(checkpoint, c.load, model, nullptr, nullptr);
+  return true;
+}
+
+void attachLora(const TrainConfig& c, nn::Module& model) {
+  if (!c.loraRank) return;
+  memory::CategoryScope accounted(memory::Category::Parameters);
+  nn::applyLora(model, c.model, loraOptions(c, model), c.seed);
+}
+
+void loadAdapterWeights(const TrainConfig& c, nn::Module& model) {
+  if (!c.loadAdapters.empty()) loadAdapters(c.loadAdapters, model);
+}
+
+PreparedModel prepareModel(const TrainConfig& c) {
+  PreparedModel p;
+  p.model = buildModel(c);
+  markRecompute(c, *p.model);
+  p.resumeFrom = readCheckpoint(c);
+  if (p.resumeFrom && loadBaseWeights(c, *p.resumeFrom, *p.model)) p.resumeFrom.reset();
+  attachLora(c, *p.model);
+  loadAdapterWeights(c, *p.model);
+  return p;
+}
+
+}  // namespace dtrain::runtime
