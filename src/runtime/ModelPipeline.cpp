@@ -1,5 +1,6 @@
 #include "runtime/ModelPipeline.h"
 
+#include "core/Error.h"
 #include "core/Memory.h"
 #include "nn/Lora.h"
 #include "nn/ModelRegistry.h"
@@ -19,7 +20,13 @@ void markRecompute(const TrainConfig& c, nn::Module& model) { nn::applyRecompute
 
 std::optional<SafetensorsFile> readCheckpoint(const TrainConfig& c) {
   if (c.load.empty()) return std::nullopt;
-  return loadSafetensors(c.load);
+  SafetensorsFile file = loadSafetensors(c.load);
+  // dtrain's checkpoints name their model (modelMetadata); a file without the
+  // name (a torch state_dict) is judged by its tensors in loadCheckpoint.
+  auto saved = file.metadata.find("model");
+  DTRAIN_CHECK_USAGE(saved == file.metadata.end() || saved->second == c.model, "--load ", c.load,
+                     " holds a ", saved->second, " checkpoint, not ", c.model);
+  return file;
 }
 
 bool loadBaseWeights(const TrainConfig& c, const SafetensorsFile& checkpoint, nn::Module& model) {

@@ -7,6 +7,8 @@
 #include <fstream>
 
 #include "cli/CliRunner.h"
+#include "runtime/Safetensors.h"
+#include "tensor/Tensor.h"
 
 using namespace dtrain::test;
 namespace fs = std::filesystem;
@@ -75,16 +77,36 @@ TEST(CliErrors, NanLossNamesTheStepAndWritesNoCheckpoint) {
   EXPECT_FALSE(fs::exists(ckpt));
 }
 
+// dtrain's checkpoints name their model: loading one into another says which.
 TEST(CliErrors, CheckpointOfAnotherModel) {
   fs::path ckpt = fs::path(tempDir()) / "mlp.safetensors";
   auto ok = runDtrain(kQuick + "--model mlp --save " + ckpt.string());
   ASSERT_EQ(ok.code, 0) << ok.err;
-  auto r = runDtrain(kQuick + "--model lenet --load " + ckpt.string());
-  expectError(r, 1, ckpt.string());
+  expectError(runDtrain(kQuick + "--model lenet --load " + ckpt.string()), 2,
+              "--load " + ckpt.string() + " holds a mlp checkpoint, not lenet");
 }
 
+// A file that does not name its model (a torch state_dict): the first tensor
+// that does not fit, with both shapes.
+TEST(CliErrors, UnnamedCheckpointOfAnotherShapeNamesTheTensor) {
+  fs::path ckpt = fs::path(tempDir()) / "torch.safetensors";
+  std::vector<std::pair<std::string, dtrain::Tensor>> tensors{
+      {"1.weight", dtrain::Tensor::zeros({128, 784})}, {"1.bias", dtrain::Tensor::zeros({128})},
+      {"3.weight", dtrain::Tensor::zeros({256, 128})}, {"3.bias", dtrain::Tensor::zeros({256})},
+      {"5.weight", dtrain::Tensor::zeros({10, 256})},  {"5.bias", dtrain::Tensor::zeros({10})}};
+  dtrain::runtime::saveSafetensors(ckpt.string(), tensors);
+  expectError(runDtrain(kQuick + "--model mlp --load " + ckpt.string()), 1,
+              "parameter 1.weight has shape [128, 784], model expects [256, 784]");
+}
+
+// Inputs that are not there: exit 2 naming the flag and the path, as --resume does.
 TEST(CliErrors, MissingOrCorruptCheckpoint) {
-  expectError(runDtrain(kQuick + "--load /nonexistent.safetensors"), 1, "/nonexistent.safetensors");
+  expectError(runDtrain(kQuick + "--load /nonexistent.safetensors"), 2,
+              "--load /nonexistent.safetensors: no such checkpoint file");
+  expectError(runDtrain(kQuick + "--resume /nonexistent.safetensors"), 2,
+              "--resume /nonexistent.safetensors");
+  expectError(runDtrain(kQuick + "--lora-rank 2 --load-adapters /nonexistent.safetensors"), 2,
+              "--load-adapters /nonexistent.safetensors: no such checkpoint file");
   fs::path bad = fs::path(tempDir()) / "bad.safetensors";
   std::ofstream(bad) << "not a checkpoint at all";
   expectError(runDtrain(kQuick + "--load " + bad.string()), 1, bad.string());
