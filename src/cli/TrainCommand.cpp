@@ -186,24 +186,7 @@ void runMpiRank(runtime::TrainConfig c, bool workersGiven) {
     SharedRun shared;
     if (!c.timeline.empty()) shared.timeline = &timeline;
     std::optional<runtime::TrainResult> result = runRank(c, *comm, shared);
-    if (!c.timeline.empty()) {
-      // Rank 0 writes every rank's events: gather the serialized parts.
-      std::string mine = timeline.serialize();
-      int64_t len = static_cast<int64_t>(mine.size());
-      std::vector<int64_t> lens(comm->size());
-      comm->allgather(&len, lens.data(), 1, DType::I64);
-      std::vector<size_t> counts(lens.begin(), lens.end());
-      size_t totalLen = 0;
-      for (size_t n : counts) totalLen += n;
-      std::string all(totalLen, '\0');
-      comm->allgatherv(mine.data(), all.data(), counts, DType::U8);
-      if (comm->rank() == 0) {
-        std::vector<std::string> parts;
-        for (size_t off = 0, r = 0; r < counts.size(); off += counts[r], ++r)
-          parts.push_back(all.substr(off, counts[r]));
-        runtime::Timeline::write(c.timeline, parts);
-      }
-    }
+    if (!c.timeline.empty()) timeline.writeGathered(*comm, c.timeline);
     comm.reset();
     if (result) std::cout << resultLine(c, *result, c.workers, c.strategy, "mpi").dump() << std::endl;
     comm::shutdown(0);
