@@ -4,6 +4,7 @@
 
 #include "cli/RankRunner.h"
 #include "core/Error.h"
+#include "core/NameRegistry.h"
 #include "core/Memory.h"
 #include "nn/Lora.h"
 #include "nn/ModelRegistry.h"
@@ -121,34 +122,23 @@ std::unique_ptr<parallel::Strategy> makeTensor(const TrainConfig& c, comm::Commu
   return std::make_unique<parallel::tensor::TensorParallel>(comm, std::move(o));
 }
 
-const std::map<std::string, StrategyEntry>& registry() {
-  static const std::map<std::string, StrategyEntry> r{
-      {"single", {[](const TrainConfig&) { return 1; }, makeSingle}},
-      {"allreduce", {workers, makeAllreduce}},
-      {"ps", {[](const TrainConfig& c) { return c.servers + c.workers; }, makePs}},
-      {"hogwild", {workers, makeHogwild}},
-      {"pipeline", {workers, makePipeline}},
-      {"tensor", {workers, makeTensor}},
-  };
+const NameRegistry<StrategyEntry>& registry() {
+  static const NameRegistry<StrategyEntry> r(
+      "strategy", {
+                      {"single", {[](const TrainConfig&) { return 1; }, makeSingle}},
+                      {"allreduce", {workers, makeAllreduce}},
+                      {"ps", {[](const TrainConfig& c) { return c.servers + c.workers; }, makePs}},
+                      {"hogwild", {workers, makeHogwild}},
+                      {"pipeline", {workers, makePipeline}},
+                      {"tensor", {workers, makeTensor}},
+                  });
   return r;
 }
 
 }  // namespace
 
-std::vector<std::string> strategyNames() {
-  std::vector<std::string> names;
-  for (const auto& [name, e] : registry()) names.push_back(name);
-  return names;
-}
+std::vector<std::string> strategyNames() { return registry().names(); }
 
-const StrategyEntry& strategyEntry(const std::string& name) {
-  auto it = registry().find(name);
-  if (it == registry().end()) {
-    std::string known;
-    for (const auto& n : strategyNames()) known += (known.empty() ? "" : ", ") + n;
-    throw UsageError("unknown strategy '" + name + "' (known: " + known + ")");
-  }
-  return it->second;
-}
+const StrategyEntry& strategyEntry(const std::string& name) { return registry().find(name); }
 
 }  // namespace dtrain::cli

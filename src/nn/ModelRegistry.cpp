@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "core/Error.h"
+#include "core/NameRegistry.h"
 #include "nn/Gpt.h"
 #include "nn/Models.h"
 
@@ -10,7 +11,7 @@ namespace dtrain::nn {
 
 namespace {
 
-using Registry = std::vector<std::pair<std::string, ModelEntry>>;
+using Entries = std::vector<std::pair<std::string, ModelEntry>>;
 
 void rejectOverrides(const std::string& name, const ModelOverrides& o) {
   DTRAIN_CHECK_USAGE(!o.any(), "--n-layer, --n-head, --n-embd and --block-size apply to the gpt "
@@ -31,9 +32,9 @@ GptConfig resolveGpt(const std::string& name, const ModelOverrides& o) {
   return c;
 }
 
-const Registry& registry() {
-  static const Registry r = [] {
-    Registry out;
+const NameRegistry<ModelEntry>& registry() {
+  static const NameRegistry<ModelEntry> r("model", [] {
+    Entries out;
     for (const std::string& name : modelNames())
       out.emplace_back(name, ModelEntry{
           [name](const ModelOverrides& o) {
@@ -54,26 +55,16 @@ const Registry& registry() {
             return makeGpt(resolveGpt(name, o), seed);
           }});
     return out;
-  }();
+  }());
   return r;
 }
 
-const ModelEntry& entry(const std::string& name) {
-  for (const auto& [n, e] : registry())
-    if (n == name) return e;
-  std::string known;
-  for (const auto& [n, e] : registry()) known += (known.empty() ? "" : ", ") + n;
-  throw UsageError("unknown model '" + name + "' (known: " + known + ")");
-}
+const ModelEntry& entry(const std::string& name) { return registry().find(name); }
 
 }  // namespace
 
 const std::vector<std::string>& registeredModelNames() {
-  static const std::vector<std::string> names = [] {
-    std::vector<std::string> n;
-    for (const auto& [name, e] : registry()) n.push_back(name);
-    return n;
-  }();
+  static const std::vector<std::string> names = registry().names();
   return names;
 }
 

@@ -89,7 +89,8 @@ std::string scheduleError(const std::string& name, double lr, const ScheduleOpti
 }  // namespace
 
 TEST(Schedule, FactoryErrorsNameTheFlag) {
-  EXPECT_NE(scheduleError("exponential", 0.1, {}).find("unknown --lr-schedule 'exponential'"),
+  EXPECT_NE(scheduleError("exponential", 0.1, {}).find(
+                "unknown --schedule 'exponential' (known: constant, step, cosine)"),
             std::string::npos);
   EXPECT_NE(scheduleError("step", 0.1, {}).find("invalid --step-size 0"), std::string::npos);
   EXPECT_NE(scheduleError("step", 0.1, {.stepSize = 1, .gamma = -1}).find("invalid --gamma -1"),
