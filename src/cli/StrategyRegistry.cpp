@@ -137,8 +137,6 @@ const NameRegistry<StrategyEntry>& registry() {
 
 }  // namespace
 
-std::vector<std::string> strategyNames() { return registry().names(); }
-
 const StrategyEntry& strategyEntry(const std::string& name) { return registry().find(name); }
 
 }  // namespace dtrain::cli

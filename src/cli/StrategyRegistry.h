@@ -27,6 +27,5 @@ struct StrategyEntry {
 
 // Throws UsageError naming the known strategies on an unknown name.
 const StrategyEntry& strategyEntry(const std::string& name);
-std::vector<std::string> strategyNames();
 
 }  // namespace dtrain::cli

@@ -63,8 +63,6 @@ const std::vector<std::string>& gptPresetNames() {
   return names;
 }
 
-bool isGptName(const std::string& name) { return presets().contains(name); }
-
 GptConfig gptConfig(const std::string& name) { return presets().find(name); }
 
 int64_t gptParameterCount(const GptConfig& c) {

@@ -44,8 +44,6 @@ const std::vector<std::string>& modelNames() {
   return names;
 }
 
-Shape modelInputShape(const std::string&) { return {1, 28, 28}; }
-
 std::shared_ptr<Sequential> makeModel(const std::string& name, uint64_t seed) {
   const auto append = builders().find(name);
   Rng rng(seed);
