@@ -16,6 +16,7 @@
 #include "core/Error.h"
 #include "core/Timer.h"
 #include "runtime/CheckpointDir.h"
+#include "runtime/OutputPaths.h"
 #include "runtime/Timeline.h"
 #include "runtime/Trainer.h"
 #include "tensor/cpu/Blas.h"
@@ -100,24 +101,7 @@ nlohmann::json runMpiRank(RunConfig rc, bool workersGiven, Data data) {
     shared.data = std::move(data);
     if (!c.timeline.empty()) shared.timeline = &timeline;
     std::optional<runtime::TrainResult> result = runRank(c, *comm, shared);
-    if (!c.timeline.empty()) {
-      // Rank 0 writes every rank's events: gather the serialized parts.
-      std::string mine = timeline.serialize();
-      int64_t len = static_cast<int64_t>(mine.size());
-      std::vector<int64_t> lens(comm->size());
-      comm->allgather(&len, lens.data(), 1, DType::I64);
-      std::vector<size_t> counts(lens.begin(), lens.end());
-      size_t totalLen = 0;
-      for (size_t n : counts) totalLen += n;
-      std::string all(totalLen, '\0');
-      comm->allgatherv(mine.data(), all.data(), counts, DType::U8);
-      if (comm->rank() == 0) {
-        std::vector<std::string> parts;
-        for (size_t off = 0, r = 0; r < counts.size(); off += counts[r], ++r)
-          parts.push_back(all.substr(off, counts[r]));
-        runtime::Timeline::write(c.timeline, parts);
-      }
-    }
+    if (!c.timeline.empty()) timeline.writeGathered(*comm, c.timeline);
     comm.reset();
     nlohmann::json out;
     if (result) {
@@ -160,7 +144,8 @@ nlohmann::json train(RunConfig rc, const Sources& src, Data data) {
   const bool mpi = rc.train.backend == "mpi";
   // Under mpi the workers are known only once MPI is up (runMpiRank validates again).
   prepare(rc, src, !mpi);
-  runtime::resolveCheckpointFlags(rc.train);  // --resume -> --load, --checkpoint-dir made
+  runtime::resolveCheckpointFlags(rc.train);  // --resume -> --load
+  runtime::checkOutputPaths(rc.train);        // files written later: writable before training
   if (!strategyEntry(rc.train.strategy).make) return runFederated(rc, std::move(data));  // its own rounds
   if (mpi) return runMpiRank(std::move(rc), src.givenFlag("--workers"), std::move(data));
   if (rc.train.strategy != "single") return runLocal(rc, std::move(data));

@@ -3,6 +3,7 @@
 #include <atomic>
 
 #include "core/Error.h"
+#include "core/NameRegistry.h"
 
 namespace dtrain::autograd {
 namespace {
@@ -18,12 +19,12 @@ const std::vector<std::string>& precisionNames() {
 }
 
 Precision parsePrecision(const std::string& name) {
-  if (name == "fp32") return Precision::FP32;
-  if (name == "bf16") return Precision::BF16;
+  static const NameRegistry<Precision> precisions(
+      "precision", {{"fp32", Precision::FP32}, {"bf16", Precision::BF16}});
   if (name == "fp16")
     throw UsageError("--precision fp16 needs a GPU backend (CPUs here have no fp16 arithmetic); "
                      "use bf16");
-  throw UsageError("unknown precision '" + name + "' (known: fp32, bf16)");
+  return precisions.find(name);
 }
 
 }  // namespace dtrain::autograd

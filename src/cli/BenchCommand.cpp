@@ -28,7 +28,8 @@ void addBenchCommand(CLI::App& app) {
   ar->add_option("--backend", f->cfg.backend, "local (threads) | mpi (under mpirun)")
       ->capture_default_str();
   ar->add_option("--workers", f->cfg.workers,
-                 "ranks: local threads; mpi: must equal mpirun -np (0 = whatever was started)")
+                 "ranks: local threads; mpi: must equal mpirun -np (default: whatever "
+                 "mpirun started)")
       ->capture_default_str();
   ar->add_option("--algo", f->algo,
                  "ring | rhd | tree | hier | shm | native | auto, or a comma-separated list")
@@ -44,7 +45,10 @@ void addBenchCommand(CLI::App& app) {
   ar->add_flag("--json", f->cfg.json, "print one JSON object instead of the table");
   ar->add_flag("--no-call-checks", f->noChecks,
                "mpi: skip the cross-rank comparison of call descriptors");
-  ar->callback([f] {
+  ar->callback([f, ar] {
+    // Under mpirun the world size is mpirun's (as for train): the local default
+    // of 2 workers would contradict any other -np.
+    if (f->cfg.backend == "mpi" && ar->count("--workers") == 0) f->cfg.workers = 0;
     f->cfg.algos = comm::parseAlgorithms(f->algo);
     f->cfg.callChecks = !f->noChecks;
     if (f->cfg.backend != "mpi") {

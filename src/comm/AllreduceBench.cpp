@@ -28,12 +28,7 @@ std::vector<Algorithm> parseAlgorithms(const std::string& list) {
 }
 
 void validate(const AllreduceBenchConfig& c) {
-  DTRAIN_CHECK_USAGE(hasBackend(c.backend), "unknown backend '", c.backend, "' (available: ",
-                     [] {
-                       std::string s;
-                       for (auto& n : backendNames()) s += (s.empty() ? "" : ", ") + n;
-                       return s;
-                     }(), ")");
+  requireBackend(c.backend);
   DTRAIN_CHECK_USAGE(c.workers >= 1 || (c.backend != "local" && c.workers == 0),
                      "--workers must be >= 1 (got ", c.workers, ")");
   DTRAIN_CHECK_USAGE(c.minBytes >= 4 && c.minBytes % 4 == 0, "--min-bytes must be a positive "

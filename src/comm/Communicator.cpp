@@ -227,10 +227,6 @@ void Communicator::reduce(const void* in, void* out, size_t count, DType dtype,
                           const Options& opts) {
   submit(makeCall(OpKind::Reduce, in, out, count, dtype, opts), false);
 }
-WorkPtr Communicator::reduceAsync(const void* in, void* out, size_t count, DType dtype,
-                                  const Options& opts) {
-  return submit(makeCall(OpKind::Reduce, in, out, count, dtype, opts), true);
-}
 
 void Communicator::allgather(const void* in, void* out, size_t count, DType dtype,
                              const Options& opts) {
@@ -263,11 +259,6 @@ void Communicator::allgatherv(const void* in, void* out, const std::vector<size_
   Call c = makeCall(OpKind::Allgatherv, in, out, total(counts), dtype, opts);
   submit(std::move(withCounts(c, counts, size_, rank_)), false);
 }
-WorkPtr Communicator::allgathervAsync(const void* in, void* out, const std::vector<size_t>& counts,
-                                      DType dtype, const Options& opts) {
-  Call c = makeCall(OpKind::Allgatherv, in, out, total(counts), dtype, opts);
-  return submit(std::move(withCounts(c, counts, size_, rank_)), true);
-}
 
 void Communicator::reduceScatter(const void* in, void* out, size_t count, DType dtype,
                                  const Options& opts) {
@@ -284,11 +275,6 @@ void Communicator::alltoall(const void* in, void* out, size_t count, DType dtype
                             const Options& opts) {
   DTRAIN_CHECK(count == 0 || in != out, "comm: alltoall cannot run in place");
   submit(makeCall(OpKind::Alltoall, in, out, count, dtype, opts), false);
-}
-WorkPtr Communicator::alltoallAsync(const void* in, void* out, size_t count, DType dtype,
-                                    const Options& opts) {
-  DTRAIN_CHECK(count == 0 || in != out, "comm: alltoall cannot run in place");
-  return submit(makeCall(OpKind::Alltoall, in, out, count, dtype, opts), true);
 }
 
 void Communicator::barrier(const Options& opts) {

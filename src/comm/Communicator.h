@@ -55,7 +55,6 @@ class Communicator {
 
   // Default timeout of every blocking call and Work::wait (Options::timeout overrides).
   Millis timeout() const { return timeout_; }
-  void setTimeout(Millis timeout) { timeout_ = timeout; }
   // Whether collectives compare their descriptors across ranks first (default on).
   // The local backend always checks (it is part of its synchronization, at no
   // extra cost); on mpi it costs one small message exchange per collective.
@@ -84,8 +83,6 @@ class Communicator {
   void broadcast(Tensor& t, const Options& opts = {});
   // out on opts.root = op over ranks of in; out is ignored (may be null) elsewhere.
   void reduce(const void* in, void* out, size_t count, DType dtype, const Options& opts = {});
-  WorkPtr reduceAsync(const void* in, void* out, size_t count, DType dtype,
-                      const Options& opts = {});
   // out (size*count) = every rank's in (count), in rank order. In place when
   // in == out + rank*count.
   void allgather(const void* in, void* out, size_t count, DType dtype, const Options& opts = {});
@@ -95,8 +92,6 @@ class Communicator {
   // In place when in == out + (counts[0] + ... + counts[rank-1]).
   void allgatherv(const void* in, void* out, const std::vector<size_t>& counts, DType dtype,
                   const Options& opts = {});
-  WorkPtr allgathervAsync(const void* in, void* out, const std::vector<size_t>& counts,
-                          DType dtype, const Options& opts = {});
   // in holds size*count; out (count) on rank r = op over ranks of in[r*count, (r+1)*count).
   void reduceScatter(const void* in, void* out, size_t count, DType dtype,
                      const Options& opts = {});
@@ -104,8 +99,6 @@ class Communicator {
                              const Options& opts = {});
   // in and out hold size*count; out[j*count..] on rank r = in[r*count..] of rank j.
   void alltoall(const void* in, void* out, size_t count, DType dtype, const Options& opts = {});
-  WorkPtr alltoallAsync(const void* in, void* out, size_t count, DType dtype,
-                        const Options& opts = {});
   void barrier(const Options& opts = {});
   WorkPtr barrierAsync(const Options& opts = {});
 

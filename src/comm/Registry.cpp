@@ -1,11 +1,10 @@
 #include "comm/Registry.h"
 
 #include <cstdlib>
-#include <map>
-#include <mutex>
 
 #include "comm/local/LocalCommunicator.h"
 #include "core/Error.h"
+#include "core/NameRegistry.h"
 
 #if DTRAIN_WITH_MPI
 #include "comm/mpi/MpiBackend.h"
@@ -14,11 +13,6 @@
 namespace dtrain::comm {
 
 namespace {
-
-struct Registry {
-  std::mutex mutex;
-  std::map<std::string, BackendFactory> factories;
-};
 
 std::unique_ptr<Communicator> makeLocal(const BackendConfig& cfg) {
   std::shared_ptr<local::World> world =
@@ -30,55 +24,32 @@ std::unique_ptr<Communicator> makeLocal(const BackendConfig& cfg) {
       world, cfg.rank, cfg.timeout.count() > 0 ? cfg.timeout : defaultTimeout());
 }
 
-Registry& registry() {
-  static Registry* r = [] {
-    auto* reg = new Registry;
-    reg->factories["local"] = makeLocal;
+// The backends built in (fixed at build time: mpi with DTRAIN_WITH_MPI).
+const NameRegistry<BackendFactory>& registry() {
+  static const NameRegistry<BackendFactory> r("communication backend", {
+      {"local", makeLocal},
 #if DTRAIN_WITH_MPI
-    reg->factories["mpi"] = mpi::makeMpiCommunicator;
+      {"mpi", mpi::makeMpiCommunicator},
 #endif
-    return reg;
-  }();
-  return *r;
+  });
+  return r;
 }
 
 }  // namespace
 
-void registerBackend(const std::string& name, BackendFactory factory) {
-  auto& r = registry();
-  std::lock_guard<std::mutex> lock(r.mutex);
-  r.factories[name] = std::move(factory);
-}
+std::vector<std::string> backendNames() { return registry().names(); }
 
-std::vector<std::string> backendNames() {
-  auto& r = registry();
-  std::lock_guard<std::mutex> lock(r.mutex);
-  std::vector<std::string> names;
-  for (auto& [k, v] : r.factories) names.push_back(k);
-  return names;
-}
+bool hasBackend(const std::string& name) { return registry().contains(name); }
 
-bool hasBackend(const std::string& name) {
-  auto& r = registry();
-  std::lock_guard<std::mutex> lock(r.mutex);
-  return r.factories.count(name) > 0;
+void requireBackend(const std::string& name) {
+  DTRAIN_CHECK_USAGE(name != "mpi" || hasBackend(name),
+                     "communication backend mpi: this build has no MPI support");
+  registry().find(name);
 }
 
 std::unique_ptr<Communicator> makeCommunicator(const std::string& name, const BackendConfig& config) {
-  BackendFactory f;
-  {
-    auto& r = registry();
-    std::lock_guard<std::mutex> lock(r.mutex);
-    auto it = r.factories.find(name);
-    if (it == r.factories.end()) {
-      std::string known;
-      for (auto& [k, v] : r.factories) known += (known.empty() ? "" : ", ") + k;
-      throw UsageError("unknown communication backend '" + name + "' (available: " + known + ")" +
-                       (name == "mpi" ? "; this build has no MPI support" : ""));
-    }
-    f = it->second;
-  }
-  return f(config);
+  requireBackend(name);
+  return registry().find(name)(config);
 }
 
 void shutdown(int exitCode, const std::string& message) {

@@ -1,7 +1,6 @@
 #pragma once
-// Backends register by name and coexist in one binary: makeCommunicator("local")
-// or makeCommunicator("mpi"). Built-in backends are registered on first use (no
-// static-initializer tricks that a static library link would drop).
+// The backends by name, coexisting in one binary: makeCommunicator("local") or
+// makeCommunicator("mpi") (built with DTRAIN_WITH_MPI).
 #include <functional>
 #include <memory>
 #include <string>
@@ -23,12 +22,13 @@ struct BackendConfig {
 
 using BackendFactory = std::function<std::unique_ptr<Communicator>(const BackendConfig&)>;
 
-void registerBackend(const std::string& name, BackendFactory factory);
 // Throws UsageError naming the available backends when `name` is unknown.
 std::unique_ptr<Communicator> makeCommunicator(const std::string& name,
                                                const BackendConfig& config = {});
 std::vector<std::string> backendNames();
 bool hasBackend(const std::string& name);
+// Throws UsageError naming the known backends (or saying MPI is not built in).
+void requireBackend(const std::string& name);
 
 // DTRAIN_COMM_TIMEOUT_MS when set, else 300 s: generous (a slow rank may be
 // loading data) but finite.

@@ -1,6 +1,7 @@
 #include "comm/Types.h"
 
 #include "core/Error.h"
+#include "core/NameRegistry.h"
 
 namespace dtrain::comm {
 
@@ -28,11 +29,14 @@ const char* algorithmName(Algorithm algo) {
 }
 
 Algorithm algorithmFromName(const std::string& name) {
-  for (auto a : {Algorithm::Auto, Algorithm::Ring, Algorithm::Rhd, Algorithm::Tree,
-                 Algorithm::Hier, Algorithm::Shm, Algorithm::Native})
-    if (name == algorithmName(a)) return a;
-  throw UsageError("unknown allreduce algorithm '" + name +
-                   "' (expected ring, rhd, tree, hier, shm, native or auto)");
+  static const NameRegistry<Algorithm> algorithms = [] {
+    std::vector<std::pair<std::string, Algorithm>> entries;
+    for (auto a : {Algorithm::Auto, Algorithm::Ring, Algorithm::Rhd, Algorithm::Tree,
+                   Algorithm::Hier, Algorithm::Shm, Algorithm::Native})
+      entries.emplace_back(algorithmName(a), a);
+    return NameRegistry<Algorithm>("allreduce algorithm", std::move(entries));
+  }();
+  return algorithms.find(name);
 }
 
 const char* opKindName(OpKind kind) {

@@ -29,7 +29,6 @@ class ScratchBuffer {
     }
     return data_;
   }
-  size_t capacity() const { return capacity_; }
 
  private:
   T* data_ = nullptr;

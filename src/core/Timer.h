@@ -9,7 +9,6 @@ class Timer {
   Timer() : start_(Clock::now()) {}
   void reset() { start_ = Clock::now(); }
   double seconds() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
-  double millis() const { return seconds() * 1e3; }
 
  private:
   using Clock = std::chrono::steady_clock;

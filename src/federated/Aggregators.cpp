@@ -6,7 +6,7 @@
 
 #include "core/Error.h"
 #include "core/ThreadPool.h"
-#include "federated/NameRegistry.h"
+#include "core/NameRegistry.h"
 
 namespace dtrain::federated {
 namespace {
@@ -85,8 +85,8 @@ std::vector<size_t> bestByKrum(const UpdateSet& s, int f, size_t count) {
   return order;
 }
 
-const std::map<std::string, Entry>& registry() {
-  static const std::map<std::string, Entry> entries{
+const NameRegistry<Entry>& registry() {
+  static const NameRegistry<Entry> entries("--aggregator", {
       {"mean", {"weighted mean (FedAvg)", [](const UpdateSet& s, const AggregatorOptions&,
                                              std::span<float> out) { weightedMean(s, out); }}},
       {"median", {"coordinate-wise median",
@@ -120,17 +120,17 @@ const std::map<std::string, Entry>& registry() {
                         weightedMean(chosen, out);
                       },
                       true}},
-  };
+  });
   return entries;
 }
 
-const Entry& entry(const std::string& name) { return lookupByName(registry(), name, "--aggregator"); }
+const Entry& entry(const std::string& name) { return registry().find(name); }
 
 }  // namespace
 
 const AggregateFn& aggregator(const std::string& name) { return entry(name).fn; }
 
-std::string describeAggregators() { return describeByName(registry()); }
+std::string describeAggregators() { return registry().describe(); }
 
 size_t minimumUpdates(const std::string& name, const AggregatorOptions& o) {
   return entry(name).krum ? 2 * static_cast<size_t>(o.byzantine) + 3 : 1;

@@ -4,13 +4,13 @@
 #include <map>
 #include <numeric>
 
-#include "federated/NameRegistry.h"
+#include "core/NameRegistry.h"
 
 namespace dtrain::federated {
 namespace {
 
-const std::map<std::string, Attack>& registry() {
-  static const std::map<std::string, Attack> entries{
+const NameRegistry<Attack>& registry() {
+  static const NameRegistry<Attack> entries("--attack", {
       {"none", {"honest clients", false, nullptr}},
       {"sign-flip", {"-scale x the honest update", false,
                      [](std::span<float> u, double scale, Rng&) {
@@ -25,15 +25,15 @@ const std::map<std::string, Attack>& registry() {
                  [](std::span<float> u, double scale, Rng&) {
                    for (float& v : u) v = static_cast<float>(scale * v);
                  }}},
-  };
+  });
   return entries;
 }
 
 }  // namespace
 
-const Attack& attack(const std::string& name) { return lookupByName(registry(), name, "--attack"); }
+const Attack& attack(const std::string& name) { return registry().find(name); }
 
-std::string describeAttacks() { return describeByName(registry()); }
+std::string describeAttacks() { return registry().describe(); }
 
 std::vector<char> chooseAttackers(int clients, double fraction, uint64_t seed) {
   std::vector<int> ids(static_cast<size_t>(clients));

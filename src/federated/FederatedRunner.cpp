@@ -17,7 +17,10 @@
 #include "federated/SecureAggregation.h"
 #include "core/Log.h"
 #include "optim/Factory.h"
+#include "parallel/MemoryGather.h"
+#include "runtime/Checkpoint.h"
 #include "runtime/Metrics.h"
+#include "runtime/ModelPipeline.h"
 #include "runtime/Progress.h"
 #include "tensor/cpu/Blas.h"
 
@@ -74,8 +77,11 @@ FederatedRunner::FederatedRunner(runtime::TrainConfig config, FederatedOptions o
   malicious_ = chooseAttackers(options_.clients, options_.attackers, config_.seed);
   // Slow clients: another draw from the seed (a different stream than the attackers').
   slow_ = chooseAttackers(options_.clients, options_.slowClients, config_.seed ^ 0x510eULL);
-  server_ = nn::buildModel(config_.model, runtime::modelOverrides(config_), config_.seed,
-                           runtime::dataShape(config_, data));
+  server_ = runtime::buildModel(config_, runtime::dataShape(config_, data));
+  // --load: the global model's starting point (the weights of any run's
+  // checkpoint of this model; its optimizer and training state do not apply).
+  if (auto checkpoint = runtime::readCheckpoint(config_))
+    runtime::loadCheckpoint(*checkpoint, config_.load, *server_, nullptr, nullptr);
   serverOptimizer_ = makeServerOptimizer(options_, server_->namedParameters());
   global_.resize(static_cast<size_t>(flatSize(*server_)));
   update_.resize(global_.size());
@@ -267,7 +273,11 @@ void FederatedRunner::serveAsHost() {
     drawRound(*round, rng, selected, reporters);
     for (size_t i = 0; i < reporters.size(); ++i)
       if (hosts(i)) {
+        const double t0 = nowMicros();
         trainClient(*workers_[0], *round, reporters[i], result);
+        if (!config_.timeline.empty())
+          timeline_.addWorkerSpan(rank(), 0, "client " + std::to_string(reporters[i]), "compute",
+                                  t0, nowMicros());
         host.send(*round, i, result);
       }
   }
@@ -275,6 +285,7 @@ void FederatedRunner::serveAsHost() {
 }
 
 RoundStats FederatedRunner::runRound(int64_t round) {
+  parallel::SpanScope roundSpan(spans(), "round");
   Timer clock;
   RoundStats s;
   s.round = round;
@@ -322,7 +333,10 @@ RoundStats FederatedRunner::runRound(int64_t round) {
     trainHere(round, reporters, results);
     if (comm_) exchangeResults(results);
   }
-  aggregateAndApply(round, selected, reporters, results, rng, s);
+  {
+    parallel::SpanScope aggregateSpan(spans(), "aggregate");
+    aggregateAndApply(round, selected, reporters, results, rng, s);
+  }
   bytesUp_ += s.bytesUp;
   bytesDown_ += s.bytesDown;
   s.seconds = clock.seconds();
@@ -336,11 +350,17 @@ void FederatedRunner::trainHere(int64_t round, const std::vector<int>& reporters
   std::atomic<size_t> next{0};
   std::exception_ptr failure;
   std::mutex failureMutex;
-  auto work = [&](LocalTrainer& trainer) {
+  const bool timed = !config_.timeline.empty();
+  auto work = [&](LocalTrainer& trainer, int worker) {
+    memory::DomainScope accounted(memoryDomain_);  // memory_per_rank: this rank's
     try {
       for (size_t i; (i = next.fetch_add(1)) < reporters.size();) {
         if (!hosts(i)) continue;  // --backend mpi: another rank trains it
+        const double t0 = timed ? nowMicros() : 0;
         trainClient(trainer, round, reporters[i], results[i]);
+        if (timed)
+          timeline_.addWorkerSpan(rank(), worker, "client " + std::to_string(reporters[i]),
+                                  "compute", t0, nowMicros());
       }
     } catch (...) {
       std::lock_guard<std::mutex> lock(failureMutex);
@@ -350,8 +370,9 @@ void FederatedRunner::trainHere(int64_t round, const std::vector<int>& reporters
   };
   const size_t threads = std::min(workers_.size(), reporters.size());
   std::vector<std::thread> pool;
-  for (size_t w = 1; w < threads; ++w) pool.emplace_back(work, std::ref(*workers_[w]));
-  if (threads > 0) work(*workers_[0]);
+  for (size_t w = 1; w < threads; ++w)
+    pool.emplace_back(work, std::ref(*workers_[w]), static_cast<int>(w));
+  if (threads > 0) work(*workers_[0], 0);
   for (auto& t : pool) t.join();
   if (failure) std::rethrow_exception(failure);
 }
@@ -401,8 +422,12 @@ nlohmann::json FederatedRunner::run() {
   const auto& o = options_;
   kernels::configureKernels(c.threads, kernels::parseGemmBackend(c.gemm));
   autograd::setPrecision(autograd::parsePrecision(c.precision));
+  if (comm_) comm_->barrier();  // aligns the ranks' timeline clocks
+  timeline_.setOrigin(nowMicros());
   if (wallClock() && comm_->rank() != 0) {
     serveAsHost();
+    memoryPerRank();
+    writeOutputs();
     return {};
   }
   using P = runtime::TrainConfig::Progress;
@@ -508,8 +533,34 @@ nlohmann::json FederatedRunner::run() {
     out["rounds_to_target"] = roundsToTarget ? nlohmann::json(*roundsToTarget) : nlohmann::json();
   }
   out["worker_threads"] = workers_.size();
+  out["parameters"] = server_->parameterCount();
+  out["memory_per_rank"] = memoryPerRank();
+  writeOutputs();
   metrics.write(out);
   return out;
+}
+
+nlohmann::json FederatedRunner::memoryPerRank() {
+  const memory::RankMemory mine = memory::snapshot(*memoryDomain_);
+  return parallel::memoryPerRankJson(comm_ ? parallel::allgatherMemory(*comm_, mine)
+                                           : std::vector<memory::RankMemory>{mine});
+}
+
+void FederatedRunner::writeOutputs() {
+  const auto& c = config_;
+  if (!c.timeline.empty()) {
+    if (comm_) timeline_.writeGathered(*comm_, c.timeline);
+    else timeline_.write(c.timeline);
+  }
+  if (!c.save.empty() && rank() == 0) {
+    // The global model as any run's checkpoint: at step 0 with the run's seed,
+    // so that `train --load` starts from it rather than resuming mid-run.
+    runtime::TrainState state;
+    state.rng = Rng(c.seed).state();
+    state.metadata = runtime::modelMetadata(c);
+    runtime::saveCheckpoint(c.save, *server_, nullptr, state);
+    log::info("saved the global model to ", c.save);
+  }
 }
 
 }  // namespace dtrain::federated

@@ -24,7 +24,9 @@
 #include "federated/LocalTrainer.h"
 #include "federated/PrivacyAccountant.h"
 #include "federated/WallClockRounds.h"
+#include "core/Memory.h"
 #include "runtime/Task.h"
+#include "runtime/Timeline.h"
 #include "runtime/TrainConfig.h"
 
 namespace dtrain::federated {
@@ -55,6 +57,10 @@ class FederatedRunner {
   // serves rounds until the server's last.
   // Call before the first round; comm must have at least 2 ranks.
   void setCommunicator(comm::Communicator* comm);
+
+  // --timeline: the rounds' spans go here (this rank's; written by run()). Null: none.
+  // --load: the global model starts from that checkpoint (its weights only);
+  // --save: run() writes the final global model as a checkpoint any run can --load.
 
   // One round (1-based numbers, in order).
   RoundStats runRound(int64_t round);
@@ -90,8 +96,19 @@ class FederatedRunner {
   bool secureMean(const std::vector<int>& selected, const std::vector<int>& reporters,
                   const std::vector<ClientResult>& results, int64_t round, RoundStats& s);
 
+  // memory_per_rank: this process's (rank's) allocations, the worker threads' included.
+  memory::Domain* memoryDomain_ = memory::newDomain();
+  memory::DomainScope memoryScope_{memoryDomain_};
   runtime::TrainConfig config_;
   FederatedOptions options_;
+  // --timeline: a rank's server-side spans (round, aggregate) on its compute lane,
+  // each worker thread's client training on a lane of its own.
+  runtime::Timeline timeline_;
+  parallel::SpanRecorder* spans() { return config_.timeline.empty() ? nullptr : timeline_.recorder(rank()); }
+  int rank() const { return comm_ ? comm_->rank() : 0; }
+  // The end of run(): --save and --timeline, and this rank's memory for memory_per_rank.
+  void writeOutputs();
+  nlohmann::json memoryPerRank();
   std::shared_ptr<const data::Dataset> train_;
   std::unique_ptr<runtime::Task> task_;
   std::vector<std::vector<int64_t>> clients_;

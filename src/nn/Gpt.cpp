@@ -1,5 +1,7 @@
 #include "nn/Gpt.h"
 
+#include "core/NameRegistry.h"
+
 #include <cmath>
 #include <sstream>
 
@@ -10,11 +12,10 @@ namespace {
 
 using autograd::add;
 
-const std::vector<std::pair<std::string, GptConfig>>& presets() {
-  static const std::vector<std::pair<std::string, GptConfig>> p{
-      {"gpt-tiny", {2, 2, 64, 64, 256}},
-      {"gpt-small", {4, 4, 128, 128, 256}},
-      {"gpt-base", {6, 6, 192, 256, 256}}};
+const NameRegistry<GptConfig>& presets() {
+  static const NameRegistry<GptConfig> p("GPT preset", {{"gpt-tiny", {2, 2, 64, 64, 256}},
+                                                        {"gpt-small", {4, 4, 128, 128, 256}},
+                                                        {"gpt-base", {6, 6, 192, 256, 256}}});
   return p;
 }
 
@@ -58,25 +59,11 @@ void initNanoGpt(Module& m, int64_t nLayer, uint64_t seed) {
 }  // namespace
 
 const std::vector<std::string>& gptPresetNames() {
-  static const std::vector<std::string> names = [] {
-    std::vector<std::string> n;
-    for (auto& [name, c] : presets()) n.push_back(name);
-    return n;
-  }();
+  static const std::vector<std::string> names = presets().names();
   return names;
 }
 
-bool isGptName(const std::string& name) {
-  for (auto& [n, c] : presets())
-    if (n == name) return true;
-  return false;
-}
-
-GptConfig gptConfig(const std::string& name) {
-  for (auto& [n, c] : presets())
-    if (n == name) return c;
-  throw UsageError("unknown GPT preset '" + name + "' (known: gpt-tiny, gpt-small, gpt-base)");
-}
+GptConfig gptConfig(const std::string& name) { return presets().find(name); }
 
 int64_t gptParameterCount(const GptConfig& c) {
   const int64_t C = c.nEmbd;

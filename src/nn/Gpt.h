@@ -41,7 +41,6 @@ struct GptConfig {
 // Throws UsageError naming the presets on an unknown name.
 GptConfig gptConfig(const std::string& name);
 const std::vector<std::string>& gptPresetNames();
-bool isGptName(const std::string& name);
 
 class CausalSelfAttention : public Module {
  public:

@@ -7,18 +7,9 @@
 
 namespace dtrain::nn::init {
 
-// fan_in and fan_out of a Linear [out, in] or Conv [out, in, kh, kw] weight.
-int64_t fanIn(const Tensor& w);
-int64_t fanOut(const Tensor& w);
-
 void uniform(Tensor& t, float lo, float hi, Rng& rng);
 void normal(Tensor& t, float mean, float stddev, Rng& rng);
 void constant(Tensor& t, float value);
-// gain = sqrt(2) for ReLU (He et al.).
-void kaimingUniform(Tensor& w, Rng& rng, float gain = 1.41421356f);
-void kaimingNormal(Tensor& w, Rng& rng, float gain = 1.41421356f);
-void xavierUniform(Tensor& w, Rng& rng, float gain = 1.f);
-void xavierNormal(Tensor& w, Rng& rng, float gain = 1.f);
 // PyTorch's default for Linear/Conv weights and biases.
 void torchDefault(Tensor& t, int64_t fanIn, Rng& rng);
 

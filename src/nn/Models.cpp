@@ -7,8 +7,6 @@ const std::vector<std::string>& modelNames() {
   return names;
 }
 
-Shape modelInputShape(const std::string&) { return {1, 28, 28}; }
-
 std::shared_ptr<Sequential> makeModel(const std::string& name, uint64_t seed,
                                       const DataShape& data) {
   DTRAIN_CHECK_USAGE(data.classes >= 1 && shapeNumel(data.sample) >= 1, "--model ", name,

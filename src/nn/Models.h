@@ -23,7 +23,5 @@ namespace dtrain::nn {
 std::shared_ptr<Sequential> makeModel(const std::string& name, uint64_t seed,
                                       const DataShape& data = {});
 const std::vector<std::string>& modelNames();
-// Input shape per sample ({1, 28, 28} for both built-ins).
-Shape modelInputShape(const std::string& name);
 
 }  // namespace dtrain::nn

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "core/Error.h"
+#include "core/NameRegistry.h"
 #include "nn/Layers.h"
 
 namespace dtrain::nn {
@@ -26,8 +27,8 @@ void clearAll(Module& m) {
 using Marker = std::function<int(Module&)>;
 
 // The modes, each a rule for which modules to mark.
-const std::vector<std::pair<std::string, Marker>>& modes() {
-  static const std::vector<std::pair<std::string, Marker>> m{
+const NameRegistry<Marker>& modes() {
+  static const NameRegistry<Marker> m("--recompute", {
       {"none", [](Module&) { return 0; }},
       {"blocks",
        [](Module& model) {
@@ -52,26 +53,18 @@ const std::vector<std::pair<std::string, Marker>>& modes() {
            }
          });
          return n;
-       }}};
+       }}});
   return m;
 }
 
 }  // namespace
 
 const std::vector<std::string>& recomputeModeNames() {
-  static const std::vector<std::string> names = [] {
-    std::vector<std::string> out;
-    for (const auto& [name, rule] : modes()) out.push_back(name);
-    return out;
-  }();
+  static const std::vector<std::string> names = modes().names();
   return names;
 }
 
-void checkRecomputeMode(const std::string& mode) {
-  for (const auto& [name, rule] : modes())
-    if (name == mode) return;
-  throw UsageError("unknown --recompute '" + mode + "' (known: none, blocks, all)");
-}
+void checkRecomputeMode(const std::string& mode) { modes().find(mode); }
 
 std::vector<Module*> sequentialBlocks(Module& model) {
   std::vector<Module*> out;
@@ -80,11 +73,9 @@ std::vector<Module*> sequentialBlocks(Module& model) {
 }
 
 int applyRecompute(Module& model, const std::string& mode) {
-  checkRecomputeMode(mode);
+  const Marker& rule = modes().find(mode);
   clearAll(model);
-  for (const auto& [name, rule] : modes())
-    if (name == mode) return rule(model);
-  return 0;
+  return rule(model);
 }
 
 }  // namespace dtrain::nn

@@ -1,5 +1,6 @@
 #include "optim/Factory.h"
 
+#include "core/NameRegistry.h"
 #include "optim/Adagrad.h"
 #include "optim/Adam.h"
 #include "optim/Lars.h"
@@ -17,73 +18,82 @@ void rejectOption(const std::optional<T>& value, const char* flag, const std::st
                                             name, "'"));
 }
 
-std::string joinNames() {
-  std::string s;
-  for (const auto& n : optimizerNames()) s += (s.empty() ? "" : ", ") + n;
-  return s;
+using Maker = std::unique_ptr<Optimizer> (*)(const std::string& name, NamedParameters params,
+                                            const OptimizerOptions& o);
+
+std::unique_ptr<Optimizer> makeSgd(const std::string& name, NamedParameters params,
+                                   const OptimizerOptions& o) {
+  rejectOption(o.beta1, "--beta1", name);
+  rejectOption(o.beta2, "--beta2", name);
+  rejectOption(o.eps, "--eps", name);
+  rejectOption(o.lrDecay, "--lr-decay", name);
+  rejectOption(o.initialAccumulatorValue, "--initial-accumulator-value", name);
+  SgdOptions s;
+  s.lr = o.lr.value_or(s.lr);
+  s.momentum = o.momentum.value_or(s.momentum);
+  s.dampening = o.dampening.value_or(s.dampening);
+  s.nesterov = o.nesterov.value_or(s.nesterov);
+  s.weightDecay = o.weightDecay.value_or(s.weightDecay);
+  return std::make_unique<Sgd>(std::move(params), s);
+}
+
+std::unique_ptr<Optimizer> makeAdamOrAdamW(const std::string& name, NamedParameters params,
+                                           const OptimizerOptions& o) {
+  rejectOption(o.momentum, "--momentum", name);
+  rejectOption(o.dampening, "--dampening", name);
+  rejectOption(o.nesterov, "--nesterov", name);
+  rejectOption(o.lrDecay, "--lr-decay", name);
+  rejectOption(o.initialAccumulatorValue, "--initial-accumulator-value", name);
+  AdamOptions a = name == "adam" ? AdamOptions{} : AdamW::defaults();
+  a.lr = o.lr.value_or(a.lr);
+  a.beta1 = o.beta1.value_or(a.beta1);
+  a.beta2 = o.beta2.value_or(a.beta2);
+  a.eps = o.eps.value_or(a.eps);
+  a.weightDecay = o.weightDecay.value_or(a.weightDecay);
+  if (name == "adam") return std::make_unique<Adam>(std::move(params), a);
+  return std::make_unique<AdamW>(std::move(params), a);
+}
+
+std::unique_ptr<Optimizer> makeAdagrad(const std::string& name, NamedParameters params,
+                                       const OptimizerOptions& o) {
+  rejectOption(o.momentum, "--momentum", name);
+  rejectOption(o.dampening, "--dampening", name);
+  rejectOption(o.nesterov, "--nesterov", name);
+  rejectOption(o.beta1, "--beta1", name);
+  rejectOption(o.beta2, "--beta2", name);
+  AdagradOptions a;
+  a.lr = o.lr.value_or(a.lr);
+  a.lrDecay = o.lrDecay.value_or(a.lrDecay);
+  a.weightDecay = o.weightDecay.value_or(a.weightDecay);
+  a.initialAccumulatorValue = o.initialAccumulatorValue.value_or(a.initialAccumulatorValue);
+  a.eps = o.eps.value_or(a.eps);
+  return std::make_unique<Adagrad>(std::move(params), a);
+}
+
+std::unique_ptr<Optimizer> makeLarsByName(const std::string&, NamedParameters params,
+                                          const OptimizerOptions& o) {
+  return makeLars(std::move(params), o);
+}
+
+const NameRegistry<Maker>& makers() {
+  static const NameRegistry<Maker> r("--optimizer", {{"sgd", makeSgd},
+                                                     {"adam", makeAdamOrAdamW},
+                                                     {"adamw", makeAdamOrAdamW},
+                                                     {"adagrad", makeAdagrad},
+                                                     {"lars", makeLarsByName}});
+  return r;
 }
 
 }  // namespace
 
 const std::vector<std::string>& optimizerNames() {
-  static const std::vector<std::string> names{"sgd", "adam", "adamw", "adagrad", "lars"};
+  static const std::vector<std::string> names = makers().names();
   return names;
 }
 
-namespace {
-std::unique_ptr<Optimizer> makeByName(const std::string& name, NamedParameters params,
-                                      const OptimizerOptions& o) {
-  if (name == "sgd") {
-    rejectOption(o.beta1, "--beta1", name);
-    rejectOption(o.beta2, "--beta2", name);
-    rejectOption(o.eps, "--eps", name);
-    rejectOption(o.lrDecay, "--lr-decay", name);
-    rejectOption(o.initialAccumulatorValue, "--initial-accumulator-value", name);
-    SgdOptions s;
-    s.lr = o.lr.value_or(s.lr);
-    s.momentum = o.momentum.value_or(s.momentum);
-    s.dampening = o.dampening.value_or(s.dampening);
-    s.nesterov = o.nesterov.value_or(s.nesterov);
-    s.weightDecay = o.weightDecay.value_or(s.weightDecay);
-    return std::make_unique<Sgd>(std::move(params), s);
-  }
-  if (name == "adam" || name == "adamw") {
-    rejectOption(o.momentum, "--momentum", name);
-    rejectOption(o.dampening, "--dampening", name);
-    rejectOption(o.nesterov, "--nesterov", name);
-    rejectOption(o.lrDecay, "--lr-decay", name);
-    rejectOption(o.initialAccumulatorValue, "--initial-accumulator-value", name);
-    AdamOptions a = name == "adam" ? AdamOptions{} : AdamW::defaults();
-    a.lr = o.lr.value_or(a.lr);
-    a.beta1 = o.beta1.value_or(a.beta1);
-    a.beta2 = o.beta2.value_or(a.beta2);
-    a.eps = o.eps.value_or(a.eps);
-    a.weightDecay = o.weightDecay.value_or(a.weightDecay);
-    if (name == "adam") return std::make_unique<Adam>(std::move(params), a);
-    return std::make_unique<AdamW>(std::move(params), a);
-  }
-  if (name == "adagrad") {
-    rejectOption(o.momentum, "--momentum", name);
-    rejectOption(o.dampening, "--dampening", name);
-    rejectOption(o.nesterov, "--nesterov", name);
-    rejectOption(o.beta1, "--beta1", name);
-    rejectOption(o.beta2, "--beta2", name);
-    AdagradOptions a;
-    a.lr = o.lr.value_or(a.lr);
-    a.lrDecay = o.lrDecay.value_or(a.lrDecay);
-    a.weightDecay = o.weightDecay.value_or(a.weightDecay);
-    a.initialAccumulatorValue = o.initialAccumulatorValue.value_or(a.initialAccumulatorValue);
-    a.eps = o.eps.value_or(a.eps);
-    return std::make_unique<Adagrad>(std::move(params), a);
-  }
-  if (name == "lars") return makeLars(std::move(params), o);
-  throw UsageError("unknown --optimizer '" + name + "' (expected one of: " + joinNames() + ")");
-}
-}  // namespace
-
 std::unique_ptr<Optimizer> makeOptimizer(const std::string& name, NamedParameters params,
                                          const OptimizerOptions& o) {
-  auto opt = makeByName(name, std::move(params), o);
+  auto opt = makers().find(name)(name, std::move(params), o);
   if (o.decay2dOnly) opt->setDecay2dOnly(*o.decay2dOnly);
   if (!o.offloadDir.empty()) opt->setOffload(std::make_shared<memory::OffloadFile>(o.offloadDir));
   return opt;

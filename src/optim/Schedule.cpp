@@ -1,8 +1,10 @@
 #include "optim/Schedule.h"
 
+#include <algorithm>
 #include <cmath>
 #include <numbers>
 
+#include "core/NameRegistry.h"
 #include "optim/Optimizer.h"
 
 namespace dtrain::optim {
@@ -71,23 +73,40 @@ std::string WarmupSchedule::describe() const {
   return concat("warmup(steps=", warmupSteps_, ", then ", after_->describe(), ")");
 }
 
+namespace {
+using Maker = std::unique_ptr<Schedule> (*)(double lr, const ScheduleOptions& o);
+
+std::unique_ptr<Schedule> makeConstant(double lr, const ScheduleOptions&) {
+  return std::make_unique<ConstantSchedule>(lr);
+}
+std::unique_ptr<Schedule> makeStep(double lr, const ScheduleOptions& o) {
+  return std::make_unique<StepSchedule>(lr, o.stepSize, o.gamma);
+}
+std::unique_ptr<Schedule> makeCosine(double lr, const ScheduleOptions& o) {
+  // tMax counts the whole run, warmup included: the decay takes the steps after the
+  // warmup and reaches etaMin at step tMax (nanoGPT's get_lr, torch's
+  // SequentialLR(LinearLR, CosineAnnealingLR(T_max = total - warmup))). A warmup as long
+  // as the run leaves one step of decay that is never reached.
+  checkHyper(o.tMax > 0, "--t-max", static_cast<double>(o.tMax), "must be > 0");
+  const int64_t decaySteps = std::max<int64_t>(1, o.tMax - std::max<int64_t>(0, o.warmupSteps));
+  return std::make_unique<CosineSchedule>(lr, decaySteps, o.etaMin);
+}
+
+const NameRegistry<Maker>& makers() {
+  static const NameRegistry<Maker> r(
+      "--schedule", {{"constant", makeConstant}, {"step", makeStep}, {"cosine", makeCosine}});
+  return r;
+}
+}  // namespace
+
 const std::vector<std::string>& scheduleNames() {
-  static const std::vector<std::string> names{"constant", "step", "cosine"};
+  static const std::vector<std::string> names = makers().names();
   return names;
 }
 
 std::unique_ptr<Schedule> makeSchedule(const std::string& name, double lr,
                                        const ScheduleOptions& o) {
-  std::unique_ptr<Schedule> s;
-  if (name == "constant") {
-    s = std::make_unique<ConstantSchedule>(lr);
-  } else if (name == "step") {
-    s = std::make_unique<StepSchedule>(lr, o.stepSize, o.gamma);
-  } else if (name == "cosine") {
-    s = std::make_unique<CosineSchedule>(lr, o.tMax, o.etaMin);
-  } else {
-    throw UsageError("unknown --lr-schedule '" + name + "' (expected one of: constant, step, cosine)");
-  }
+  std::unique_ptr<Schedule> s = makers().find(name)(lr, o);
   checkHyper(o.warmupSteps >= 0, "--warmup-steps", static_cast<double>(o.warmupSteps),
              "must be >= 0");
   if (o.warmupSteps > 0) s = std::make_unique<WarmupSchedule>(o.warmupSteps, std::move(s));

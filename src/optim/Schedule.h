@@ -57,7 +57,9 @@ class CosineSchedule : public Schedule {
 
 // Linear warmup over `warmupSteps` steps to the wrapped schedule's first value
 // (lr * (step + 1) / warmupSteps, so no update is wasted at lr 0), then the
-// wrapped schedule shifted by warmupSteps (like torch SequentialLR).
+// wrapped schedule shifted by warmupSteps (like torch SequentialLR). makeSchedule
+// shortens a cosine's span by the warmup so that it still ends at tMax; a step
+// schedule keeps its period, counted from the end of the warmup.
 class WarmupSchedule : public Schedule {
  public:
   WarmupSchedule(int64_t warmupSteps, std::unique_ptr<Schedule> after);
@@ -72,7 +74,9 @@ class WarmupSchedule : public Schedule {
 struct ScheduleOptions {
   int64_t stepSize = 0;     // step: required (> 0)
   double gamma = 0.1;       // step
-  int64_t tMax = 0;         // cosine: required (> 0); the trainer passes the total step count
+  // cosine: required (> 0), the step at which the lr reaches etaMin, warmup included (the
+  // trainer passes the total step count): the decay runs over tMax - warmupSteps steps.
+  int64_t tMax = 0;
   double etaMin = 0.0;      // cosine
   int64_t warmupSteps = 0;  // any schedule: > 0 wraps it in a WarmupSchedule
 };

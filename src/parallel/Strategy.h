@@ -157,7 +157,6 @@ class Strategy {
 
   // Spans for the timeline (null: none). Not owned; outlives the run.
   void setSpanRecorder(SpanRecorder* recorder) { spans_ = recorder; }
-  SpanRecorder* spanRecorder() const { return spans_; }
 
  protected:
   SpanRecorder* spans_ = nullptr;

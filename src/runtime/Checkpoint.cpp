@@ -149,7 +149,11 @@ void saveCheckpoint(const std::string& path, nn::Module& model, optim::Optimizer
 
 CheckpointInfo loadCheckpoint(const std::string& path, nn::Module& model,
                               optim::Optimizer* optimizer, TrainState* state) {
-  SafetensorsFile file = loadSafetensors(path);
+  return loadCheckpoint(loadSafetensors(path), path, model, optimizer, state);
+}
+
+CheckpointInfo loadCheckpoint(const SafetensorsFile& file, const std::string& path,
+                              nn::Module& model, optim::Optimizer* optimizer, TrainState* state) {
   Problems problems(path);
 
   std::unordered_map<std::string, const Tensor*> modelKeys, optimizerKeys;

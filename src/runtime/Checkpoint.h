@@ -18,6 +18,7 @@
 #include "core/Rng.h"
 #include "nn/Module.h"
 #include "optim/Optimizer.h"
+#include "runtime/Safetensors.h"
 
 namespace dtrain::runtime {
 
@@ -57,5 +58,8 @@ void saveCheckpoint(const std::string& path, nn::Module& model, optim::Optimizer
 // "checkpoint X: missing parameter 3.bias", ...
 CheckpointInfo loadCheckpoint(const std::string& path, nn::Module& model,
                               optim::Optimizer* optimizer, TrainState* state);
+// The same from a file already read (`path` names it in errors).
+CheckpointInfo loadCheckpoint(const SafetensorsFile& file, const std::string& path,
+                              nn::Module& model, optim::Optimizer* optimizer, TrainState* state);
 
 }  // namespace dtrain::runtime

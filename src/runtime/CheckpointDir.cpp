@@ -62,7 +62,11 @@ void pruneCheckpoints(const std::string& dir, int keep) {
 }
 
 void resolveCheckpointFlags(TrainConfig& c) {
-  if (c.checkpointEvery > 0) prepareCheckpointDir(c.checkpointDir);
+  // A named input that is not there is bad usage (exit 2), as for --resume below.
+  for (const auto& [flag, path] : {std::pair<const char*, const std::string*>{"--load", &c.load},
+                                   {"--load-adapters", &c.loadAdapters}})
+    DTRAIN_CHECK_USAGE(path->empty() || fs::is_regular_file(*path), flag, " ", *path,
+                       ": no such checkpoint file");
   if (c.resume.empty()) return;
   if (c.resume == "auto") {
     c.load = fs::is_directory(c.checkpointDir) ? latestValidCheckpoint(c.checkpointDir) : "";

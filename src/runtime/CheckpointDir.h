@@ -24,10 +24,10 @@ void pruneCheckpoints(const std::string& dir, int keep);
 std::string latestValidCheckpoint(const std::string& dir);
 
 struct TrainConfig;
-// --resume: `auto` becomes the newest valid checkpoint of --checkpoint-dir in
+// --load and --load-adapters must name files (UsageError). --resume: `auto` becomes the newest valid checkpoint of --checkpoint-dir in
 // config.load (none there: a fresh start, said on stderr), a path becomes
-// config.load after checking it exists; config.resume is then cleared. Also
-// makes --checkpoint-dir ready when --checkpoint-every is on.
+// config.load after checking it exists; config.resume is then cleared.
+// (--checkpoint-dir is made ready with the other outputs: runtime/OutputPaths.h.)
 void resolveCheckpointFlags(TrainConfig& config);
 
 }  // namespace dtrain::runtime

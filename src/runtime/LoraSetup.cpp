@@ -10,16 +10,6 @@
 #include "runtime/Safetensors.h"
 
 namespace dtrain::runtime {
-namespace {
-
-bool hasAdapters(const SafetensorsFile& f) {
-  for (const auto& [name, t] : f.tensors)
-    if (nn::isLoraParameter(name)) return true;
-  return false;
-}
-
-}  // namespace
-
 void validateMemoryOptions(const TrainConfig& c) {
   nn::checkRecomputeMode(c.recompute);
   if (!c.loraRank) {
@@ -48,19 +38,6 @@ nn::LoraOptions loraOptions(const TrainConfig& c, nn::Module& model) {
   DTRAIN_CHECK_USAGE(!o.targets.empty(), "--lora-rank: model ", c.model,
                      " has no LoRA targets (known: attn, mlp)");
   return o;
-}
-
-bool prepareModel(const TrainConfig& c, nn::Module& model) {
-  nn::applyRecompute(model, c.recompute);
-  if (!c.loraRank) return false;
-  bool loadedBase = false;
-  if (!c.load.empty() && !hasAdapters(loadSafetensors(c.load))) {
-    loadCheckpoint(c.load, model, nullptr, nullptr);  // the base: model only
-    loadedBase = true;
-  }
-  nn::applyLora(model, c.model, loraOptions(c, model), c.seed);
-  if (!c.loadAdapters.empty()) loadAdapters(c.loadAdapters, model);
-  return loadedBase;
 }
 
 std::map<std::string, std::string> loraMetadata(const TrainConfig& c) {

@@ -1,7 +1,7 @@
 #pragma once
-// What the trainer does for --recompute and the --lora-* flags (nn/Recompute.h,
-// nn/Lora.h): mark the recomputed modules, attach adapters, load the base
-// checkpoint and saved adapters, and save the adapters alone.
+// The --recompute and --lora-* flags (nn/Recompute.h, nn/Lora.h): their checks,
+// LoRA's options and checkpoint metadata, and the adapters saved and loaded alone.
+// The model is prepared with them in runtime/ModelPipeline.h.
 //
 // With LoRA, --load names the base model: a plain checkpoint (no adapters) is
 // loaded into the model before the adapters are attached, and the run starts
@@ -23,10 +23,6 @@ void validateMemoryOptions(const TrainConfig& c);
 
 // The LoRA settings of a run (rank 0: none); targets default to all the model has.
 nn::LoraOptions loraOptions(const TrainConfig& c, nn::Module& model);
-
-// Applies --recompute and LoRA to a freshly built model. Returns true when it
-// loaded --load itself (the base of a LoRA run): the trainer must not load it again.
-bool prepareModel(const TrainConfig& c, nn::Module& model);
 
 // Checkpoint metadata of LoRA runs: lora_rank, lora_alpha, lora_targets (none without LoRA).
 std::map<std::string, std::string> loraMetadata(const TrainConfig& c);

@@ -44,6 +44,18 @@ void Timeline::add(int pid, parallel::Lane lane, std::string_view name, std::str
   events_.push_back(std::move(e));
 }
 
+namespace {
+constexpr int kFirstWorkerTid = 2;  // after the Lane values
+}  // namespace
+
+void Timeline::addWorkerSpan(int pid, int worker, std::string_view name,
+                             std::string_view category, double startUs, double endUs) {
+  Event e{pid, kFirstWorkerTid + worker, std::string(name), std::string(category), startUs,
+          endUs - startUs};
+  std::lock_guard<std::mutex> lock(mu_);
+  events_.push_back(std::move(e));
+}
+
 size_t Timeline::size() const {
   std::lock_guard<std::mutex> lock(mu_);
   return events_.size();
@@ -53,8 +65,10 @@ std::string Timeline::serialize() const {
   std::lock_guard<std::mutex> lock(mu_);
   nlohmann::json arr = nlohmann::json::array();
   std::set<int> pids;
+  std::set<std::pair<int, int>> workerLanes;
   for (const Event& e : events_) {
     pids.insert(e.pid);
+    if (e.tid >= kFirstWorkerTid) workerLanes.emplace(e.pid, e.tid);
     arr.push_back({{"name", e.name}, {"cat", e.category}, {"ph", "X"}, {"pid", e.pid},
                    {"tid", e.tid}, {"ts", e.ts - origin_}, {"dur", e.dur}});
   }
@@ -68,7 +82,28 @@ std::string Timeline::serialize() const {
     arr.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", pid}, {"tid", 1},
                    {"args", {{"name", "comm"}}}});
   }
+  for (const auto& [pid, tid] : workerLanes)
+    arr.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", pid}, {"tid", tid},
+                   {"args", {{"name", "worker " + std::to_string(tid - kFirstWorkerTid)}}}});
   return arr.dump();
+}
+
+void Timeline::writeGathered(comm::Communicator& comm, const std::string& path) const {
+  // Rank 0 writes every rank's events: gather the serialized parts.
+  const std::string mine = serialize();
+  int64_t len = static_cast<int64_t>(mine.size());
+  std::vector<int64_t> lens(comm.size());
+  comm.allgather(&len, lens.data(), 1, DType::I64);
+  std::vector<size_t> counts(lens.begin(), lens.end());
+  size_t totalLen = 0;
+  for (size_t n : counts) totalLen += n;
+  std::string all(totalLen, '\0');
+  comm.allgatherv(mine.data(), all.data(), counts, DType::U8);
+  if (comm.rank() != 0) return;
+  std::vector<std::string> parts;
+  for (size_t off = 0, r = 0; r < counts.size(); off += counts[r], ++r)
+    parts.push_back(all.substr(off, counts[r]));
+  write(path, parts);
 }
 
 void Timeline::write(const std::string& path, const std::vector<std::string>& parts) {

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "comm/Communicator.h"
 #include "parallel/SpanRecorder.h"
 
 namespace dtrain::runtime {
@@ -31,6 +32,10 @@ class Timeline {
 
   void add(int pid, parallel::Lane lane, std::string_view name, std::string_view category,
            double startUs, double endUs);
+  // A span on worker thread `worker` of rank `pid`, a lane of its own below
+  // compute and comm (federated clients train on a pool of threads).
+  void addWorkerSpan(int pid, int worker, std::string_view name, std::string_view category,
+                     double startUs, double endUs);
   size_t size() const;
   // This timeline's events (with the process/thread name records) as a JSON
   // array, e.g. to send to the rank that writes the file.
@@ -39,6 +44,8 @@ class Timeline {
   // outputs), atomically (FILE.tmp then rename). Throws naming the file.
   static void write(const std::string& path, const std::vector<std::string>& parts);
   void write(const std::string& path) const { write(path, {serialize()}); }
+  // Collective over `comm` (a rank per process): rank 0 writes every rank's events.
+  void writeGathered(comm::Communicator& comm, const std::string& path) const;
 
  private:
   class RankRecorder;

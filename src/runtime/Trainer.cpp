@@ -17,6 +17,7 @@
 #include "runtime/CheckpointDir.h"
 #include "runtime/GradClip.h"
 #include "runtime/LoraSetup.h"
+#include "runtime/ModelPipeline.h"
 #include "runtime/Metrics.h"
 #include "runtime/Progress.h"
 #include "tensor/cpu/Blas.h"
@@ -47,14 +48,11 @@ Trainer::Trainer(TrainConfig config, std::unique_ptr<parallel::Strategy> strateg
     : config_(std::move(config)), strategy_(std::move(strategy)), data_(std::move(data)) {
   config_.validate();
   modelInfo_ = nn::modelInfo(config_.model, modelOverrides(config_));
-  {
-    memory::CategoryScope accounted(memory::Category::Parameters);  // memory_per_rank
-    model_ = nn::buildModel(config_.model, modelOverrides(config_), config_.seed,
-                            dataShape(config_, data_));
-    // --recompute and LoRA (runtime/LoraSetup.h): a LoRA run's --load is its base
-    // model, loaded there; the optimizer gets the trainable parameters only.
-    if (prepareModel(config_, *model_)) config_.load.clear();
-  }
+  // build -> recompute -> --load -> LoRA -> adapters (runtime/ModelPipeline.h); the
+  // optimizer gets the trainable parameters only.
+  PreparedModel prepared = prepareModel(config_, dataShape(config_, data_));
+  model_ = std::move(prepared.model);
+  resumeFrom_ = std::move(prepared.resumeFrom);
   optimizer_ = optim::makeOptimizer(config_.optimizer, nn::trainableParameters(*model_),
                                     optimizerOptions(config_));
 }
@@ -219,8 +217,9 @@ TrainResult Trainer::run() {
 
   TrainState state;
   state.rng = Rng(c.seed).state();
-  if (!c.load.empty()) {
-    loadCheckpoint(c.load, *model_, optimizer_.get(), &state);
+  if (resumeFrom_) {
+    loadCheckpoint(*resumeFrom_, c.load, *model_, optimizer_.get(), &state);
+    resumeFrom_.reset();
     if (reporter) log::info("resumed from ", c.load, " at step ", state.step);
     noteWorldChange(state, strategy_->dataReplicas(), task->globalBatch(), reporter);
   }

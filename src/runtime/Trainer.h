@@ -4,6 +4,7 @@
 // checkpoints and progress. Strategies plug in through parallel::Strategy.
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -106,6 +107,8 @@ class Trainer {
   nn::ModelInfo modelInfo_;
   std::shared_ptr<nn::Module> model_;  // from the registry (nn/ModelRegistry.h)
   std::unique_ptr<optim::Optimizer> optimizer_;
+  // --load, read once while preparing the model, until run() resumes from it.
+  std::optional<SafetensorsFile> resumeFrom_;
   TaskData data_;  // null members: the task loads them
   Timeline* timeline_ = nullptr;
 };

@@ -26,12 +26,6 @@ const char* dtypeName(DType t) {
   return "?";
 }
 
-DType dtypeFromName(const std::string& name) {
-  for (DType t : {DType::F32, DType::F16, DType::BF16, DType::I32, DType::I64, DType::U8})
-    if (name == dtypeName(t)) return t;
-  throw Error("unknown dtype '" + name + "'");
-}
-
 std::string Device::str() const {
   return type == DeviceType::CPU ? "cpu" : "cuda:" + std::to_string(index);
 }

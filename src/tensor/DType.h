@@ -13,7 +13,6 @@ enum class DType : uint8_t { F32, F16, BF16, I32, I64, U8 };
 
 size_t dtypeSize(DType t);
 const char* dtypeName(DType t);  // safetensors spelling: "F32", "BF16", ...
-DType dtypeFromName(const std::string& name);  // throws dtrain::Error on unknown names
 
 // A bfloat16 value by its bits: the upper half of an IEEE float (8 exponent bits,
 // 7 mantissa bits). Conversions are in tensor/cpu/Bf16.h.

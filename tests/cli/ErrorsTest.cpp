@@ -7,6 +7,8 @@
 #include <fstream>
 
 #include "cli/CliRunner.h"
+#include "runtime/Safetensors.h"
+#include "tensor/Tensor.h"
 
 using namespace dtrain::test;
 namespace fs = std::filesystem;
@@ -75,21 +77,58 @@ TEST(CliErrors, NanLossNamesTheStepAndWritesNoCheckpoint) {
   EXPECT_FALSE(fs::exists(ckpt));
 }
 
+// dtrain's checkpoints name their model: loading one into another says which.
 TEST(CliErrors, CheckpointOfAnotherModel) {
   fs::path ckpt = fs::path(tempDir()) / "mlp.safetensors";
   auto ok = runDtrain(kQuick + "--model mlp --save " + ckpt.string());
   ASSERT_EQ(ok.code, 0) << ok.err;
-  auto r = runDtrain(kQuick + "--model lenet --load " + ckpt.string());
-  expectError(r, 1, ckpt.string());
+  expectError(runDtrain(kQuick + "--model lenet --load " + ckpt.string()), 2,
+              "--load " + ckpt.string() + " holds a mlp checkpoint, not lenet");
 }
 
+// A file that does not name its model (a torch state_dict): the first tensor
+// that does not fit, with both shapes.
+TEST(CliErrors, UnnamedCheckpointOfAnotherShapeNamesTheTensor) {
+  fs::path ckpt = fs::path(tempDir()) / "torch.safetensors";
+  std::vector<std::pair<std::string, dtrain::Tensor>> tensors{
+      {"1.weight", dtrain::Tensor::zeros({128, 784})}, {"1.bias", dtrain::Tensor::zeros({128})},
+      {"3.weight", dtrain::Tensor::zeros({256, 128})}, {"3.bias", dtrain::Tensor::zeros({256})},
+      {"5.weight", dtrain::Tensor::zeros({10, 256})},  {"5.bias", dtrain::Tensor::zeros({10})}};
+  dtrain::runtime::saveSafetensors(ckpt.string(), tensors);
+  expectError(runDtrain(kQuick + "--model mlp --load " + ckpt.string()), 1,
+              "parameter 1.weight has shape [128, 784], model expects [256, 784]");
+}
+
+// Inputs that are not there: exit 2 naming the flag and the path, as --resume does.
 TEST(CliErrors, MissingOrCorruptCheckpoint) {
-  expectError(runDtrain(kQuick + "--load /nonexistent.safetensors"), 1, "/nonexistent.safetensors");
+  expectError(runDtrain(kQuick + "--load /nonexistent.safetensors"), 2,
+              "--load /nonexistent.safetensors: no such checkpoint file");
+  expectError(runDtrain(kQuick + "--resume /nonexistent.safetensors"), 2,
+              "--resume /nonexistent.safetensors");
+  expectError(runDtrain(kQuick + "--lora-rank 2 --load-adapters /nonexistent.safetensors"), 2,
+              "--load-adapters /nonexistent.safetensors: no such checkpoint file");
   fs::path bad = fs::path(tempDir()) / "bad.safetensors";
   std::ofstream(bad) << "not a checkpoint at all";
   expectError(runDtrain(kQuick + "--load " + bad.string()), 1, bad.string());
 }
 
-TEST(CliErrors, UnwritableMetricsFile) {
-  expectError(runDtrain(kQuick + "--metrics /nonexistent/dir/m.jsonl"), 1, "/nonexistent/dir/m.jsonl");
+// Every file written at the end (or along the way) is checked before the first
+// step: exit 2 naming the flag and the path, no result line, nothing written.
+TEST(CliErrors, UnwritableOutputsFailBeforeTraining) {
+  const std::string missing = "/nonexistent/dir/x";
+  for (const std::string flag : {"--save", "--metrics", "--timeline"})
+    expectError(runDtrain(kQuick + flag + " " + missing), 2, flag + " " + missing);
+  expectError(runDtrain(kQuick + "--lora-rank 2 --save-adapters " + missing), 2,
+              "--save-adapters " + missing);
+  // A directory where a file belongs, and a checkpoint directory that cannot be made.
+  const std::string dir = tempDir();
+  expectError(runDtrain(kQuick + "--save " + dir), 2, "--save " + dir + ": is a directory");
+  const std::string blocker = dir + "/file";
+  std::ofstream(blocker) << "x";
+  expectError(runDtrain(kQuick + "--checkpoint-every 1 --checkpoint-dir " + blocker + "/ckpt"), 2,
+              "--checkpoint-dir " + blocker + "/ckpt");
+  // The current directory is a directory too: a bare name is fine.
+  auto ok = runShell("cd " + dir + " && " + std::string(DTRAIN_BIN) + " " + kQuick + "--save x.safetensors");
+  EXPECT_EQ(ok.code, 0) << ok.err;
+  EXPECT_TRUE(fs::exists(fs::path(dir) / "x.safetensors"));
 }

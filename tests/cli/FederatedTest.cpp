@@ -3,7 +3,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <set>
+
 #include "cli/CliRunner.h"
+#include "runtime/Safetensors.h"
 
 namespace dtrain::test {
 namespace {
@@ -46,6 +53,106 @@ TEST(Federated, BadFlagsAreOneLineErrors) {
   expectError(runDtrain(kSmall + "--batch-size 32"), 2, "(use --local-batch)");
   expectError(runDtrain("train --strategy fedavg --model gpt-tiny --progress off --rounds 1"), 2,
               "trains classifiers");
+}
+
+// The model tensors of a checkpoint (no optimizer state), as bytes.
+std::map<std::string, std::string> modelTensors(const std::string& path) {
+  std::map<std::string, std::string> out;
+  for (const auto& [name, t] : runtime::loadSafetensors(path).tensors)
+    if (name.rfind("optimizer.", 0) != 0)
+      out[name] = std::string(static_cast<const char*>(t.contiguous().rawData()), t.nbytes());
+  return out;
+}
+
+const std::string kNormal =
+    "train --model mlp --dataset synthetic --synthetic-size 600 --progress off --max-steps 3 ";
+
+// --save writes the global model in the format of every run: a normal run
+// loads it, and it holds the same tensors as a normal run's checkpoint.
+TEST(Federated, SaveWritesTheGlobalModelAsACheckpoint) {
+  const std::string dir = tempDir(), fed = dir + "/fed.safetensors", normal = dir + "/n.safetensors";
+  auto r = runDtrain(kSmall + "--save " + fed);
+  ASSERT_EQ(r.code, 0) << r.err;
+  ASSERT_EQ(runDtrain(kNormal + "--save " + normal).code, 0);
+  const auto a = modelTensors(fed), b = modelTensors(normal);
+  ASSERT_EQ(a.size(), b.size());
+  for (auto ia = a.begin(), ib = b.begin(); ia != a.end(); ++ia, ++ib) {
+    EXPECT_EQ(ia->first, ib->first);
+    EXPECT_EQ(ia->second.size(), ib->second.size()) << ia->first;
+  }
+  auto loaded = runDtrain(kNormal + "--load " + fed);
+  EXPECT_EQ(loaded.code, 0) << loaded.err;
+}
+
+// The largest difference between two checkpoints' model tensors (F32).
+double maxDifference(const std::map<std::string, std::string>& a,
+                     const std::map<std::string, std::string>& b) {
+  EXPECT_EQ(a.size(), b.size());
+  double worst = 0;
+  for (const auto& [name, bytes] : a) {
+    const std::string& other = b.at(name);
+    EXPECT_EQ(bytes.size(), other.size()) << name;
+    for (size_t i = 0; i + 4 <= std::min(bytes.size(), other.size()); i += 4) {
+      float x, y;
+      std::memcpy(&x, bytes.data() + i, 4);
+      std::memcpy(&y, other.data() + i, 4);
+      worst = std::max(worst, static_cast<double>(std::abs(x - y)));
+    }
+  }
+  return worst;
+}
+
+// --load starts the global model from a checkpoint: with a negligible lr the
+// clients' deltas vanish and the saved global model is the loaded one.
+TEST(Federated, LoadStartsTheGlobalModel) {
+  const std::string dir = tempDir(), normal = dir + "/n.safetensors", fed = dir + "/fed.safetensors";
+  ASSERT_EQ(runDtrain(kNormal + "--save " + normal).code, 0);
+  const std::string frozen = kSmall + "--lr 1e-12 --rounds 1 --save " + fed;
+  auto r = runDtrain(frozen + " --load " + normal);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto loaded = modelTensors(normal);
+  EXPECT_LT(maxDifference(modelTensors(fed), loaded), 1e-6);
+  ASSERT_EQ(runDtrain(frozen).code, 0);  // without --load: the seed's fresh model
+  EXPECT_GT(maxDifference(modelTensors(fed), loaded), 1e-3);
+  expectError(runDtrain(kSmall + "--load " + dir + "/none.safetensors"), 2,
+              "--load " + dir + "/none.safetensors: no such checkpoint file");
+  expectError(runDtrain(kSmall + "--model lenet --load " + normal), 2,
+              "holds a mlp checkpoint, not lenet");
+}
+
+// --timeline: every round's span with the aggregation inside it, and the
+// clients' training on the worker threads' lanes.
+TEST(Federated, TimelineHasRoundsAggregationAndClients) {
+  const std::string path = tempDir() + "/t.json";
+  auto r = runDtrain(kSmall + "--workers 2 --timeline " + path);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto doc = nlohmann::json::parse(slurp(path));
+  int rounds = 0, aggregates = 0, clients = 0;
+  std::set<int> clientLanes;
+  for (const auto& e : doc.at("traceEvents")) {
+    if (e.at("ph") != "X") continue;
+    const std::string name = e.at("name");
+    rounds += name == "round";
+    aggregates += name == "aggregate";
+    if (name.rfind("client ", 0) == 0) {
+      ++clients;
+      clientLanes.insert(e.at("tid").get<int>());
+    }
+  }
+  EXPECT_EQ(rounds, 3);
+  EXPECT_EQ(aggregates, 3);
+  EXPECT_EQ(clients, 3 * 5);  // 5 clients a round, none dropped
+  EXPECT_EQ(clientLanes.size(), 2u);
+}
+
+// The result line has the fields every strategy's has.
+TEST(Federated, ResultLineHasParametersAndMemoryPerRank) {
+  auto r = runDtrain(kSmall);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.lastLine());
+  EXPECT_EQ(j.at("parameters"), 784 * 256 + 256 + 256 * 256 + 256 + 256 * 10 + 10);
+  ASSERT_EQ(j.at("memory_per_rank").size(), 1u);
+  EXPECT_GT(j.at("memory_per_rank")[0].at("parameters").get<int64_t>(), 0);
 }
 
 }  // namespace

@@ -44,7 +44,7 @@ TEST(AllreduceBench, UsageErrors) {
   expectUsage(c, "multiple of 4");
   c = small();
   c.backend = "smoke-signals";
-  expectUsage(c, "unknown backend");
+  expectUsage(c, "unknown communication backend 'smoke-signals' (known: local");
   c = small();
   c.algos = {Algorithm::Native};
   expectUsage(c, "needs --backend mpi");

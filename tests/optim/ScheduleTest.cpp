@@ -44,9 +44,29 @@ TEST(Schedule, LinearWarmupThenTheWrappedSchedule) {
   auto c = makeSchedule("cosine", 1.0, {.tMax = 10, .warmupSteps = 2});
   EXPECT_DOUBLE_EQ(c->lrAt(0), 0.5);
   EXPECT_DOUBLE_EQ(c->lrAt(2), 1.0);
-  EXPECT_NEAR(c->lrAt(7), 0.5, 1e-15);
-  EXPECT_DOUBLE_EQ(c->lrAt(12), 0.0);
-  EXPECT_EQ(c->describe(), "warmup(steps=2, then cosine(lr=1, t_max=10, eta_min=0))");
+  EXPECT_NEAR(c->lrAt(6), 0.5, 1e-15);  // half-way through the 8 decay steps
+  EXPECT_DOUBLE_EQ(c->lrAt(10), 0.0);
+  EXPECT_EQ(c->describe(), "warmup(steps=2, then cosine(lr=1, t_max=8, eta_min=0))");
+}
+
+// nanoGPT's get_lr with lr_decay_iters = max_iters: the warmup reaches the peak,
+// and the cosine after it reaches the floor at the run's last step, not W steps later.
+TEST(Schedule, CosineWithWarmupEndsAtTheFloorOnTheLastStep) {
+  const double peak = 0.1, floor = 0.001;
+  const int64_t total = 200, warmup = 50;
+  auto s = makeSchedule("cosine", peak, {.tMax = total, .etaMin = floor, .warmupSteps = warmup});
+  EXPECT_DOUBLE_EQ(s->lrAt(warmup - 1), peak);  // the warmup's last step
+  EXPECT_DOUBLE_EQ(s->lrAt(warmup), peak);      // the cosine's first
+  for (int64_t t = warmup; t <= total; ++t) {
+    const double ratio = static_cast<double>(t - warmup) / static_cast<double>(total - warmup);
+    const double want = floor + (peak - floor) * 0.5 * (1.0 + std::cos(std::numbers::pi * ratio));
+    EXPECT_NEAR(s->lrAt(t), want, 1e-15) << "step " << t;
+  }
+  EXPECT_DOUBLE_EQ(s->lrAt(total), floor);
+  EXPECT_DOUBLE_EQ(s->lrAt(total + 7), floor);
+  // A warmup as long as the run never decays, and is no error.
+  auto allWarmup = makeSchedule("cosine", peak, {.tMax = 10, .warmupSteps = 10});
+  EXPECT_DOUBLE_EQ(allWarmup->lrAt(9), peak);
 }
 
 TEST(Schedule, IsAPureFunctionOfTheStep) {
@@ -69,7 +89,8 @@ std::string scheduleError(const std::string& name, double lr, const ScheduleOpti
 }  // namespace
 
 TEST(Schedule, FactoryErrorsNameTheFlag) {
-  EXPECT_NE(scheduleError("exponential", 0.1, {}).find("unknown --lr-schedule 'exponential'"),
+  EXPECT_NE(scheduleError("exponential", 0.1, {}).find(
+                "unknown --schedule 'exponential' (known: constant, step, cosine)"),
             std::string::npos);
   EXPECT_NE(scheduleError("step", 0.1, {}).find("invalid --step-size 0"), std::string::npos);
   EXPECT_NE(scheduleError("step", 0.1, {.stepSize = 1, .gamma = -1}).find("invalid --gamma -1"),

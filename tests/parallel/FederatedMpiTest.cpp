@@ -4,6 +4,8 @@
 // with secure aggregation too (its masks cancel exactly whatever the keys).
 #include <nlohmann/json.hpp>
 
+#include <set>
+
 #include "cli/CliRunner.h"
 #include "parallel/ParallelTestUtil.h"
 
@@ -51,6 +53,35 @@ TEST(FederatedMpi, WallClockDeadlineLeavesOutLateUpdates) {
   EXPECT_EQ(out.at("clients_late"), 15);  // 5 selected x 3 rounds
   EXPECT_EQ(out.at("bytes_up"), 0);
   EXPECT_EQ(out.at("train_loss"), 0.0);
+}
+
+// --timeline, --save and memory_per_rank across processes: rank 0 writes every
+// rank's spans (its rounds, the hosts' clients) and the global model, and the
+// result line has one memory record per rank; on both clocks.
+TEST(FederatedMpi, TimelineSaveAndMemoryPerRank) {
+  for (const std::string clock : {"simulated", "wall"}) {
+    const std::string dir = tempDir();
+    auto r = runShell(mpirun(3) + kFed + " --backend mpi --deadline-clock " + clock +
+                      " --timeline " + dir + "/t.json --save " + dir + "/g.safetensors");
+    ASSERT_EQ(r.code, 0) << r.err;
+    const auto out = nlohmann::json::parse(r.lastLine());
+    EXPECT_EQ(out.at("memory_per_rank").size(), 3u) << clock;
+    EXPECT_GT(out.at("parameters").get<int64_t>(), 0);
+    std::set<int> clientPids, roundPids;
+    const auto doc = nlohmann::json::parse(slurp(dir + "/t.json"));
+    for (const auto& e : doc.at("traceEvents")) {
+      if (e.at("ph") != "X") continue;
+      const std::string name = e.at("name");
+      if (name == "round") roundPids.insert(e.at("pid").get<int>());
+      if (name.rfind("client ", 0) == 0) clientPids.insert(e.at("pid").get<int>());
+    }
+    // (On the simulated clock every rank runs the rounds and applies the aggregate.)
+    EXPECT_EQ(roundPids, (clock == "wall" ? std::set<int>{0} : std::set<int>{0, 1, 2})) << clock;
+    EXPECT_EQ(clientPids, (std::set<int>{1, 2})) << clock;
+    auto loaded = runDtrain("train --model mlp --dataset synthetic --synthetic-size 600 "
+                            "--progress off --max-steps 1 --load " + dir + "/g.safetensors");
+    EXPECT_EQ(loaded.code, 0) << loaded.err;
+  }
 }
 
 TEST(FederatedMpi, OneProcessIsAUsageError) {

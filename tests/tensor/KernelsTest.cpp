@@ -79,18 +79,11 @@ TEST(Elementwise, BinaryAndScalarOps) {
     check("sub", [](float u, float v) { return u - v; });
     mul(a.data(), b.data(), out.data(), n);
     check("mul", [](float u, float v) { return u * v; });
-    div(a.data(), b.data(), out.data(), n);
-    check("div", [](float u, float v) { return u / v; });
     scale(a.data(), 2.5f, out.data(), n);
     check("scale", [](float u, float) { return 2.5f * u; });
-    addScalar(a.data(), -0.25f, out.data(), n);
-    check("addScalar", [](float u, float) { return u - 0.25f; });
     out = b;
     axpy(3.f, a.data(), out.data(), n);
     check("axpy", [](float u, float v) { return v + 3.f * u; });
-    out = b;
-    axpby(3.f, a.data(), -2.f, out.data(), n);
-    check("axpby", [](float u, float v) { return 3.f * u - 2.f * v; });
   }
 }
 
@@ -192,15 +185,10 @@ TEST(Elementwise, ActivationBackwardMatchesDerivative) {
   }
 }
 
-TEST(Elementwise, BiasesAndSums) {
+TEST(Elementwise, RowSums) {
   for (int64_t rows : {0, 1, 3, 64}) {
     for (int64_t cols : {1, 10, 17, 120}) {
-      auto y = randomVector(rows * cols, 40), bias = randomVector(cols, 41);
-      auto ref = y;
-      for (int64_t r = 0; r < rows; ++r)
-        for (int64_t c = 0; c < cols; ++c) ref[r * cols + c] += bias[c];
-      addRowBias(y.data(), bias.data(), rows, cols);
-      expectAllNear(y, ref, 0, 0, "addRowBias");
+      auto y = randomVector(rows * cols, 40);
       std::vector<float> out(cols, 5.f), sref(cols, 0.f);
       for (int64_t r = 0; r < rows; ++r)
         for (int64_t c = 0; c < cols; ++c) sref[c] += y[r * cols + c];
@@ -211,49 +199,14 @@ TEST(Elementwise, BiasesAndSums) {
       expectAllNear(out, sref, 1e-5, 1e-5, "sumRows accumulate");
     }
   }
-  for (int64_t N : {0, 1, 5}) {
-    for (int64_t C : {1, 6}) {
-      for (int64_t S : {1, 7, 100, 784}) {
-        auto y = randomVector(N * C * S, 42), bias = randomVector(C, 43);
-        auto ref = y;
-        for (int64_t i = 0; i < N * C * S; ++i) ref[i] += bias[(i / S) % C];
-        addChannelBias(y.data(), bias.data(), N, C, S);
-        expectAllNear(y, ref, 0, 0, "addChannelBias");
-        std::vector<float> out(C, 1.f), sref(C, 0.f);
-        for (int64_t i = 0; i < N * C * S; ++i) sref[(i / S) % C] += y[i];
-        sumChannels(y.data(), out.data(), N, C, S, false);
-        expectAllNear(out, sref, 1e-4, 1e-5, "sumChannels");
-        sumChannels(y.data(), out.data(), N, C, S, true);
-        for (auto& v : sref) v *= 2;
-        expectAllNear(out, sref, 1e-4, 1e-5, "sumChannels accumulate");
-      }
-    }
-  }
 }
 
-TEST(Reduce, SumsMaxAndFinite) {
+TEST(Reduce, Sums) {
   for (int64_t n : kSizes) {
     auto x = randomVector(n, 50, -2.f, 3.f);
-    double s = 0, q = 0;
-    float m = -std::numeric_limits<float>::infinity();
-    for (float v : x) s += v, q += double(v) * v, m = std::max(m, v);
+    double s = 0;
+    for (float v : x) s += v;
     EXPECT_NEAR(sum(x.data(), n), s, 1e-6 * (1 + n)) << n;
-    EXPECT_NEAR(sumSquares(x.data(), n), q, 1e-6 * (1 + n)) << n;
-    EXPECT_EQ(maxValue(x.data(), n), m) << n;
-    EXPECT_TRUE(allFinite(x.data(), n)) << n;
-    for (int64_t at : {int64_t(0), n / 2, n - 1}) {
-      if (n == 0) break;
-      for (float bad :
-           {std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
-            std::numeric_limits<float>::quiet_NaN()}) {
-        auto y = x;
-        y[at] = bad;
-        EXPECT_FALSE(allFinite(y.data(), n)) << n << " " << at << " " << bad;
-      }
-      auto y = x;
-      y[at] = std::numeric_limits<float>::quiet_NaN();
-      EXPECT_TRUE(std::isnan(maxValue(y.data(), n))) << n << " " << at;
-    }
   }
 }
 

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/Error.h"
+#include "core/NameRegistry.h"
 #include "parallel/compress/Factories.h"
 #include "parallel/compress/TwoStage.h"
 
@@ -10,33 +11,30 @@ namespace dtrain::parallel::compress {
 namespace {
 
 struct Entry {
-  const char* name;
   CompressorFactory make;
-  const char* help;
+  std::string description;
   bool pointToPoint;  // the compressor is a MessageCodec too (parameter-server pushes)
   bool gathers;       // aggregates by allgather: --compress-collective two-stage applies
 };
 
-const std::vector<Entry>& registry() {
-  static const std::vector<Entry> entries = {
-      {"none", makeNone, "fp32 allreduce (no compression)", false, false},
-      {"fp16", makeFp16, "IEEE half, summed in fp32 per hop", true, false},
-      {"bf16", makeBf16, "bfloat16, summed in fp32 per hop", true, false},
-      {"onebit", makeOneBit, "1-bit SGD, per-chunk means, error feedback", true, true},
-      {"signsgd", makeSignSgd, "scaled sign, error feedback", true, true},
-      {"qsgd", makeQsgd, "stochastic levels, --compress-bits, unbiased", true, true},
-      {"topk", makeTopK, "largest --compress-ratio of values, error feedback", true, true},
-      {"randomk", makeRandomK, "random --compress-ratio of values, error feedback", false, false},
-      {"powersgd", makePowerSgd, "rank --compress-rank P/Q factors, error feedback", false, false},
-  };
+const NameRegistry<Entry>& registry() {
+  static const NameRegistry<Entry> entries(
+      "--compress",
+      {
+          {"none", {makeNone, "fp32 allreduce (no compression)", false, false}},
+          {"fp16", {makeFp16, "IEEE half, summed in fp32 per hop", true, false}},
+          {"bf16", {makeBf16, "bfloat16, summed in fp32 per hop", true, false}},
+          {"onebit", {makeOneBit, "1-bit SGD, per-chunk means, error feedback", true, true}},
+          {"signsgd", {makeSignSgd, "scaled sign, error feedback", true, true}},
+          {"qsgd", {makeQsgd, "stochastic levels, --compress-bits, unbiased", true, true}},
+          {"topk", {makeTopK, "largest --compress-ratio of values, error feedback", true, true}},
+          {"randomk", {makeRandomK, "random --compress-ratio of values, error feedback", false, false}},
+          {"powersgd", {makePowerSgd, "rank --compress-rank P/Q factors, error feedback", false, false}},
+      });
   return entries;
 }
 
-const Entry* find(const std::string& name) {
-  for (const auto& e : registry())
-    if (name == e.name) return &e;
-  return nullptr;
-}
+const Entry* find(const std::string& name) { return registry().tryFind(name); }
 
 }  // namespace
 
@@ -50,24 +48,12 @@ int64_t BucketLayout::numel() const {
   return n;
 }
 
-std::vector<std::string> compressorNames() {
-  std::vector<std::string> out;
-  for (const auto& e : registry()) out.emplace_back(e.name);
-  return out;
-}
+std::vector<std::string> compressorNames() { return registry().names(); }
 
-std::string describeCompressors() {
-  std::string out;
-  for (const auto& e : registry()) out += detail::concat(out.empty() ? "" : "; ", e.name, ": ", e.help);
-  return out;
-}
+std::string describeCompressors() { return registry().describe(); }
 
 void validate(const CompressOptions& o) {
-  if (!find(o.name)) {
-    std::string known;
-    for (const auto& n : compressorNames()) known += (known.empty() ? "" : ", ") + std::string(n);
-    throw UsageError(detail::concat("unknown --compress '", o.name, "' (known: ", known, ")"));
-  }
+  registry().find(o.name);  // an unknown name: UsageError listing the known ones
   DTRAIN_CHECK_USAGE(o.bits >= 1 && o.bits <= 15,
                      "--compress-bits must be between 1 and 15 (got ", o.bits, ")");
   DTRAIN_CHECK_USAGE(std::isfinite(o.ratio) && o.ratio > 0 && o.ratio <= 1,
@@ -79,8 +65,8 @@ void validate(const CompressOptions& o) {
                      "' (known: allgather, two-stage)");
   if (o.collective == "two-stage" && !find(o.name)->gathers) {
     std::string known;
-    for (const auto& e : registry())
-      if (e.gathers) known += detail::concat(known.empty() ? "" : ", ", e.name);
+    for (const auto& [name, e] : registry().entries())
+      if (e.gathers) known += detail::concat(known.empty() ? "" : ", ", name);
     throw UsageError(detail::concat("--compress-collective two-stage applies to the compressors "
                                     "aggregated by allgather (", known, "), not to --compress ",
                                     o.name));
@@ -99,8 +85,8 @@ void requireMessageCodec(const std::string& name) {
   const Entry* e = find(name);
   if (e && e->pointToPoint) return;
   std::string known;
-  for (const auto& c : registry())
-    if (c.pointToPoint) known += detail::concat(known.empty() ? "" : ", ", c.name);
+  for (const auto& [n, c] : registry().entries())
+    if (c.pointToPoint) known += detail::concat(known.empty() ? "" : ", ", n);
   throw UsageError(detail::concat("--compress ", name,
                                   " does not apply to parameter-server pushes (known there: ",
                                   known, ")"));

@@ -3,13 +3,14 @@
 #include <algorithm>
 
 #include "core/Error.h"
+#include "core/NameRegistry.h"
 
 namespace dtrain::parallel::pipeline {
 
 ScheduleKind scheduleFromName(const std::string& name) {
-  if (name == "gpipe") return ScheduleKind::GPipe;
-  if (name == "1f1b") return ScheduleKind::OneFOneB;
-  throw UsageError("unknown pipeline schedule '" + name + "' (known: gpipe, 1f1b)");
+  static const NameRegistry<ScheduleKind> kinds(
+      "--pipeline-schedule", {{"gpipe", ScheduleKind::GPipe}, {"1f1b", ScheduleKind::OneFOneB}});
+  return kinds.find(name);
 }
 
 const char* scheduleName(ScheduleKind kind) {

@@ -1,14 +1,15 @@
 #include "parallel/ps/PsOptions.h"
 
 #include "core/Error.h"
+#include "core/NameRegistry.h"
 
 namespace dtrain::parallel::ps {
 
 Consistency consistencyFromName(const std::string& name) {
-  if (name == "sync") return Consistency::Sync;
-  if (name == "async") return Consistency::Async;
-  if (name == "ssp") return Consistency::Ssp;
-  throw UsageError("unknown --consistency '" + name + "' (known: sync, async, ssp)");
+  static const NameRegistry<Consistency> kinds(
+      "--consistency",
+      {{"sync", Consistency::Sync}, {"async", Consistency::Async}, {"ssp", Consistency::Ssp}});
+  return kinds.find(name);
 }
 
 const char* consistencyName(Consistency c) {

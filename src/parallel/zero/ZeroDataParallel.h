@@ -113,8 +113,6 @@ class ZeroDataParallel final : public Strategy {
   void syncModel(nn::Module& model, optim::Optimizer* optimizer) override;
   void finish(nn::Module& model, optim::Optimizer& optimizer) override;
 
-  // This rank's shard optimizer (its pieces and their state).
-  optim::Optimizer& shardOptimizer() { return *shard_; }
 
  private:
   struct Piece {

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "core/Error.h"
+#include "core/NameRegistry.h"
 #include "core/ThreadPool.h"
 #include "tensor/cpu/Onednn.h"
 
@@ -36,10 +37,11 @@ void setGemmBackend(GemmBackend b) { gBackend.store(b, std::memory_order_relaxed
 GemmBackend gemmBackend() { return gBackend.load(std::memory_order_relaxed); }
 
 GemmBackend parseGemmBackend(const std::string& name) {
-  if (name == "auto") return GemmBackend::Auto;
-  if (name == "onednn") return GemmBackend::OneDnn;
-  if (name == "openblas") return GemmBackend::OpenBlas;
-  throw UsageError("unknown GEMM backend '" + name + "' (known: auto, onednn, openblas)");
+  static const NameRegistry<GemmBackend> backends(
+      "GEMM backend", {{"auto", GemmBackend::Auto},
+                       {"onednn", GemmBackend::OneDnn},
+                       {"openblas", GemmBackend::OpenBlas}});
+  return backends.find(name);
 }
 
 GemmBackend gemmBackendFor(int64_t M, int64_t N, int64_t K) {

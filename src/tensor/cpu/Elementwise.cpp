@@ -42,20 +42,11 @@ void sub(const float* a, const float* b, float* out, int64_t n) {
 void mul(const float* a, const float* b, float* out, int64_t n) {
   binary(a, b, out, n, [](float u, float v) { return u * v; });
 }
-void div(const float* a, const float* b, float* out, int64_t n) {
-  binary(a, b, out, n, [](float u, float v) { return u / v; });
-}
 void scale(const float* x, float alpha, float* out, int64_t n) {
   unary(x, out, n, [alpha](float u) { return alpha * u; });
 }
-void addScalar(const float* x, float alpha, float* out, int64_t n) {
-  unary(x, out, n, [alpha](float u) { return u + alpha; });
-}
 void axpy(float alpha, const float* x, float* y, int64_t n) {
   binary(x, y, y, n, [alpha](float u, float v) { return v + alpha * u; });
-}
-void axpby(float alpha, const float* x, float beta, float* y, int64_t n) {
-  binary(x, y, y, n, [alpha, beta](float u, float v) { return alpha * u + beta * v; });
 }
 
 void relu(const float* x, float* y, int64_t n) {
@@ -109,29 +100,9 @@ void geluWithDerivativeBf16(const float* x, float* y, BFloat16* dydx, int64_t n)
   });
 }
 
-void addRowBias(float* y, const float* bias, int64_t rows, int64_t cols) {
-  forRange(rows, kElementwiseGrain / (cols > 0 ? cols : 1) + 1, [&](int64_t lo, int64_t hi) {
-    for (int64_t r = lo; r < hi; ++r) {
-      float* __restrict yr = y + r * cols;
-      const float* __restrict b = bias;
-      for (int64_t c = 0; c < cols; ++c) yr[c] += b[c];
-    }
-  });
-}
-
 void fillRows(float* y, const float* row, int64_t rows, int64_t cols) {
   for (int64_t r = 0; r < rows; ++r)
     std::memcpy(y + r * cols, row, static_cast<size_t>(cols) * sizeof(float));
-}
-
-void addChannelBias(float* y, const float* bias, int64_t N, int64_t C, int64_t S) {
-  forRange(N * C, kElementwiseGrain / (S > 0 ? S : 1) + 1, [&](int64_t lo, int64_t hi) {
-    for (int64_t nc = lo; nc < hi; ++nc) {
-      float* __restrict p = y + nc * S;
-      const float b = bias[nc % C];
-      for (int64_t s = 0; s < S; ++s) p[s] += b;
-    }
-  });
 }
 
 void sumRows(const float* x, float* out, int64_t rows, int64_t cols, bool accumulate) {
@@ -144,25 +115,6 @@ void sumRows(const float* x, float* out, int64_t rows, int64_t cols, bool accumu
   for (int64_t r = 0; r < rows; ++r) {
     const float* __restrict xr = x + r * cols;
     for (int64_t c = 0; c < cols; ++c) o[c] += xr[c];
-  }
-}
-
-void sumChannels(const float* x, float* out, int64_t N, int64_t C, int64_t S, bool accumulate) {
-  for (int64_t c = 0; c < C; ++c) {
-    float total = 0.f;
-    for (int64_t n = 0; n < N; ++n) {
-      const float* __restrict p = x + (n * C + c) * S;
-      // Eight partial sums: lets GCC vectorize the reduction without -ffast-math.
-      float part[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-      int64_t s = 0;
-      for (; s + 8 <= S; s += 8)
-        for (int k = 0; k < 8; ++k) part[k] += p[s + k];
-      float t = 0.f;
-      for (; s < S; ++s) t += p[s];
-      total += ((part[0] + part[1]) + (part[2] + part[3])) +
-               ((part[4] + part[5]) + (part[6] + part[7])) + t;
-    }
-    out[c] = accumulate ? out[c] + total : total;
   }
 }
 

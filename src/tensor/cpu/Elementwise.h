@@ -11,11 +11,8 @@ namespace dtrain::kernels {
 void add(const float* a, const float* b, float* out, int64_t n);
 void sub(const float* a, const float* b, float* out, int64_t n);
 void mul(const float* a, const float* b, float* out, int64_t n);
-void div(const float* a, const float* b, float* out, int64_t n);
 void scale(const float* x, float alpha, float* out, int64_t n);          // out = alpha*x
-void addScalar(const float* x, float alpha, float* out, int64_t n);      // out = x+alpha
 void axpy(float alpha, const float* x, float* y, int64_t n);             // y += alpha*x
-void axpby(float alpha, const float* x, float beta, float* y, int64_t n);  // y = alpha*x + beta*y
 
 // Activations. Backward kernels compute gx = gy * f'(...) and OVERWRITE gx.
 void relu(const float* x, float* y, int64_t n);
@@ -32,18 +29,9 @@ void geluWithDerivative(const float* x, float* y, float* dydx, int64_t n);
 // The same with the derivative rounded to bf16 (what a bf16 run saves for backward).
 void geluWithDerivativeBf16(const float* x, float* y, BFloat16* dydx, int64_t n);
 
-// Bias: y[r, c] += bias[c] for a [rows, cols] matrix.
-void addRowBias(float* y, const float* bias, int64_t rows, int64_t cols);
 // y[r, c] = row[c]: a [rows, cols] matrix of copies of one row.
 void fillRows(float* y, const float* row, int64_t rows, int64_t cols);
-// Bias over channels: y[n, c, s] += bias[c] for [N, C, S].
-void addChannelBias(float* y, const float* bias, int64_t N, int64_t C, int64_t S);
 // Column sums of [rows, cols]: out[c] (+)= sum_r x[r, c]. accumulate=false overwrites.
 void sumRows(const float* x, float* out, int64_t rows, int64_t cols, bool accumulate);
-// Per-channel sums of [N, C, S]: out[c] (+)= sum_{n,s} x[n, c, s].
-void sumChannels(const float* x, float* out, int64_t N, int64_t C, int64_t S, bool accumulate);
-
-// Dropout with a precomputed mask of 0/scale values: y = x * mask.
-// (The mask is drawn by the caller's Rng so results are reproducible.)
 
 }  // namespace dtrain::kernels

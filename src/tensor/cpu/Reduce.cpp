@@ -34,34 +34,6 @@ double sum(const float* x, int64_t n) {
   return blockedSum(x, n, [](float v) { return v; });
 }
 
-double sumSquares(const float* x, int64_t n) {
-  return blockedSum(x, n, [](float v) { return v * v; });
-}
-
-float maxValue(const float* x, int64_t n) {
-  // Empty input: -inf, the identity of max. NaN anywhere makes the result NaN.
-  float m = -std::numeric_limits<float>::infinity();
-  bool nan = false;
-  for (int64_t i = 0; i < n; ++i) {
-    m = x[i] > m ? x[i] : m;
-    nan |= x[i] != x[i];
-  }
-  return nan ? std::numeric_limits<float>::quiet_NaN() : m;
-}
-
-bool allFinite(const float* x, int64_t n) {
-  // x - x is 0 for finite x and NaN for inf/NaN; an accumulated sum of those is
-  // NaN iff some element is not finite, and the loop has no early exit to vectorize.
-  float part[16] = {};
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16)
-    for (int k = 0; k < 16; ++k) part[k] += x[i + k] - x[i + k];
-  float acc = 0.f;
-  for (; i < n; ++i) acc += x[i] - x[i];
-  for (int k = 0; k < 16; ++k) acc += part[k];
-  return acc == 0.f;
-}
-
 void argmaxRows(const float* x, int64_t rows, int64_t cols, int32_t* out) {
   // First maximum wins (as torch.argmax); a NaN counts as the maximum.
   for (int64_t r = 0; r < rows; ++r) {

@@ -5,9 +5,6 @@
 namespace dtrain::kernels {
 
 double sum(const float* x, int64_t n);          // accumulated in double for accuracy
-double sumSquares(const float* x, int64_t n);
-float maxValue(const float* x, int64_t n);
-bool allFinite(const float* x, int64_t n);
 // Row-wise argmax of [rows, cols] into out[rows].
 void argmaxRows(const float* x, int64_t rows, int64_t cols, int32_t* out);
 
