@@ -1,6 +1,7 @@
 // A residual CNN of the user's own, trained on Fashion-MNIST with allreduce data
 // parallelism over 2 workers (threads), through dtrain's library API.
 //   ./residual_cnn [epochs] [max_steps]      (defaults: 1 epoch, no step limit)
+//   ./residual_cnn train --model residual-cnn --workers 2 ...   (dtrain's own CLI, this model in it)
 // Prints the result line dtrain's CLI prints, and the test accuracy.
 #include <dtrain/dtrain.h>
 
@@ -48,6 +49,8 @@ std::shared_ptr<nn::Module> residualCnn(const nn::DataShape& data, uint64_t seed
 
 int main(int argc, char** argv) try {
   nn::registerModel("residual-cnn", nn::classifier(residualCnn));
+  // A command (train, bench, ...): dtrain's CLI and config files, with this model.
+  if (argc > 1 && argv[1][0] >= 'a' && argv[1][0] <= 'z') return dtrain::cli::main(argc, argv);
   dtrain::api::RunConfig config;  // the defaults of `dtrain train`, then ours
   config.train.model = "residual-cnn";
   config.train.workers = 2;       // allreduce data parallelism, ranks as threads

@@ -144,6 +144,8 @@ nlohmann::json train(RunConfig rc, const Sources& src, Data data) {
   const bool mpi = rc.train.backend == "mpi";
   // Under mpi the workers are known only once MPI is up (runMpiRank validates again).
   prepare(rc, src, !mpi);
+  // Data handed over in memory: the record says so (no file was read).
+  if (data.train) rc.train.dataset = "memory";
   runtime::resolveCheckpointFlags(rc.train);  // --resume -> --load
   runtime::checkOutputPaths(rc.train);        // files written later: writable before training
   if (!strategyEntry(rc.train.strategy).make) return runFederated(rc, std::move(data));  // its own rounds

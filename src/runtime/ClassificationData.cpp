@@ -55,6 +55,10 @@ bool readsFiles(const TrainConfig& c) { return c.dataset == "npy" || c.dataset =
 bool hasTestSet(const TrainConfig& c) { return c.dataset != "npy" || !c.testData.empty(); }
 
 std::shared_ptr<const data::Dataset> loadDataset(const TrainConfig& c, bool train) {
+  // "memory": the library's caller handed the data over (api::train); what it
+  // did not hand over (a test set) does not exist.
+  DTRAIN_CHECK_USAGE(c.dataset != "memory" || !train, "data in memory: no training set was given");
+  if (c.dataset == "memory") return nullptr;
   if (c.dataset == "synthetic") return loadSynthetic(c, train);
   if (!train && !hasTestSet(c)) return nullptr;
   if (c.dataset == "npy" && train) return data::loadNpyDataset(npyFiles(c, true));
