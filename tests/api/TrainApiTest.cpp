@@ -72,6 +72,21 @@ TEST(TrainApi, UserModelOnArraysLearnsUnderOneAndTwoWorkers) {
   EXPECT_EQ(one.at("config").at("training").at("batch_size"), 32);
 }
 
+// A registered Sequential is cut into pipeline stages like the built-ins.
+TEST(TrainApi, UserSequentialRunsAsAPipeline) {
+  registerTiny();
+  api::Data d;
+  d.train = blobs(600, 1);
+  d.test = blobs(300, 2);
+  api::RunConfig c = config(1, 32);
+  const auto one = api::train(c, d);
+  c.train.pipelineStages = 2;
+  c.train.microBatches = 2;
+  const auto piped = api::train(c, d);
+  EXPECT_EQ(piped.at("strategy"), "pipeline");
+  EXPECT_NEAR(one.at("train_loss").get<double>(), piped.at("train_loss").get<double>(), 1e-4);
+}
+
 TEST(TrainApi, OptionsSetInCodeThatTheRunIgnoresAreRefused) {
   registerTiny();
   api::Data d;
