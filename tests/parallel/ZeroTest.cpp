@@ -286,3 +286,27 @@ TEST(Zero, MpiMatchesLocalAllreduce) {
 
 }  // namespace
 }  // namespace dtrain::test
+
+namespace dtrain::test {
+namespace {
+// The same result line under every strategy: ZeRO reports the step's compute
+// and communication times and bytes as plain allreduce does.
+TEST(Zero, ReportsTheTimingsOfAllreduce) {
+  for (const char* stage : {"1", "2", "3"}) {
+    auto r = runShell(std::string(DTRAIN_BIN) + kMlp + " --workers 2 --zero " + stage);
+    ASSERT_EQ(r.code, 0) << r.err;
+    const auto line = nlohmann::json::parse(r.lastLine());
+    for (const char* k : {"compute_ms", "comm_ms", "hidden_ms", "exposed_comm_ms",
+                          "bytes_sent_per_worker", "bytes_received_per_worker"}) {
+      ASSERT_TRUE(line.contains(k)) << "--zero " << stage << " lacks " << k;
+      EXPECT_GE(line.at(k).get<double>(), 0.0) << k;
+    }
+    EXPECT_GT(line.at("compute_ms").get<double>(), 0.0);
+    EXPECT_GT(line.at("bytes_received_per_worker").get<double>(), 0.0);
+    // Communication is what was hidden under backward plus what was not.
+    EXPECT_NEAR(line.at("comm_ms").get<double>(),
+                line.at("hidden_ms").get<double>() + line.at("exposed_comm_ms").get<double>(), 1e-6);
+  }
+}
+}  // namespace
+}  // namespace dtrain::test

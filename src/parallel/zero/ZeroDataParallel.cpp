@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include "core/Error.h"
+#include "core/Timer.h"
 #include "tensor/Half.h"
 #include "parallel/MemoryGather.h"
 #include "parallel/RankSums.h"
@@ -207,6 +208,9 @@ void ZeroDataParallel::freeReducedBuckets() {
 
 void ZeroDataParallel::beginStep(int64_t step) {
   sentAtStepStart_ = comm_.bytesSent();
+  receivedAtStepStart_ = comm_.bytesReceived();
+  stepStartUs_ = nowMicros();
+  firstLaunchUs_ = 0;
   step_ = step;
   std::fill(ready_.begin(), ready_.end(), 0);
   nextLaunch_ = 0;
@@ -256,6 +260,7 @@ void ZeroDataParallel::launchInOrder(bool all) {
   while (nextLaunch_ < buckets_.size() &&
          (all || ready_[nextLaunch_] == buckets_[nextLaunch_].params.size())) {
     const size_t b = nextLaunch_++;
+    if (firstLaunchUs_ == 0) firstLaunchUs_ = nowMicros();
     allocateGradBucket(b);
     if (all)
       for (auto& p : buckets_[b].params) p.grad();  // materialize stale zeros
@@ -297,6 +302,7 @@ void ZeroDataParallel::launchWire16(size_t b, const comm::Options& o) {
 }
 
 void ZeroDataParallel::finishGradients() {
+  const double backwardEnd = nowMicros();
   launchInOrder(true);
   if (opts_.stage == 3) drainFinished(true);
   waitAll(work_);
@@ -324,6 +330,14 @@ void ZeroDataParallel::finishGradients() {
       buckets_[b].buffer = Tensor();
     }
   }
+  // The step's timings, as DataParallel reports them: the reduce-scatters ran
+  // from the first launch (during backward: hidden) to here (after it: exposed).
+  const double done = nowMicros();
+  const double first = firstLaunchUs_ > 0 ? std::min(firstLaunchUs_, backwardEnd) : backwardEnd;
+  computeUs_ += backwardEnd - stepStartUs_;
+  exposedUs_ += done - backwardEnd;
+  commUs_ += done - first;
+  hiddenUs_ += std::max(0.0, backwardEnd - first);
 }
 
 std::vector<GradientPiece> ZeroDataParallel::heldGradients(nn::Module&) {
@@ -355,11 +369,12 @@ void ZeroDataParallel::applyUpdate(optim::Optimizer& optimizer) {
       paramFile_->throttle(0);  // out before the next step's activations come in
     }
     if (opts_.gatherEvery > 0 && (step_ + 1) % opts_.gatherEvery == 0) gatherWhole(isReporter());
-    ++steps_;
-    stepSent_ += comm_.bytesSent() - sentAtStepStart_;
+    countStep();
     return;
   }
-  // Every rank's updated slice to every rank: in-place allgathers.
+  // Every rank's updated slice to every rank: in-place allgathers (exposed:
+  // nothing computes meanwhile).
+  const double gatherStart = nowMicros();
   const int64_t r = comm_.rank();
   for (size_t b = 0; b < buckets_.size(); ++b) {
     const int64_t s = shardSize(b);
@@ -369,8 +384,16 @@ void ZeroDataParallel::applyUpdate(optim::Optimizer& optimizer) {
     work_[b] = comm_.allgatherAsync(flat + r * s, flat, static_cast<size_t>(s), DType::F32, o);
   }
   waitAll(work_);
+  const double gathered = nowMicros() - gatherStart;
+  exposedUs_ += gathered;
+  commUs_ += gathered;
+  countStep();
+}
+
+void ZeroDataParallel::countStep() {
   ++steps_;
   stepSent_ += comm_.bytesSent() - sentAtStepStart_;
+  stepReceived_ += comm_.bytesReceived() - receivedAtStepStart_;
 }
 
 double ZeroDataParallel::reduceMetric(double localValue) {
@@ -386,7 +409,12 @@ std::map<std::string, double> ZeroDataParallel::stats() const {
   int64_t gradBytes = 0;
   for (const auto& t : paramFlat_) gradBytes += t.numel() * 4;
   return {{"zero_stage", opts_.stage},
+          {"compute_ms", computeUs_ / n / 1e3},
+          {"comm_ms", commUs_ / n / 1e3},
+          {"hidden_ms", hiddenUs_ / n / 1e3},
+          {"exposed_comm_ms", exposedUs_ / n / 1e3},
           {"bytes_sent_per_worker", static_cast<double>(stepSent_) / n},
+          {"bytes_received_per_worker", static_cast<double>(stepReceived_) / n},
           {"bytes_sent_total", static_cast<double>(comm_.bytesSent())},
           {"allreduce_bytes", static_cast<double>(gradBytes)},
           {"optimizer_state_bytes", static_cast<double>(shard_ ? shard_->stateBytes() : 0)},
