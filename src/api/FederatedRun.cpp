@@ -4,7 +4,7 @@
 
 #include <memory>
 
-#include "comm/Registry.h"
+#include "api/MpiRun.h"
 #include "core/Error.h"
 #include "federated/FederatedRunner.h"
 
@@ -14,28 +14,15 @@ namespace {
 // `mpirun -np N dtrain train --strategy fedavg --backend mpi`: rank 0 serves,
 // ranks 1..N-1 host the clients (FederatedRunner::setCommunicator).
 nlohmann::json runFederatedMpi(const RunConfig& rc) {
-  DTRAIN_CHECK_USAGE(comm::hasBackend("mpi"), "--backend mpi: this dtrain was built without MPI");
-  std::unique_ptr<comm::Communicator> comm;
-  try {
-    comm = comm::makeCommunicator("mpi");
+  return runMpiProcess([&rc](comm::Communicator& comm) {
     federated::FederatedRunner runner(rc.train, rc.federated);
-    runner.setCommunicator(comm.get());
+    runner.setCommunicator(&comm);
     nlohmann::json out = runner.run();
-    if (comm->rank() == 0) {
-      addRunFields(out, rc, rc.train.workers, "mpi");
-      out["client_hosts"] = comm->size() - 1;
-    } else {
-      out = nlohmann::json();  // the server (rank 0) reports
-    }
-    comm.reset();
-    comm::shutdown(0);
+    if (comm.rank() != 0) return nlohmann::json();  // the server (rank 0) reports
+    addRunFields(out, rc, rc.train.workers, "mpi");
+    out["client_hosts"] = comm.size() - 1;
     return out;
-  } catch (const std::exception& e) {
-    const bool usage = dynamic_cast<const UsageError*>(&e) != nullptr;
-    comm.reset();
-    comm::shutdown(usage ? 2 : 1, std::string("dtrain: error: ") + e.what());
-    throw;
-  }
+  });
 }
 }  // namespace
 

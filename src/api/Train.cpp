@@ -1,17 +1,16 @@
 #include "api/Train.h"
 
-#include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <optional>
 
 #include "api/ConfigFile.h"
 #include "api/FederatedRun.h"
+#include "api/MpiRun.h"
 #include "api/Prepare.h"
 #include "api/RankRunner.h"
 #include "api/ResultLine.h"
 #include "api/StrategyRegistry.h"
-#include "comm/Registry.h"
 #include "comm/local/Local.h"
 #include "core/Error.h"
 #include "core/Timer.h"
@@ -24,13 +23,6 @@
 namespace dtrain::api {
 
 namespace {
-
-// True when this process was started by mpirun (OpenMPI or another PMI launcher).
-bool underMpirun() {
-  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_SIZE"})
-    if (std::getenv(v)) return true;
-  return false;
-}
 
 // One process, one rank, no communicator.
 nlohmann::json runSingle(const RunConfig& rc, Data data) {
@@ -74,50 +66,33 @@ nlohmann::json runLocal(const RunConfig& rc, Data data) {
 
 // One rank of `mpirun -np N ... --backend mpi`.
 nlohmann::json runMpiRank(RunConfig rc, bool workersGiven, Data data) {
-  runtime::TrainConfig& c = rc.train;
-  DTRAIN_CHECK_USAGE(comm::hasBackend("mpi"),
-                     "--backend mpi: this dtrain was built without MPI (install libopenmpi-dev "
-                     "and openmpi-bin, then reconfigure with -DDTRAIN_WITH_MPI=ON)");
-  DTRAIN_CHECK_USAGE(underMpirun(), "--backend mpi runs one process per rank under mpirun: "
-                     "mpirun -np N dtrain train --backend mpi ... (or use --backend local "
-                     "--workers N)");
-  std::unique_ptr<comm::Communicator> comm;
-  try {
-    comm = comm::makeCommunicator("mpi");
+  return runMpiProcess([&](comm::Communicator& comm) {
+    runtime::TrainConfig& c = rc.train;
     // The ranks beyond the workers (parameter servers) come first.
     const int servers = strategyEntry(c.strategy).worldSize(c) - c.workers;
-    DTRAIN_CHECK_USAGE(comm->size() > servers, "--servers ", servers, " leaves no worker among mpirun's ",
-                       comm->size(), " processes (mpirun -np S+W: the first S serve)");
-    DTRAIN_CHECK_USAGE(!workersGiven || c.workers == comm->size() - servers, "--workers ", c.workers,
-                       " does not match mpirun's ", comm->size(), " processes",
+    DTRAIN_CHECK_USAGE(comm.size() > servers, "--servers ", servers, " leaves no worker among mpirun's ",
+                       comm.size(), " processes (mpirun -np S+W: the first S serve)");
+    DTRAIN_CHECK_USAGE(!workersGiven || c.workers == comm.size() - servers, "--workers ", c.workers,
+                       " does not match mpirun's ", comm.size(), " processes",
                        servers ? detail::concat(" minus ", servers, " servers") : std::string(),
                        " (with --backend mpi, mpirun -np sets the workers)");
-    c.workers = comm->size() - servers;
+    c.workers = comm.size() - servers;
     c.validate();
     runtime::Timeline timeline;
-    comm->barrier();  // aligns the ranks' timeline clocks
+    comm.barrier();  // aligns the ranks' timeline clocks
     timeline.setOrigin(nowMicros());
     SharedRun shared;
     shared.data = std::move(data);
     if (!c.timeline.empty()) shared.timeline = &timeline;
-    std::optional<runtime::TrainResult> result = runRank(c, *comm, shared);
-    if (!c.timeline.empty()) timeline.writeGathered(*comm, c.timeline);
-    comm.reset();
+    std::optional<runtime::TrainResult> result = runRank(c, comm, shared);
+    if (!c.timeline.empty()) timeline.writeGathered(comm, c.timeline);
     nlohmann::json out;
     if (result) {
       out = result->toJson();
       addRunFields(out, rc, c.workers, "mpi");
     }
-    comm::shutdown(0);
     return out;
-  } catch (const std::exception& e) {
-    // With several ranks this aborts the job at once (the others would wait for
-    // their timeouts); with one, MPI is finalized and the caller reports the error.
-    const bool usage = dynamic_cast<const UsageError*>(&e) != nullptr;
-    comm.reset();
-    comm::shutdown(usage ? 2 : 1, std::string("dtrain: error: ") + e.what());
-    throw;
-  }
+  });
 }
 
 }  // namespace

@@ -1,0 +1,45 @@
+#include "api/MpiRun.h"
+
+#include <cstdlib>
+#include <memory>
+#include <string>
+
+#include "comm/Registry.h"
+#include "core/Error.h"
+
+namespace dtrain::api {
+
+namespace {
+// True when this process was started by mpirun (OpenMPI or another PMI launcher).
+bool underMpirun() {
+  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_SIZE"})
+    if (std::getenv(v)) return true;
+  return false;
+}
+}  // namespace
+
+nlohmann::json runMpiProcess(const std::function<nlohmann::json(comm::Communicator&)>& rank) {
+  DTRAIN_CHECK_USAGE(comm::hasBackend("mpi"),
+                     "--backend mpi: this dtrain was built without MPI (install libopenmpi-dev "
+                     "and openmpi-bin, then reconfigure with -DDTRAIN_WITH_MPI=ON)");
+  DTRAIN_CHECK_USAGE(underMpirun(), "--backend mpi runs one process per rank under mpirun: "
+                     "mpirun -np N dtrain train --backend mpi ... (or use --backend local "
+                     "--workers N)");
+  std::unique_ptr<comm::Communicator> comm;
+  try {
+    comm = comm::makeCommunicator("mpi");
+    nlohmann::json out = rank(*comm);
+    comm.reset();
+    comm::shutdown(0);
+    return out;
+  } catch (const std::exception& e) {
+    // With several ranks this aborts the job at once; with one, MPI is
+    // finalized and the caller reports the error.
+    const bool usage = dynamic_cast<const UsageError*>(&e) != nullptr;
+    comm.reset();
+    comm::shutdown(usage ? 2 : 1, std::string("dtrain: error: ") + e.what());
+    throw;
+  }
+}
+
+}  // namespace dtrain::api
