@@ -8,6 +8,7 @@
 #include "nn/Lora.h"
 #include "nn/ModelRegistry.h"
 #include "parallel/allreduce/DataParallel.h"
+#include "parallel/compress/Compressor.h"
 #include "parallel/pipeline/PipelineParallel.h"
 #include "parallel/ps/Server.h"
 #include "parallel/ps/Worker.h"
@@ -137,35 +138,83 @@ const char* const kNoPeriodicCheckpoints =
     "needs the single, allreduce, pipeline or tensor strategy (this strategy's state is not on "
     "one rank between steps)";
 
+// The refusals of a strategy without a mesh: the mesh options choose their own.
+std::map<std::string, std::string> noMesh(const std::string& name, std::map<std::string, std::string> ignores) {
+  ignores["parallel.pipeline_stages"] =
+      "runs its own strategy (data parallel across pipelines); drop --strategy " + name;
+  ignores["parallel.tensor_parallel"] =
+      "runs its own strategy (data parallel across tensor-parallel groups); drop --strategy " + name;
+  return ignores;
+}
+
+// Parameter servers: the consistency modes' options and what servers cannot do.
+void validatePs(const RunConfig& rc) {
+  const TrainConfig& c = rc.train;
+  DTRAIN_CHECK_USAGE(c.backupWorkers == 0 || c.consistency == "sync",
+                     "--backup-workers applies to --consistency sync");
+  DTRAIN_CHECK_USAGE(c.staleness == 0 || c.consistency == "ssp", "--staleness applies to --consistency ssp");
+  DTRAIN_CHECK_USAGE(c.pushEvery == 1 || c.consistency == "async", "--push-every applies to --consistency async");
+  DTRAIN_CHECK_USAGE(c.fetchEvery == 1 || c.consistency == "async" ||
+                         (c.consistency == "ssp" && c.sspReads == "eager"),
+                     "--fetch-every applies to --consistency async and ssp with --ssp-reads eager");
+  DTRAIN_CHECK_USAGE(c.sspReads == "eager" || c.consistency == "ssp", "--ssp-reads applies to --consistency ssp");
+  DTRAIN_CHECK_USAGE(c.optimizer != "lars", "--optimizer lars needs whole-layer norms, which "
+                     "sharded servers do not have; use sgd, adam, adamw or adagrad with --strategy ps");
+  // The pushes are compressed with the compressors that have a point-to-point
+  // form (parallel/ps/PushCodec.h).
+  if (c.compress != "none") parallel::compress::requireMessageCodec(c.compress);
+}
+
 const std::map<std::string, StrategyEntry>& registry() {
   static const std::map<std::string, StrategyEntry> r = [] {
     std::map<std::string, StrategyEntry> r;
     auto add = [&r](StrategyEntry e) { r[e.name] = std::move(e); };
+    auto entry = [&r](const std::string& name) -> StrategyEntry& { return r.at(name); };
     const std::string oneWorker = "applies to data parallelism (this run has one worker: add --workers N)";
     add({"single", trainerGroups({"allreduce", "compress"}),
-         {{"memory.zero", oneWorker}, {"allreduce", oneWorker}, {"compress", oneWorker}},
-         [](const TrainConfig&) { return 1; }, makeSingle, nullptr});
-    add({"allreduce", trainerGroups({"allreduce", "compress"}), {}, workers, makeAllreduce, nullptr});
+         noMesh("single", {{"memory.zero", oneWorker}, {"allreduce", oneWorker}, {"compress", oneWorker}}),
+         [](const TrainConfig&) { return 1; }, makeSingle, [](const RunConfig& rc) {
+           const TrainConfig& c = rc.train;
+           DTRAIN_CHECK_USAGE(c.workers == 1 && c.backend != "mpi",
+                              "--strategy single runs one process with one worker; use --strategy "
+                              "allreduce with --workers ", c.workers, " or --backend mpi");
+         }});
+    entry("single").oneProcess = true;
+    add({"allreduce", trainerGroups({"allreduce", "compress"}), noMesh("allreduce", {}), workers,
+         makeAllreduce, nullptr});
     add({"ps", trainerGroups({"ps", "compress"}),
-         {{"compress.collective", "applies to allreduce (ps pushes go to one server)"},
-          {"memory.zero", kZeroNotHere},
-          {"memory.offload", kOffloadNotHere},
-          {"checkpoint.every", kNoPeriodicCheckpoints},
-          {"training.accumulate", "applies to --strategy allreduce (parameter servers accumulate with --push-every)"}},
-         [](const TrainConfig& c) { return c.servers + c.workers; }, makePs, nullptr});
+         noMesh("ps", {{"compress.collective", "applies to allreduce (ps pushes go to one server)"},
+                       {"memory.zero", kZeroNotHere},
+                       {"memory.offload", kOffloadNotHere},
+                       {"checkpoint.every", kNoPeriodicCheckpoints},
+                       {"training.accumulate", "applies to --strategy allreduce (parameter servers accumulate with --push-every)"}}),
+         [](const TrainConfig& c) { return c.servers + c.workers; }, makePs, validatePs});
     add({"hogwild", trainerGroups({}),
-         {{"memory.zero", kZeroNotHere},
-          {"memory.offload", kOffloadNotHere},
-          {"checkpoint.every", kNoPeriodicCheckpoints},
-          {"training.accumulate", "applies to --strategy allreduce"}},
-         workers, makeHogwild, nullptr});
-    const std::map<std::string, std::string> meshIgnores{
+         noMesh("hogwild", {{"memory.zero", kZeroNotHere},
+                            {"memory.offload", kOffloadNotHere},
+                            {"checkpoint.every", kNoPeriodicCheckpoints},
+                            {"training.accumulate", "applies to --strategy allreduce"}}),
+         workers, makeHogwild, [](const RunConfig& rc) {
+           DTRAIN_CHECK_USAGE(rc.train.backend == "local", "--strategy hogwild shares one parameter set "
+                              "between threads of one process: use --backend local");
+         }});
+    entry("hogwild").sharesParameters = true;
+    std::map<std::string, std::string> meshIgnores{
         {"memory.offload", "cannot be combined with --pipeline-stages or --tensor-parallel yet"}};
     auto pipelineIgnores = meshIgnores;
     pipelineIgnores["training.accumulate"] =
         "does not combine with --pipeline-stages (the pipeline's --micro-batches accumulate gradients)";
-    add({"pipeline", trainerGroups({"allreduce", "compress"}), pipelineIgnores, workers, makePipeline, nullptr});
-    add({"tensor", trainerGroups({"allreduce", "compress"}), meshIgnores, workers, makeTensor, nullptr});
+    add({"pipeline", trainerGroups({"allreduce", "compress"}), pipelineIgnores, workers, makePipeline,
+         [](const RunConfig& rc) {
+           DTRAIN_CHECK_USAGE(rc.train.pipelineStages > 1, "--strategy pipeline needs --pipeline-stages P > 1");
+         }});
+    meshIgnores["parallel.pipeline_stages"] =
+        "runs the pipeline strategy (data parallel across pipelines, cut further with "
+        "--tensor-parallel); drop --strategy tensor";
+    add({"tensor", trainerGroups({"allreduce", "compress"}), meshIgnores, workers, makeTensor,
+         [](const RunConfig& rc) {
+           DTRAIN_CHECK_USAGE(rc.train.tensorParallel > 1, "--strategy tensor needs --tensor-parallel T > 1");
+         }});
     // Federated learning runs its own rounds (federated/FederatedRunner.h): the
     // step loop's options mean nothing there; say which options do.
     add({"fedavg",

@@ -34,6 +34,10 @@ struct StrategyEntry {
       make;
   // Checks of the options only this strategy reads (null: none beyond the trainer's).
   std::function<void(const RunConfig&)> validate;
+  // Runs as one process without a communicator (no ranks to start).
+  bool oneProcess = false;
+  // Its ranks (threads of one process) share one parameter set (Hogwild!).
+  bool sharesParameters = false;
 
   // "" when the strategy reads the option, else the refusal's text.
   std::string refuses(const Option& o) const;

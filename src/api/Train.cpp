@@ -48,7 +48,8 @@ nlohmann::json runLocal(const RunConfig& rc, Data data) {
   SharedRun shared;
   shared.data = data.train || data.text ? std::move(data) : runtime::loadTaskData(c, true);
   if (!c.timeline.empty()) shared.timeline = &timeline;
-  if (c.strategy == "hogwild") shared.hogwild = std::make_shared<parallel::HogwildShared>(c.workers);
+  if (strategyEntry(c.strategy).sharesParameters)
+    shared.hogwild = std::make_shared<parallel::HogwildShared>(c.workers);
   timeline.setOrigin(nowMicros());
   std::optional<runtime::TrainResult> result;
   std::mutex resultMutex;
@@ -125,8 +126,8 @@ nlohmann::json train(RunConfig rc, const Sources& src, Data data) {
   runtime::checkOutputPaths(rc.train);        // files written later: writable before training
   if (!strategyEntry(rc.train.strategy).make) return runFederated(rc, std::move(data));  // its own rounds
   if (mpi) return runMpiRank(std::move(rc), src.givenFlag("--workers"), std::move(data));
-  if (rc.train.strategy != "single") return runLocal(rc, std::move(data));
-  return runSingle(rc, std::move(data));
+  if (strategyEntry(rc.train.strategy).oneProcess) return runSingle(rc, std::move(data));
+  return runLocal(rc, std::move(data));
 }
 
 RunConfig configFromToml(const std::string& text, const std::string& name) {

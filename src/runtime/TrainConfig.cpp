@@ -34,44 +34,21 @@ void TrainConfig::validate(bool workersKnown) const {
                      "--checkpoint-every does not combine with ",
                      pipelineStages > 1 ? "--pipeline-stages" : "--tensor-parallel",
                      " and --compress yet (the compressors' per-rank residuals would not be saved)");
-  DTRAIN_CHECK_USAGE(checkpointEvery == 0 || strategy.empty() || strategy == "single" ||
-                         strategy == "allreduce" || strategy == "tensor" || strategy == "pipeline",
-                     "--checkpoint-every needs the single, allreduce, pipeline or tensor strategy (not yet --strategy ",
-                     strategy, ": its state is not on one rank between steps)");
-  DTRAIN_CHECK_USAGE(!(strategy == "single" && (workers > 1 || backend == "mpi")),
-                     "--strategy single runs one process with one worker; use --strategy "
-                     "allreduce with --workers ", workers, " or --backend mpi");
   parallel::compress::validate(compressOptions(*this));
-  // --compress and --zero modify the allreduce strategy (chosen by default for
-  // more than one worker): `what` names the flag in the message.
-  auto checkAllreduceOnly = [this](const std::string& what, const char* notTo) {
-    const bool allreduce =
-        strategy == "allreduce" || (strategy.empty() && (workers > 1 || backend == "mpi"));
-    DTRAIN_CHECK_USAGE(allreduce, what, " applies to the allreduce strategy only",
-                       strategy.empty() || strategy == "single"
-                           ? std::string(" (this run has one worker: add --workers N)")
-                           : std::string(" (") + notTo + " --strategy " + strategy + ")");
-  };
-  // ... or the data-parallel dimension of a pipeline or tensor-parallel mesh,
-  // which needs replicas to combine.
+  // --compress and --zero act on data parallelism: the strategies that have
+  // none do not read them (api/StrategyRegistry.cpp); in a pipeline or
+  // tensor-parallel mesh, on its data-parallel dimension, which needs replicas.
   const int modelParallel = pipelineStages * tensorParallel;
-  auto checkDataParallelDimension = [&](const std::string& what, const char* notTo) {
-    if (modelParallel == 1) return checkAllreduceOnly(what, notTo);
+  auto checkDataParallelDimension = [&](const std::string& what) {
+    if (modelParallel == 1) return;
     const char* mesh = pipelineStages > 1 ? "--pipeline-stages" : "--tensor-parallel";
     DTRAIN_CHECK_USAGE(!workersKnown || workers > modelParallel, what, " with ", mesh,
                        " applies across data-parallel replicas, and this run has one (--workers ",
                        workers, " = ", modelParallel, " model-parallel ranks): use --workers ",
                        2 * modelParallel, " or more");
   };
-  // Parameter servers compress their pushes with the compressors that have a
-  // point-to-point form (parallel/ps/PushCodec.h).
-  if (compress != "none" && strategy == "ps") {
-    parallel::compress::requireMessageCodec(compress);
-    DTRAIN_CHECK_USAGE(compressCollective == "allgather",
-                       "--compress-collective applies to allreduce (ps pushes go to one server)");
-  } else if (compress != "none") {
-    checkDataParallelDimension("--compress " + compress, "not yet to");
-  }
+  if (compress != "none") checkDataParallelDimension("--compress " + compress);
+
   // ZeRO: the allreduce strategy, uncompressed, only (parallel/zero/), also as
   // the dp dimension of a pipeline or tensor-parallel mesh.
   if (zero != 0) {
@@ -81,7 +58,7 @@ void TrainConfig::validate(bool workersKnown) const {
     DTRAIN_CHECK_USAGE(zero <= 2 || modelParallel == 1, "--zero 3 does not combine with ",
                        pipelineStages > 1 ? "--pipeline-stages" : "--tensor-parallel",
                        " (stages 1 and 2 do: they shard across the data-parallel replicas)");
-    checkDataParallelDimension("--zero", "not to");
+    checkDataParallelDimension("--zero");
     DTRAIN_CHECK_USAGE(compress == "none" || compress == "fp16" || compress == "bf16",
                        "--zero cannot be combined with --compress ", compress,
                        " yet (fp16 and bf16 do: the gradients are reduce-scattered in 16 bits)");
@@ -93,9 +70,6 @@ void TrainConfig::validate(bool workersKnown) const {
                        "tensors; use sgd, adam, adamw or adagrad)");
   }
   if (offload != "none") {
-    const bool allreduce = strategy.empty() || strategy == "single" || strategy == "allreduce";
-    DTRAIN_CHECK_USAGE(allreduce, "--offload applies to one worker and to the allreduce strategy "
-                       "(not to --strategy ", strategy, ")");
     DTRAIN_CHECK_USAGE(pipelineStages <= 1 && tensorParallel <= 1,
                        "--offload cannot be combined with --pipeline-stages or --tensor-parallel yet");
     DTRAIN_CHECK_USAGE(offload != "params" || zero == 3,
@@ -111,51 +85,24 @@ void TrainConfig::validate(bool workersKnown) const {
                        ": the delay must be >= 0 ms");
   }
   for (const auto& [w, step] : killWorker) {
-    DTRAIN_CHECK_USAGE(strategy == "ps", "--kill-worker applies to --strategy ps");
     DTRAIN_CHECK_USAGE(w >= 1 && (!workersKnown || w < workers), "--kill-worker ", w, ":", step, ": worker ", w,
                        " cannot be killed (workers are 0..", workers - 1,
                        "; worker 0 reports and is never killed)");
     DTRAIN_CHECK_USAGE(step >= 0, "--kill-worker ", w, ":", step, ": the step must be >= 0");
   }
   for (const auto& [w, step] : pauseWorker) {
-    DTRAIN_CHECK_USAGE(strategy == "ps", "--pause-worker applies to --strategy ps");
     DTRAIN_CHECK_USAGE(w >= 0 && (!workersKnown || w < workers), "--pause-worker ", w, ":", step,
                        ": worker ", w, " does not exist (workers are 0..", workers - 1, ")");
     DTRAIN_CHECK_USAGE(step >= 0, "--pause-worker ", w, ":", step, ": the step must be >= 0");
   }
   for (const auto& [s, updates] : killServer) {
-    DTRAIN_CHECK_USAGE(strategy == "ps", "--kill-server applies to --strategy ps");
     DTRAIN_CHECK_USAGE(s >= 0 && s < servers, "--kill-server ", s, ":", updates, ": server ", s,
                        " does not exist (servers are 0..", servers - 1, ")");
     DTRAIN_CHECK_USAGE(updates >= 0, "--kill-server ", s, ":", updates,
                        ": the update count must be >= 0");
   }
-  if (strategy == "ps") {
-    DTRAIN_CHECK_USAGE(backupWorkers == 0 || consistency == "sync",
-                       "--backup-workers applies to --consistency sync");
-    DTRAIN_CHECK_USAGE(staleness == 0 || consistency == "ssp",
-                       "--staleness applies to --consistency ssp");
-    DTRAIN_CHECK_USAGE(pushEvery == 1 || consistency == "async",
-                       "--push-every applies to --consistency async");
-    DTRAIN_CHECK_USAGE(fetchEvery == 1 || consistency == "async" ||
-                           (consistency == "ssp" && sspReads == "eager"),
-                       "--fetch-every applies to --consistency async and ssp with --ssp-reads eager");
-    DTRAIN_CHECK_USAGE(sspReads == "eager" || consistency == "ssp",
-                       "--ssp-reads applies to --consistency ssp");
-    DTRAIN_CHECK_USAGE(optimizer != "lars", "--optimizer lars needs whole-layer norms, which "
-                       "sharded servers do not have; use sgd, adam, adamw or adagrad with --strategy ps");
-    DTRAIN_CHECK_USAGE(accumulate == 1, "--accumulate applies to --strategy allreduce "
-                       "(parameter servers accumulate with --push-every)");
-  }
-  if (strategy == "hogwild") {
-    DTRAIN_CHECK_USAGE(backend == "local", "--strategy hogwild shares one parameter set between "
-                       "threads of one process: use --backend local");
-    DTRAIN_CHECK_USAGE(accumulate == 1, "--accumulate applies to --strategy allreduce");
-  }
   // Pipeline parallelism (--pipeline-stages; the strategy "pipeline" once resolved).
   if (pipelineStages > 1) {
-    DTRAIN_CHECK_USAGE(strategy.empty() || strategy == "pipeline", "--pipeline-stages runs its own "
-                       "strategy (data parallel across pipelines); drop --strategy ", strategy);
     DTRAIN_CHECK_USAGE(!workersKnown || workers % (pipelineStages * tensorParallel) == 0, "--workers ",
                        workers, " is not a multiple of --pipeline-stages ", pipelineStages,
                        tensorParallel > 1 ? detail::concat(" x --tensor-parallel ", tensorParallel)
@@ -188,10 +135,6 @@ void TrainConfig::validate(bool workersKnown) const {
                      "--tensor-parallel-style krizhevsky needs --tensor-parallel T > 1 without "
                      "--pipeline-stages");
   if (tensorParallel > 1) {
-    DTRAIN_CHECK_USAGE(strategy.empty() || strategy == "tensor" ||
-                           (strategy == "pipeline" && pipelineStages > 1),
-                       "--tensor-parallel runs its own strategy (data parallel across "
-                       "tensor-parallel groups); drop --strategy ", strategy);
     DTRAIN_CHECK_USAGE(!workersKnown || workers % tensorParallel == 0, "--workers ", workers,
                        " is not a multiple of --tensor-parallel ", tensorParallel,
                        " (workers = data-parallel replicas x tensor-parallel ranks)");

@@ -237,7 +237,9 @@ TEST(Schema, DefaultsAreValid) {
   Sources src;
   prepare(rc, src, true);  // throws on a default outside its own option's range
   for (const Option& o : schema().options())
-    if (const auto v = o.get(rc)) EXPECT_EQ(checkValue(o, *v), "") << o.name();
+    if (const auto v = o.get(rc)) {
+      EXPECT_EQ(checkValue(o, *v), "") << o.name();
+    }
 }
 
 TEST(Flags, TextsParseByKind) {
