@@ -11,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(build-essential cmake ninja-build pkg-config libopenblas-dev libdnnl-dev libsodium-dev zlib1g-dev
-          nlohmann-json3-dev libcli11-dev libtomlplusplus-dev libopenmpi-dev openmpi-bin dataset-fashion-mnist bible-kjv
+          nlohmann-json3-dev libcli11-dev libtomlplusplus-dev python3-dev python3-pybind11 python3-numpy libopenmpi-dev openmpi-bin dataset-fashion-mnist bible-kjv
           ${DTRAIN_EXTRA_PACKAGES:-})
 missing=()
 for p in "${packages[@]}"; do
@@ -31,5 +31,6 @@ if [ "${DTRAIN_BUILD_ALL:-0}" = 1 ]; then
   cmake --build "$build" -j "$(nproc)"
 else
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-  cmake --build "$build" -j "$(nproc)" --target dtrain
+  # dtrain and the Python module (`import dtrain` with PYTHONPATH=build/python).
+  cmake --build "$build" -j "$(nproc)" --target dtrain dtrain_python
 fi

@@ -121,7 +121,10 @@ nlohmann::json train(RunConfig rc, const Sources& src, Data data) {
   // Under mpi the workers are known only once MPI is up (runMpiRank validates again).
   prepare(rc, src, !mpi);
   // Data handed over in memory: the record says so (no file was read).
-  if (data.train) rc.train.dataset = "memory";
+  if (data.train) {
+    rc.train.dataset = "memory";
+    rc.train.memoryTestSet = data.test != nullptr;
+  }
   runtime::resolveCheckpointFlags(rc.train);  // --resume -> --load
   runtime::checkOutputPaths(rc.train);        // files written later: writable before training
   if (!strategyEntry(rc.train.strategy).make) return runFederated(rc, std::move(data));  // its own rounds

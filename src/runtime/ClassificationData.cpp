@@ -52,7 +52,10 @@ bool readsFiles(const TrainConfig& c) { return c.dataset == "npy" || c.dataset =
 
 }  // namespace
 
-bool hasTestSet(const TrainConfig& c) { return c.dataset != "npy" || !c.testData.empty(); }
+bool hasTestSet(const TrainConfig& c) {
+  if (c.dataset == "memory") return c.memoryTestSet;
+  return c.dataset != "npy" || !c.testData.empty();
+}
 
 std::shared_ptr<const data::Dataset> loadDataset(const TrainConfig& c, bool train) {
   // "memory": the library's caller handed the data over (api::train); what it

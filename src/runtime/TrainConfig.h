@@ -22,6 +22,8 @@ struct TrainConfig {
   // The user's own data (--dataset npy, data/NpyDataset.h): .npy features [N, ...]
   // and labels [N]; without the test pair there is no test evaluation.
   std::string trainData, trainLabels, testData, testLabels;
+  // Data handed over in memory (api::train; dataset "memory"): whether a test set was too.
+  bool memoryTestSet = false;
   int64_t syntheticSize = 60000;
   int64_t epochs = 1;
   int64_t maxSteps = 0;  // 0: no limit (stop after `epochs`)

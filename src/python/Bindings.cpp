@@ -1,0 +1,188 @@
+// `import dtrain`: the configuration schema and api::train for Python. A
+// configuration is built from a dict of groups (the keys of the config files)
+// or a TOML file; data are NumPy arrays; the training runs in C++ with the GIL
+// released and returns the result line as a dict. dtrain's one-line errors
+// become ValueError (bad usage or configuration) or RuntimeError.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "api/ConfigFile.h"
+#include "api/Schema.h"
+#include "api/Train.h"
+#include "core/Error.h"
+#include "data/Dataset.h"
+#include "nn/ModelRegistry.h"
+
+namespace py = pybind11;
+using namespace dtrain;
+
+namespace {
+
+// A Python value as the option's kind; throws UsageError naming `origin`.
+api::Value toValue(const api::Option& o, const py::handle& v, const std::string& origin) {
+  auto fail = [&]() -> api::Value {
+    throw UsageError(origin + ": expected " + api::kindName(o.kind) + ", got " +
+                     std::string(py::str(v.get_type().attr("__name__"))));
+  };
+  auto isNumber = [](const py::handle& x) {
+    return (py::isinstance<py::int_>(x) || py::isinstance<py::float_>(x)) && !py::isinstance<py::bool_>(x);
+  };
+  switch (o.kind) {
+    case api::Kind::Bool:
+      if (!py::isinstance<py::bool_>(v)) return fail();
+      return v.cast<bool>();
+    case api::Kind::Int:
+      if (!py::isinstance<py::int_>(v) || py::isinstance<py::bool_>(v)) return fail();
+      return v.cast<int64_t>();
+    case api::Kind::Float:
+      if (!isNumber(v)) return fail();
+      return v.cast<double>();
+    case api::Kind::String:
+      if (!py::isinstance<py::str>(v)) return fail();
+      return v.cast<std::string>();
+    case api::Kind::IntList:
+    case api::Kind::FloatList:
+    case api::Kind::StringList: {
+      if (!py::isinstance<py::list>(v) && !py::isinstance<py::tuple>(v)) return fail();
+      std::vector<int64_t> ints;
+      std::vector<double> floats;
+      std::vector<std::string> strings;
+      for (const auto& e : v) {
+        if (o.kind == api::Kind::IntList) {
+          if (!py::isinstance<py::int_>(e)) return fail();
+          ints.push_back(e.cast<int64_t>());
+        } else if (o.kind == api::Kind::FloatList) {
+          if (!isNumber(e)) return fail();
+          floats.push_back(e.cast<double>());
+        } else {
+          if (!py::isinstance<py::str>(e)) return fail();
+          strings.push_back(e.cast<std::string>());
+        }
+      }
+      if (o.kind == api::Kind::IntList) return ints;
+      if (o.kind == api::Kind::FloatList) return floats;
+      return strings;
+    }
+  }
+  return fail();
+}
+
+// A configuration and where its options came from (for the refusals' messages).
+struct Config {
+  api::RunConfig rc;
+  api::Sources src;
+};
+
+// Sets {"group": {"key": value}} on the configuration, each value checked.
+void update(Config& c, const py::dict& groups) {
+  const api::Schema& s = api::schema();
+  for (const auto& [g, keys] : groups) {
+    const std::string group = py::str(g);
+    DTRAIN_CHECK_USAGE(s.group(group), "unknown group '", group, "'", s.suggestGroup(group));
+    DTRAIN_CHECK_USAGE(py::isinstance<py::dict>(keys), "group '", group,
+                       "' must be a dict of keys (e.g. {'", group, "': {...}})");
+    for (const auto& [k, v] : keys.cast<py::dict>()) {
+      const std::string key = py::str(k);
+      const api::Option* o = s.find(group, key);
+      DTRAIN_CHECK_USAGE(o, "unknown key '", key, "' in '", group, "'", s.suggestKey(group, key));
+      const std::string origin = "[" + group + "] " + key;
+      api::setChecked(c.rc, c.src, *o, toValue(*o, v, origin), origin);
+    }
+  }
+}
+
+// float32 samples [N, ...] and integer labels [N] as a dataset (copied: the
+// trainer's ranks read it from other threads while Python may change the arrays).
+std::shared_ptr<data::Dataset> dataset(const py::handle& pair, const char* what) {
+  DTRAIN_CHECK_USAGE(py::isinstance<py::tuple>(pair) && py::len(pair) == 2, what,
+                     ": expected a tuple (features, labels) of NumPy arrays");
+  auto xs = py::array_t<float, py::array::c_style | py::array::forcecast>::ensure(pair[py::int_(0)]);
+  auto ys = py::array::ensure(pair[py::int_(1)]);
+  DTRAIN_CHECK_USAGE(xs && ys, what, ": expected NumPy arrays (features, labels)");
+  DTRAIN_CHECK_USAGE(ys.dtype().kind() == 'i' || ys.dtype().kind() == 'u', what,
+                     ": labels must be integers (got dtype ", std::string(py::str(ys.dtype())), ")");
+  auto labels = py::array_t<int64_t, py::array::c_style | py::array::forcecast>::ensure(ys);
+  DTRAIN_CHECK_USAGE(xs.ndim() >= 2 && labels.ndim() == 1 && xs.shape(0) == labels.shape(0) && xs.shape(0) > 0,
+                     what, ": features [N, ...] and labels [N] with the same N > 0 (got ",
+                     xs.ndim(), "-d features of ", xs.ndim() ? xs.shape(0) : 0, " rows and ",
+                     labels.ndim(), "-d labels of ", labels.ndim() ? labels.shape(0) : 0, ")");
+  Shape shape;
+  for (py::ssize_t d = 0; d < xs.ndim(); ++d) shape.push_back(xs.shape(d));
+  Tensor x = Tensor::empty(shape);
+  std::memcpy(x.data<float>(), xs.data(), static_cast<size_t>(x.numel()) * sizeof(float));
+  const int64_t n = labels.shape(0);
+  Tensor y = Tensor::empty({n}, DType::I32);
+  int64_t top = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t v = labels.at(i);
+    DTRAIN_CHECK_USAGE(v >= 0 && v < (1 << 16), what, ": label ", v, " at index ", i,
+                       " is out of range (class indices 0, 1, ...)");
+    y.data<int32_t>()[i] = static_cast<int32_t>(v);
+    top = std::max(top, v);
+  }
+  return std::make_shared<data::TensorDataset>(x, y, static_cast<int>(top + 1));
+}
+
+py::object toPython(const nlohmann::json& j) {
+  return py::module_::import("json").attr("loads")(j.dump());
+}
+
+}  // namespace
+
+PYBIND11_MODULE(dtrain, m) {
+  m.doc() = "dtrain: distributed and parallel deep-learning training (C++), from Python";
+  // One-line errors: bad usage or configuration -> ValueError, the rest -> RuntimeError.
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const UsageError& e) {
+      PyErr_SetString(PyExc_ValueError, e.what());
+    } catch (const Error& e) {
+      PyErr_SetString(PyExc_RuntimeError, e.what());
+    }
+  });
+
+  py::class_<Config>(m, "Config", "A training configuration: the groups and keys of dtrain's config files")
+      .def(py::init([](py::kwargs groups) {
+             Config c;
+             update(c, groups);
+             return c;
+           }),
+           "Config(optimizer={'name': 'sgd', 'lr': 0.05}, parallel={'workers': 2}, ...)")
+      .def_static("load", [](const std::string& path) {
+             Config c;
+             api::loadConfigFile(path, c.rc, c.src);
+             return c;
+           }, "A configuration from a TOML file")
+      .def("update", [](Config& c, py::kwargs groups) { update(c, groups); return c; },
+           "Sets more options (later values win)")
+      .def("to_toml", [](const Config& c) { return api::configToToml(api::prepared(c.rc, c.src)); },
+           "The effective configuration as TOML (what `dtrain train --print-config` prints)")
+      .def("__repr__", [](const Config& c) {
+        std::string given;
+        for (const auto& [id, where] : c.src.where) given += (given.empty() ? "" : ", ") + id;
+        return "dtrain.Config(" + given + ")";
+      });
+
+  m.def("train", [](const Config& config, py::object data, py::object test) {
+        api::Data d;
+        if (!data.is_none()) d.train = dataset(data, "data");
+        if (!test.is_none()) {
+          DTRAIN_CHECK_USAGE(d.train, "test: give data too");
+          d.test = dataset(test, "test");
+        }
+        nlohmann::json result;
+        {
+          py::gil_scoped_release release;  // every step runs in C++
+          result = api::train(config.rc, config.src, std::move(d));
+        }
+        return toPython(result);
+      },
+      py::arg("config"), py::arg("data") = py::none(), py::arg("test") = py::none(),
+      "Trains under the configuration's strategy; returns the result line as a dict");
+  m.def("models", [] { return nn::registeredModelNames(); }, "The models dtrain can build by name");
+}
