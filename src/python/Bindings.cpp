@@ -16,6 +16,8 @@
 #include "core/Error.h"
 #include "data/Dataset.h"
 #include "nn/ModelRegistry.h"
+#include "runtime/Safetensors.h"
+#include "tensor/Half.h"
 
 namespace py = pybind11;
 using namespace dtrain;
@@ -127,6 +129,51 @@ std::shared_ptr<data::Dataset> dataset(const py::handle& pair, const char* what)
   return std::make_shared<data::TensorDataset>(x, y, static_cast<int>(top + 1));
 }
 
+// A tensor of a checkpoint as a NumPy array (a copy: the file's buffer goes away).
+py::array toNumpy(const Tensor& t) {
+  std::vector<py::ssize_t> shape(t.shape().begin(), t.shape().end());
+  const Tensor c = t.contiguous();
+  switch (c.dtype()) {
+    case DType::F32: return py::array_t<float>(shape, c.data<float>());
+    case DType::I32: return py::array_t<int32_t>(shape, c.data<int32_t>());
+    case DType::I64: return py::array_t<int64_t>(shape, static_cast<const int64_t*>(c.rawData()));
+    case DType::U8: return py::array_t<uint8_t>(shape, static_cast<const uint8_t*>(c.rawData()));
+    case DType::F16:
+    case DType::BF16: {
+      // 16-bit floats (bf16 has no NumPy dtype): widened to float32.
+      py::array_t<float> out(shape);
+      const auto* bits = static_cast<const uint16_t*>(c.rawData());
+      float* dst = out.mutable_data();
+      for (int64_t i = 0; i < c.numel(); ++i)
+        dst[i] = c.dtype() == DType::F16 ? halfToFloat(bits[i]) : bf16ToFloat(bits[i]);
+      return out;
+    }
+    default:
+      throw Error("load: a tensor of an unsupported dtype");
+  }
+}
+
+// A NumPy array as a float32 or integer tensor for a checkpoint.
+Tensor fromNumpy(const std::string& name, const py::handle& v) {
+  auto a = py::array::ensure(v);
+  DTRAIN_CHECK_USAGE(a, "save: '", name, "' is not an array");
+  Shape shape;
+  for (py::ssize_t d = 0; d < a.ndim(); ++d) shape.push_back(a.shape(d));
+  const char kind = a.dtype().kind();
+  if (kind == 'i' || kind == 'u') {
+    auto ints = py::array_t<int64_t, py::array::c_style | py::array::forcecast>::ensure(a);
+    Tensor t = Tensor::empty(shape, DType::I64);
+    std::memcpy(t.rawData(), ints.data(), static_cast<size_t>(t.numel()) * sizeof(int64_t));
+    return t;
+  }
+  DTRAIN_CHECK_USAGE(kind == 'f', "save: '", name, "' has dtype ", std::string(py::str(a.dtype())),
+                     " (floats and integers only)");
+  auto floats = py::array_t<float, py::array::c_style | py::array::forcecast>::ensure(a);
+  Tensor t = Tensor::empty(shape);
+  std::memcpy(t.data<float>(), floats.data(), static_cast<size_t>(t.numel()) * sizeof(float));
+  return t;
+}
+
 py::object toPython(const nlohmann::json& j) {
   return py::module_::import("json").attr("loads")(j.dump());
 }
@@ -184,5 +231,21 @@ PYBIND11_MODULE(dtrain, m) {
       },
       py::arg("config"), py::arg("data") = py::none(), py::arg("test") = py::none(),
       "Trains under the configuration's strategy; returns the result line as a dict");
+  m.def("load", [](const std::string& path) {
+        const runtime::SafetensorsFile f = runtime::loadSafetensors(path);
+        py::dict out;
+        for (const auto& [name, t] : f.tensors) out[py::str(name)] = toNumpy(t);
+        return out;
+      }, py::arg("path"),
+      "A safetensors checkpoint (dtrain's, or a PyTorch state_dict saved as safetensors) as "
+      "a dict of name -> NumPy array; the model's tensors load into the PyTorch model with "
+      "load_state_dict (the optimizer. entries are dtrain's optimizer state)");
+  m.def("save", [](const std::string& path, const py::dict& tensors) {
+        std::vector<std::pair<std::string, Tensor>> list;
+        for (const auto& [k, v] : tensors) list.emplace_back(py::str(k), fromNumpy(py::str(k), v));
+        runtime::saveSafetensors(path, list);
+      }, py::arg("path"), py::arg("tensors"),
+      "Writes name -> array as a safetensors file (float32 or int64), which `dtrain train "
+      "--load` starts from when the names and shapes are the model's");
   m.def("models", [] { return nn::registeredModelNames(); }, "The models dtrain can build by name");
 }

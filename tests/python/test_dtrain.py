@@ -94,3 +94,51 @@ def test_bad_input_raises_with_dtrains_line():
 
 def test_models_lists_the_registry():
     assert {"mlp", "lenet", "gpt-tiny"} <= set(dtrain.models())
+
+
+def test_checkpoints_both_ways_and_into_pytorch(tmp_path):
+    torch = pytest.importorskip("torch")
+    x, y = blobs(320, 4)
+    path = str(tmp_path / "mlp.safetensors")
+    dtrain.train(quick(training={"max_steps": 10}, checkpoint={"save": path}), data=(x, y))
+    state = dtrain.load(path)
+    model_keys = {k: v for k, v in state.items() if not k.startswith("optimizer.")}
+    assert model_keys["1.weight"].shape == (256, 4) and model_keys["5.weight"].shape == (3, 256)
+    net = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(4, 256), torch.nn.ReLU(),
+                              torch.nn.Linear(256, 256), torch.nn.ReLU(), torch.nn.Linear(256, 3))
+    net.load_state_dict({k: torch.from_numpy(v) for k, v in model_keys.items()}, strict=True)
+    # The other way: weights from Python start a dtrain run (its step 0 is theirs).
+    edited = dict(model_keys)
+    edited["5.bias"] = np.array([0.0, 0.0, 7.0], dtype=np.float32)
+    start = str(tmp_path / "start.safetensors")
+    dtrain.save(start, edited)
+    back = dtrain.load(start)
+    np.testing.assert_array_equal(back["5.bias"], edited["5.bias"])
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "y.npy", y)
+    r = subprocess.run([DTRAIN, "train", "--dataset", "npy", "--train-data", str(tmp_path / "x.npy"),
+                        "--train-labels", str(tmp_path / "y.npy"), "--max-steps", "2", "--progress", "off",
+                        "--load", start, "--save", str(tmp_path / "after.safetensors")],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert dtrain.load(str(tmp_path / "after.safetensors"))["5.bias"][2] > 5.0  # started from 7
+    with pytest.raises(ValueError, match="dtype"):
+        dtrain.save(str(tmp_path / "bad.safetensors"), {"a": np.array(["x"])})
+
+
+def test_mpirun_with_two_processes(tmp_path):
+    script = tmp_path / "run.py"
+    script.write_text(
+        "import json, numpy as np, dtrain\n"
+        "rng = np.random.default_rng(1)\n"
+        "x = rng.normal(size=(512, 4)).astype(np.float32); y = (x[:, 0] > 0).astype(np.int64)\n"
+        "cfg = dtrain.Config(parallel={'backend': 'mpi'}, training={'max_steps': 20, 'epochs': 50, 'batch_size': 16},"
+        " logging={'progress': 'off'})\n"
+        "r = dtrain.train(cfg, data=(x, y))\n"
+        "if r is not None: print(json.dumps({'workers': r['workers'], 'backend': r['backend']}))\n")
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    out = subprocess.run(["mpirun", "-np", "2", "--oversubscribe", "/usr/bin/python3", str(script)],
+                         capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 0, out.stderr
+    lines = [json.loads(l) for l in out.stdout.splitlines() if l.startswith("{")]
+    assert lines == [{"workers": 2, "backend": "mpi"}]
