@@ -287,13 +287,23 @@ void MpiCommunicator::execute(Call& call) {
       // and it cannot sum 16-bit floats.
       return Communicator::execute(call);
     case OpKind::Reduce:
-      return half ? Communicator::execute(call) : native(call);
+      return half || largeForLibnbc(call) ? Communicator::execute(call) : native(call);
     case OpKind::Barrier:
       if (callChecks() && size() > 1) return;  // the all-to-all descriptor exchange was one
       return native(call);
     case OpKind::Split: return;
-    default: return native(call);
+    default: return largeForLibnbc(call) ? Communicator::execute(call) : native(call);
   }
+}
+
+bool MpiCommunicator::largeForLibnbc(const Call& call) const {
+  // OpenMPI 4.1's nonblocking collectives (libnbc: MPI_Ireduce, MPI_Ibcast,
+  // MPI_Iallgather...) progress a schedule whose rounds, when they complete at
+  // once (ranks of one host), recurse NBC_Progress -> NBC_Start_round ->
+  // NBC_Progress: a 64 MiB reduce or broadcast overflowed the stack (the
+  // hierarchical allreduce, 2 ranks per emulated host). Large messages take
+  // dtrain's own algorithms over point-to-point instead.
+  return call.desc.count * call.elemSize() > kLibnbcMaxBytes;
 }
 
 void MpiCommunicator::waitRequest(MPI_Request& req, const Call& call) {

@@ -29,6 +29,10 @@ class MpiCommunicator : public Communicator {
 
  private:
   void native(Call& call);
+  // Whether a collective is too large for OpenMPI's nonblocking-collective
+  // library (see the .cpp): then dtrain's algorithms run it.
+  bool largeForLibnbc(const Call& call) const;
+  static constexpr size_t kLibnbcMaxBytes = size_t{4} << 20;
   // Waits for a nonblocking MPI collective until the call's deadline.
   void waitRequest(MPI_Request& req, const Call& call);
   void shmAllreduce(Call& call);  // MpiShm.cpp: staged through the shared window
