@@ -128,31 +128,17 @@ void loadConfigFile(const std::string& path, RunConfig& rc, Sources& src) {
 
 std::string configToToml(const RunConfig& rc) {
   std::ostringstream out;
-  const Schema& s = schema();
-  for (const OptionGroup& g : s.groups()) {
-    bool header = false;
-    for (const Option& o : s.options()) {
-      if (o.group != g.name || !unusedBecause(o, rc).empty()) continue;
-      const std::optional<Value> v = o.get(rc);
-      if (!v) continue;
-      if (!header) out << (out.tellp() > 0 ? "\n" : "") << "[" << g.name << "]\n";
-      header = true;
-      out << o.key << " = " << toToml(*v) << "\n";
-    }
+  const std::string* group = nullptr;  // the table being written (options come group by group)
+  for (const auto& [o, v] : usedValues(rc)) {
+    if (!group || *group != o->group) out << (group ? "\n" : "") << "[" << o->group << "]\n";
+    group = &o->group;
+    out << o->key << " = " << toToml(v) << "\n";
   }
   return out.str();
 }
 
-nlohmann::json configToJson(const RunConfig& rc) {
-  nlohmann::json out = nlohmann::json::object();
-  const Schema& s = schema();
-  for (const Option& o : s.options()) {
-    if (!unusedBecause(o, rc).empty()) continue;
-    const std::optional<Value> v = o.get(rc);
-    if (!v) continue;
-    std::visit([&](const auto& x) { out[o.group][o.key] = x; }, *v);
-  }
-  return out;
+nlohmann::json toJson(const Value& v) {
+  return std::visit([](const auto& x) { return nlohmann::json(x); }, v);
 }
 
 }  // namespace dtrain::api

@@ -17,8 +17,9 @@ void loadConfigFile(const std::string& path, RunConfig& rc, Sources& src);
 void loadConfigText(const std::string& text, const std::string& name, RunConfig& rc, Sources& src);
 
 // The options a prepared configuration uses, with their values, as TOML that
-// reproduces the run (--print-config), and as JSON (the result line's "config").
+// reproduces the run (--print-config; the result line has them as JSON).
 std::string configToToml(const RunConfig& rc);
-nlohmann::json configToJson(const RunConfig& rc);
+// An option's value as JSON.
+nlohmann::json toJson(const Value& v);
 
 }  // namespace dtrain::api

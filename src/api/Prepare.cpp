@@ -14,6 +14,15 @@ std::string unusedBecause(const Option& o, const RunConfig& rc) {
   return why;
 }
 
+std::vector<std::pair<const Option*, Value>> usedValues(const RunConfig& rc) {
+  std::vector<std::pair<const Option*, Value>> used;
+  for (const Option& o : schema().options()) {
+    if (!unusedBecause(o, rc).empty()) continue;
+    if (auto v = o.get(rc)) used.emplace_back(&o, std::move(*v));
+  }
+  return used;
+}
+
 namespace {
 
 // A validation message names flags ("--batch-size 12 is not divisible by

@@ -2,16 +2,16 @@
 
 #include "api/ConfigFile.h"
 #include "api/Prepare.h"
-#include "api/Schema.h"
 
 namespace dtrain::api {
 
 void addRunFields(nlohmann::json& out, const RunConfig& rc, int workers,
                   const std::string& backend) {
   const runtime::TrainConfig& c = rc.train;
-  for (const Option& o : schema().options()) {
-    if (o.resultKey.empty() || !unusedBecause(o, rc).empty()) continue;
-    if (const auto v = o.get(rc)) std::visit([&](const auto& x) { out[o.resultKey] = x; }, *v);
+  nlohmann::json config = nlohmann::json::object();
+  for (const auto& [o, v] : usedValues(rc)) {
+    config[o->group][o->key] = toJson(v);
+    if (!o->resultKey.empty()) out[o->resultKey] = config[o->group][o->key];
   }
   out["workers"] = workers;
   out["strategy"] = c.strategy;
@@ -23,7 +23,7 @@ void addRunFields(nlohmann::json& out, const RunConfig& rc, int workers,
     out["global_batch"] = c.batchSize * c.accumulate *
                           (workers / c.pipelineStages / (krizhevsky ? 1 : c.tensorParallel));
   if (krizhevsky) out["tensor_parallel_style"] = c.tensorParallelStyle;
-  out["config"] = configToJson(rc);
+  out["config"] = std::move(config);
 }
 
 }  // namespace dtrain::api

@@ -147,17 +147,10 @@ std::map<std::string, std::string> noMesh(const std::string& name, std::map<std:
   return ignores;
 }
 
-// Parameter servers: the consistency modes' options and what servers cannot do.
+// Parameter servers: what sharded servers cannot do. (Which consistency mode
+// reads which [ps] option is the options' own condition, api/groups/PsGroups.cpp.)
 void validatePs(const RunConfig& rc) {
   const TrainConfig& c = rc.train;
-  DTRAIN_CHECK_USAGE(c.backupWorkers == 0 || c.consistency == "sync",
-                     "--backup-workers applies to --consistency sync");
-  DTRAIN_CHECK_USAGE(c.staleness == 0 || c.consistency == "ssp", "--staleness applies to --consistency ssp");
-  DTRAIN_CHECK_USAGE(c.pushEvery == 1 || c.consistency == "async", "--push-every applies to --consistency async");
-  DTRAIN_CHECK_USAGE(c.fetchEvery == 1 || c.consistency == "async" ||
-                         (c.consistency == "ssp" && c.sspReads == "eager"),
-                     "--fetch-every applies to --consistency async and ssp with --ssp-reads eager");
-  DTRAIN_CHECK_USAGE(c.sspReads == "eager" || c.consistency == "ssp", "--ssp-reads applies to --consistency ssp");
   DTRAIN_CHECK_USAGE(c.optimizer != "lars", "--optimizer lars needs whole-layer norms, which "
                      "sharded servers do not have; use sgd, adam, adamw or adagrad with --strategy ps");
   // The pushes are compressed with the compressors that have a point-to-point

@@ -116,10 +116,8 @@ void DataParallel::setup(nn::Module& model, optim::Optimizer& optimizer) {
 }
 
 void DataParallel::beginStep(int64_t step) {
-  stepStartUs_ = nowMicros();
+  traffic_.beginStep(comm_);
   step_ = step;
-  sentAtStepStart_ = comm_.bytesSent();
-  receivedAtStepStart_ = comm_.bytesReceived();
   std::fill(ready_.begin(), ready_.end(), 0);
   nextLaunch_ = 0;
 }
@@ -222,15 +220,12 @@ void DataParallel::finishGradients() {
   const double done = nowMicros();
   if (spans_ && done - backwardEnd > 1)
     spans_->span("wait allreduce", "comm", Lane::Compute, backwardEnd, done);
-  ++steps_;
-  stepSent_ += comm_.bytesSent() - sentAtStepStart_;  // every bucket of this step has completed
-  stepReceived_ += comm_.bytesReceived() - receivedAtStepStart_;
-  computeUs_ += backwardEnd - stepStartUs_;
-  exposedUs_ += done - backwardEnd;
-  for (size_t i = 0; i < buckets_.size(); ++i) {
-    commUs_ += endUs_[i] - startUs_[i];
-    hiddenUs_ += std::max(0.0, std::min(endUs_[i], backwardEnd) - startUs_[i]);
-  }
+  traffic_.endStep(comm_);  // every bucket of this step has completed
+  traffic_.computedUntil(backwardEnd);
+  traffic_.exposed(done - backwardEnd);
+  for (size_t i = 0; i < buckets_.size(); ++i)
+    traffic_.communicated(endUs_[i] - startUs_[i],
+                          std::max(0.0, std::min(endUs_[i], backwardEnd) - startUs_[i]));
 }
 
 std::map<std::string, Tensor> DataParallel::checkpointState() {
@@ -288,22 +283,19 @@ double DataParallel::reduceMetric(double localValue) {
 }
 
 std::map<std::string, double> DataParallel::stats() const {
-  const double n = static_cast<double>(std::max<int64_t>(1, steps_));
-  const double payload = steps_ ? payloadBytes_ / n : static_cast<double>(gradBytes_);
-  return {{"compute_ms", computeUs_ / n / 1e3},
-          {"comm_ms", commUs_ / n / 1e3},
-          {"hidden_ms", hiddenUs_ / n / 1e3},
-          {"exposed_comm_ms", exposedUs_ / n / 1e3},
-          // Measured on this rank (rank 0 prints); a bandwidth-optimal allreduce
-          // sends 2 (N-1)/N of allreduce_bytes, tree and rhd more.
-          {"bytes_sent_per_worker", static_cast<double>(stepSent_) / n},
-          {"bytes_received_per_worker", static_cast<double>(stepReceived_) / n},
-          {"bytes_sent_total", static_cast<double>(comm_.bytesSent())},
-          {"compressed_bytes_per_step", payload},
-          {"compression_ratio", payload > 0 ? static_cast<double>(gradBytes_) / payload : 1.0},
-          {"allreduce_bytes", static_cast<double>(gradBytes_)},
-          {"buckets", static_cast<double>(buckets_.size())},
-          {"fusion_mb", opts_.fusionMb}};
+  const double n = static_cast<double>(std::max<int64_t>(1, traffic_.steps()));
+  const double payload = traffic_.steps() ? payloadBytes_ / n : static_cast<double>(gradBytes_);
+  std::map<std::string, double> out{
+      {"bytes_sent_total", static_cast<double>(comm_.bytesSent())},
+      {"compressed_bytes_per_step", payload},
+      {"compression_ratio", payload > 0 ? static_cast<double>(gradBytes_) / payload : 1.0},
+      {"allreduce_bytes", static_cast<double>(gradBytes_)},
+      {"buckets", static_cast<double>(buckets_.size())},
+      {"fusion_mb", opts_.fusionMb}};
+  // Measured on this rank (rank 0 prints); a bandwidth-optimal allreduce sends
+  // 2 (N-1)/N of allreduce_bytes per step, tree and rhd more.
+  traffic_.report(out);
+  return out;
 }
 
 }  // namespace dtrain::parallel

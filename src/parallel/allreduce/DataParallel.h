@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "comm/Communicator.h"
+#include "parallel/StepTraffic.h"
 #include "parallel/Strategy.h"
 #include "parallel/allreduce/FusionBuckets.h"
 #include "parallel/compress/Compressor.h"
@@ -102,7 +103,6 @@ class DataParallel final : public Strategy {
   std::vector<size_t> ready_;  // per bucket: parameters whose gradient is final
   size_t nextLaunch_ = 0;
   bool syncing_ = true;        // this backward is the communicating one
-  double stepStartUs_ = 0;
   int64_t step_ = 0;           // read by the communication thread (after the queue's lock)
 
   // Shared with the communication thread (under mu_).
@@ -116,10 +116,8 @@ class DataParallel final : public Strategy {
   std::vector<double> startUs_, endUs_;  // per bucket, this step
 
   // Totals for stats().
-  int64_t steps_ = 0;
-  double computeUs_ = 0, commUs_ = 0, hiddenUs_ = 0, exposedUs_ = 0;
+  StepTraffic traffic_;
   double payloadBytes_ = 0;  // communication thread, read after a step
-  uint64_t sentAtStepStart_ = 0, receivedAtStepStart_ = 0, stepSent_ = 0, stepReceived_ = 0;
 };
 
 }  // namespace dtrain::parallel

@@ -207,9 +207,7 @@ void ZeroDataParallel::freeReducedBuckets() {
 }
 
 void ZeroDataParallel::beginStep(int64_t step) {
-  sentAtStepStart_ = comm_.bytesSent();
-  receivedAtStepStart_ = comm_.bytesReceived();
-  stepStartUs_ = nowMicros();
+  traffic_.beginStep(comm_);
   firstLaunchUs_ = 0;
   step_ = step;
   std::fill(ready_.begin(), ready_.end(), 0);
@@ -334,10 +332,9 @@ void ZeroDataParallel::finishGradients() {
   // from the first launch (during backward: hidden) to here (after it: exposed).
   const double done = nowMicros();
   const double first = firstLaunchUs_ > 0 ? std::min(firstLaunchUs_, backwardEnd) : backwardEnd;
-  computeUs_ += backwardEnd - stepStartUs_;
-  exposedUs_ += done - backwardEnd;
-  commUs_ += done - first;
-  hiddenUs_ += std::max(0.0, backwardEnd - first);
+  traffic_.computedUntil(backwardEnd);
+  traffic_.exposed(done - backwardEnd);
+  traffic_.communicated(done - first, backwardEnd - first);
 }
 
 std::vector<GradientPiece> ZeroDataParallel::heldGradients(nn::Module&) {
@@ -369,7 +366,7 @@ void ZeroDataParallel::applyUpdate(optim::Optimizer& optimizer) {
       paramFile_->throttle(0);  // out before the next step's activations come in
     }
     if (opts_.gatherEvery > 0 && (step_ + 1) % opts_.gatherEvery == 0) gatherWhole(isReporter());
-    countStep();
+    traffic_.endStep(comm_);
     return;
   }
   // Every rank's updated slice to every rank: in-place allgathers (exposed:
@@ -385,15 +382,9 @@ void ZeroDataParallel::applyUpdate(optim::Optimizer& optimizer) {
   }
   waitAll(work_);
   const double gathered = nowMicros() - gatherStart;
-  exposedUs_ += gathered;
-  commUs_ += gathered;
-  countStep();
-}
-
-void ZeroDataParallel::countStep() {
-  ++steps_;
-  stepSent_ += comm_.bytesSent() - sentAtStepStart_;
-  stepReceived_ += comm_.bytesReceived() - receivedAtStepStart_;
+  traffic_.exposed(gathered);
+  traffic_.communicated(gathered, 0);
+  traffic_.endStep(comm_);
 }
 
 double ZeroDataParallel::reduceMetric(double localValue) {
@@ -405,21 +396,17 @@ std::vector<memory::RankMemory> ZeroDataParallel::gatherMemory(const memory::Ran
 }
 
 std::map<std::string, double> ZeroDataParallel::stats() const {
-  const double n = static_cast<double>(std::max<int64_t>(1, steps_));
   int64_t gradBytes = 0;
   for (const auto& t : paramFlat_) gradBytes += t.numel() * 4;
-  return {{"zero_stage", opts_.stage},
-          {"compute_ms", computeUs_ / n / 1e3},
-          {"comm_ms", commUs_ / n / 1e3},
-          {"hidden_ms", hiddenUs_ / n / 1e3},
-          {"exposed_comm_ms", exposedUs_ / n / 1e3},
-          {"bytes_sent_per_worker", static_cast<double>(stepSent_) / n},
-          {"bytes_received_per_worker", static_cast<double>(stepReceived_) / n},
-          {"bytes_sent_total", static_cast<double>(comm_.bytesSent())},
-          {"allreduce_bytes", static_cast<double>(gradBytes)},
-          {"optimizer_state_bytes", static_cast<double>(shard_ ? shard_->stateBytes() : 0)},
-          {"buckets", static_cast<double>(buckets_.size())},
-          {"fusion_mb", opts_.fusionMb}};
+  std::map<std::string, double> out{
+      {"zero_stage", opts_.stage},
+      {"bytes_sent_total", static_cast<double>(comm_.bytesSent())},
+      {"allreduce_bytes", static_cast<double>(gradBytes)},
+      {"optimizer_state_bytes", static_cast<double>(shard_ ? shard_->stateBytes() : 0)},
+      {"buckets", static_cast<double>(buckets_.size())},
+      {"fusion_mb", opts_.fusionMb}};
+  traffic_.report(out);
+  return out;
 }
 
 std::map<std::string, Tensor> ZeroDataParallel::checkpointState() {

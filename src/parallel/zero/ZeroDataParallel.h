@@ -56,6 +56,7 @@
 #include "core/Offload.h"
 #include "optim/Factory.h"
 #include "nn/Module.h"
+#include "parallel/StepTraffic.h"
 #include "parallel/Strategy.h"
 #include "parallel/allreduce/FusionBuckets.h"
 
@@ -179,14 +180,10 @@ class ZeroDataParallel final : public Strategy {
   bool whole_ = false;                      // every unit gathered (evaluation, saving)
   int64_t step_ = 0;
 
-  // Per-step figures of stats(), as DataParallel's: bytes, and the times of
-  // compute (step start to backward's end) and communication (hidden under
-  // backward, or exposed after it).
-  void countStep();
-  int64_t steps_ = 0;
-  uint64_t sentAtStepStart_ = 0, stepSent_ = 0, receivedAtStepStart_ = 0, stepReceived_ = 0;
-  double stepStartUs_ = 0, firstLaunchUs_ = 0;
-  double computeUs_ = 0, commUs_ = 0, hiddenUs_ = 0, exposedUs_ = 0;
+  // Per-step figures of stats(), as DataParallel's; the reduce-scatters run
+  // from the first launch (during backward: hidden) to finishGradients.
+  StepTraffic traffic_;
+  double firstLaunchUs_ = 0;
 };
 
 }  // namespace dtrain::parallel::zero
