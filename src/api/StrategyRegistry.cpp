@@ -15,6 +15,7 @@
 #include "parallel/tensor/TensorParallel.h"
 #include "parallel/zero/ZeroDataParallel.h"
 #include "runtime/LoraSetup.h"
+#include "runtime/Task.h"
 
 namespace dtrain::api {
 
@@ -28,6 +29,11 @@ parallel::DataParallelOptions dataParallelOptions(const TrainConfig& c, comm::Co
   o.overlap = c.overlap;
   o.algo = comm::algorithmFromName(c.allreduceAlgo);
   o.compress = runtime::compressOptions(c);
+  o.sfb = parallel::sfbModeFromName(c.sfb);
+  // The rows a Linear layer sees per step on a rank (--sfb auto's B): the
+  // per-worker batch (all micro-batches), x the context for language models.
+  const nn::ModelInfo info = nn::modelInfo(c.model, runtime::modelOverrides(c));
+  o.sfbRows = c.batchSize * (info.task == nn::kLanguageModelTask ? info.blockSize : 1);
   DTRAIN_CHECK_USAGE(comm.supports(o.algo), "--allreduce-algo ", c.allreduceAlgo,
                      " is not available on the ", comm.backend(), " backend");
   return o;
@@ -193,7 +199,9 @@ const std::map<std::string, StrategyEntry>& registry() {
          }});
     entry("hogwild").sharesParameters = true;
     std::map<std::string, std::string> meshIgnores{
-        {"memory.offload", "cannot be combined with --pipeline-stages or --tensor-parallel yet"}};
+        {"memory.offload", "cannot be combined with --pipeline-stages or --tensor-parallel yet"},
+        {"allreduce.sfb", "cannot be combined with --pipeline-stages or --tensor-parallel (cut "
+                          "layers and stage boundaries; plain allreduce data parallelism only)"}};
     auto pipelineIgnores = meshIgnores;
     pipelineIgnores["training.accumulate"] =
         "does not combine with --pipeline-stages (the pipeline's --micro-batches accumulate gradients)";

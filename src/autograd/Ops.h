@@ -93,5 +93,10 @@ Variable scatterBatch(const Variable& y, int rank, int size, const GatherAcrossR
 // Identity forward; when backward reaches it, `hook` runs before the gradient
 // flows on to the nodes that produced x (ops/Hooks.cpp).
 Variable beforeBackward(const Variable& x, std::function<void()> hook);
+// Identity forward; when backward reaches it, `hook` sees the gradient of x
+// (shaped like x; valid only during the call: copy what is kept) before it
+// flows on unchanged (sufficient factor broadcasting reads a Linear's output
+// gradient here).
+Variable observeGradient(const Variable& x, std::function<void(const Tensor& grad)> hook);
 
 }  // namespace dtrain::autograd

@@ -15,6 +15,8 @@ using Registry = std::vector<std::pair<std::string, ModelEntry>>;
 void rejectOverrides(const std::string& name, const ModelOverrides& o) {
   DTRAIN_CHECK_USAGE(!o.any(), "--n-layer, --n-head, --n-embd and --block-size apply to the gpt "
                      "models, not to --model ", name);
+  DTRAIN_CHECK_USAGE(o.mlpHidden.empty() || name == "mlp", "--mlp-hidden applies to --model mlp, "
+                     "not to --model ", name);
 }
 
 GptConfig resolveGpt(const std::string& name, const ModelOverrides& o) {
@@ -44,11 +46,12 @@ Registry& registry() {
           [name](const ModelOverrides& o, uint64_t seed,
                  const DataShape& data) -> std::shared_ptr<Module> {
             rejectOverrides(name, o);
-            return makeModel(name, seed, data);
+            return makeModel(name, seed, data, o.mlpHidden);
           }});
     for (const std::string& name : gptPresetNames())
       out.emplace_back(name, ModelEntry{
           [name](const ModelOverrides& o) {
+            DTRAIN_CHECK_USAGE(o.mlpHidden.empty(), "--mlp-hidden applies to --model mlp, not to --model ", name);
             const GptConfig c = resolveGpt(name, o);
             return ModelInfo{kLanguageModelTask, c.blockSize, c.vocab};
           },
@@ -90,8 +93,9 @@ void registerModel(const std::string& name, ModelEntry entry) {
 ModelEntry classifier(std::function<std::shared_ptr<Module>(const DataShape& data, uint64_t seed)> make) {
   return ModelEntry{
       [](const ModelOverrides& o) {
-        DTRAIN_CHECK_USAGE(!o.any(), "--n-layer, --n-head, --n-embd and --block-size apply to the gpt "
-                           "models, not to a registered classifier");
+        DTRAIN_CHECK_USAGE(!o.any() && o.mlpHidden.empty(), "--n-layer, --n-head, --n-embd, "
+                           "--block-size and --mlp-hidden apply to the built-in models, not to a "
+                           "registered classifier");
         return ModelInfo{kClassificationTask, 0, 0};
       },
       [make = std::move(make)](const ModelOverrides&, uint64_t seed, const DataShape& data) {

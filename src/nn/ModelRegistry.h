@@ -23,6 +23,8 @@ inline constexpr const char* kLanguageModelTask = "language-model";
 struct ModelOverrides {
   std::optional<int64_t> nLayer, nHead, nEmbd, blockSize;
   bool any() const { return nLayer || nHead || nEmbd || blockSize; }
+  // mlp only (--mlp-hidden): its hidden widths; empty: 256, 256.
+  std::vector<int64_t> mlpHidden;
 };
 
 // What a classifier is built for: the data's sample shape and class count. The

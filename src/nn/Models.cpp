@@ -8,19 +8,23 @@ const std::vector<std::string>& modelNames() {
 }
 
 std::shared_ptr<Sequential> makeModel(const std::string& name, uint64_t seed,
-                                      const DataShape& data) {
+                                      const DataShape& data, const std::vector<int64_t>& mlpHidden) {
   DTRAIN_CHECK_USAGE(data.classes >= 1 && shapeNumel(data.sample) >= 1, "--model ", name,
                      ": nothing to classify (samples of shape ", shapeStr(data.sample), ", ",
                      data.classes, " classes)");
   Rng rng(seed);
   auto m = std::make_shared<Sequential>();
   if (name == "mlp") {
+    const std::vector<int64_t> hidden = mlpHidden.empty() ? std::vector<int64_t>{256, 256} : mlpHidden;
     m->append(std::make_shared<Flatten>());
-    m->append(std::make_shared<Linear>(shapeNumel(data.sample), 256, rng));
-    m->append(std::make_shared<ReLU>());
-    m->append(std::make_shared<Linear>(256, 256, rng));
-    m->append(std::make_shared<ReLU>());
-    m->append(std::make_shared<Linear>(256, data.classes, rng));
+    int64_t width = shapeNumel(data.sample);
+    for (int64_t h : hidden) {
+      DTRAIN_CHECK_USAGE(h >= 1, "--mlp-hidden: widths must be positive (got ", h, ")");
+      m->append(std::make_shared<Linear>(width, h, rng));
+      m->append(std::make_shared<ReLU>());
+      width = h;
+    }
+    m->append(std::make_shared<Linear>(width, data.classes, rng));
   } else if (name == "lenet") {
     DTRAIN_CHECK_USAGE(data.sample == Shape({1, 28, 28}),
                        "--model lenet takes 1x28x28 images; "

@@ -20,8 +20,11 @@ namespace dtrain::nn {
 
 // Throws UsageError naming the known models on an unknown name, and on data
 // the model cannot take (one line saying so).
+// mlpHidden: the mlp's hidden widths (empty: 256, 256; --mlp-hidden); the
+// layers keep their names (Linear i at index 2 i + 1).
 std::shared_ptr<Sequential> makeModel(const std::string& name, uint64_t seed,
-                                      const DataShape& data = {});
+                                      const DataShape& data = {},
+                                      const std::vector<int64_t>& mlpHidden = {});
 const std::vector<std::string>& modelNames();
 
 }  // namespace dtrain::nn

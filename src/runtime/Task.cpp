@@ -50,7 +50,9 @@ void checkDataset(const TrainConfig& c, const nn::ModelInfo& info) {
 }  // namespace
 
 nn::ModelOverrides modelOverrides(const TrainConfig& c) {
-  return {c.nLayer, c.nHead, c.nEmbd, c.blockSize};
+  nn::ModelOverrides o{c.nLayer, c.nHead, c.nEmbd, c.blockSize};
+  o.mlpHidden.assign(c.mlpHidden.begin(), c.mlpHidden.end());
+  return o;
 }
 
 namespace {
@@ -66,6 +68,11 @@ std::map<std::string, std::string> modelMetadata(const TrainConfig& c) {
   const nn::ModelOverrides o = modelOverrides(c);
   for (const auto& [key, member] : kArchitectureKeys)
     if (o.*member) m[key] = std::to_string(*(o.*member));
+  if (!o.mlpHidden.empty()) {  // "2048,2048"
+    std::string widths;
+    for (int64_t h : o.mlpHidden) widths += (widths.empty() ? "" : ",") + std::to_string(h);
+    m["mlp_hidden"] = widths;
+  }
   m.merge(loraMetadata(c));  // LoRA runs: rank, alpha, targets (export --merge-lora reads them)
   return m;
 }
@@ -80,6 +87,17 @@ nn::ModelOverrides overridesFromMetadata(const std::map<std::string, std::string
     } catch (const std::exception&) {
       throw Error(dtrain::detail::concat("checkpoint metadata ", key, " = '", it->second,
                                          "' is not an integer"));
+    }
+  }
+  if (auto it = m.find("mlp_hidden"); it != m.end()) {
+    std::string rest = it->second;
+    try {
+      for (size_t at; !rest.empty(); rest = at == std::string::npos ? "" : rest.substr(at + 1)) {
+        at = rest.find(',');
+        o.mlpHidden.push_back(std::stoll(rest.substr(0, at)));
+      }
+    } catch (const std::exception&) {
+      throw Error("checkpoint metadata mlp_hidden = '" + it->second + "' is not a list of widths");
     }
   }
   return o;

@@ -17,6 +17,7 @@ struct TrainConfig {
   // architecture overrides of the gpt preset, the evaluation windows.
   std::string textFile;
   std::optional<int64_t> nLayer, nHead, nEmbd, blockSize;
+  std::vector<int> mlpHidden;  // mlp's hidden widths (empty: 256,256)
   int64_t evalBatches = 20;
   std::string dataDir = "/usr/share/datasets/fashion-mnist";  // fashion-mnist, idx
   // The user's own data (--dataset npy, data/NpyDataset.h): .npy features [N, ...]
@@ -77,6 +78,8 @@ struct TrainConfig {
   int compressRank = 1;            // powersgd
   int64_t compressStartStep = 10;  // powersgd: plain allreduce steps first
   std::string compressCollective = "allgather";  // allgather compressors: or two-stage
+  // Sufficient factor broadcasting (parallel/allreduce/SufficientFactors.h): off, on, auto.
+  std::string sfb = "off";
   // ZeRO (parallel/zero/ZeroDataParallel.h): 0 off, 1, 2 or 3 on the allreduce strategy.
   int zero = 0;
   // Offload (core/Offload.h): none, optimizer (its state lives in a file on

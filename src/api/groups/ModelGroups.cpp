@@ -26,6 +26,11 @@ void addModelOptions(Schema& s) {
       .train(&runtime::TrainConfig::nEmbd).range(1).when(gptOnly);
   s.add("model", "block_size", "--block-size", "gpt: context length (overrides the preset)")
       .train(&runtime::TrainConfig::blockSize).range(1).when(gptOnly);
+  s.add("model", "mlp_hidden", "--mlp-hidden", "mlp: hidden layer widths, e.g. 2048,2048 (default 256,256)")
+      .train(&runtime::TrainConfig::mlpHidden).range(1).result("mlp_hidden")
+      .when([](const RunConfig& rc) {
+        return unlessThen(rc.train.model == "mlp", "applies to --model mlp");
+      });
 }
 
 void addDataOptions(Schema& s) {

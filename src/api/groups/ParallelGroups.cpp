@@ -75,6 +75,20 @@ void addAllreduceOptions(Schema& s) {
       .train(&TrainConfig::allreduceAlgo)
       .oneOf({"auto", "ring", "rhd", "tree", "hier", "shm", "native"})
       .result("allreduce_algo");
+  // parallel/allreduce/SufficientFactors.h; docs/guide/sufficient-factors.md.
+  s.add("allreduce", "sfb", "--sfb",
+        "Sufficient factor broadcasting: send a Linear layer's B input and output-gradient rows "
+        "instead of its weight gradient: off, on (every Linear) or auto (where B (M+N) < M N)")
+      .train(&TrainConfig::sfb)
+      .oneOf({"off", "on", "auto"})
+      .result("sfb")
+      .when([](const RunConfig& rc) {
+        if (rc.train.sfb == "off") return std::string();
+        if (rc.train.zero > 0)
+          return std::string("does not combine with --zero (its buckets are reduce-scattered)");
+        return unlessThen(rc.train.compress == "none",
+                          "does not combine with --compress (both replace the weights' allreduce)");
+      });
 }
 
 void addCompressOptions(Schema& s) {

@@ -89,9 +89,31 @@ void DataParallel::setup(nn::Module& model, optim::Optimizer& optimizer) {
   DTRAIN_CHECK(buckets_.empty(), "DataParallel::setup called twice");
   broadcastReplicaState(comm_, model, optimizer);
   const size_t bytes = static_cast<size_t>(std::max(1.0, opts_.fusionMb * 1024 * 1024));
-  buckets_ = makeFusionBuckets(model.parameters(), bytes);
+  if (opts_.sfb != SfbMode::Off) {
+    DTRAIN_CHECK_USAGE(opts_.sfb == SfbMode::On || opts_.sfbRows > 0,
+                       "--sfb auto needs the rows per step (DataParallelOptions::sfbRows)");
+    for (auto& [name, layer] : trainedLinearLayers(model)) {
+      const int64_t out = layer->weight.shape()[0], in = layer->weight.shape()[1];
+      if (opts_.sfb == SfbMode::On || sfbPays(opts_.sfbRows, in, out))
+        factors_.push_back(std::make_unique<SufficientFactors>(name, layer));
+    }
+  }
+  auto factorsOf = [this](const autograd::Variable& p) {
+    for (size_t f = 0; f < factors_.size(); ++f)
+      if (factors_[f]->weight().impl() == p.impl()) return static_cast<int>(f);
+    return -1;
+  };
+  // A factor-exchanged weight is a bucket of its own.
+  buckets_ = makeFusionBuckets(model.parameters(), bytes, 1,
+                               [&](const autograd::Variable& p) { return factorsOf(p) >= 0; });
   for (size_t i = 0; i < buckets_.size(); ++i) {
     gradBytes_ += static_cast<int64_t>(buckets_[i].bytes());
+    const int f = buckets_[i].params.size() == 1 ? factorsOf(buckets_[i].params[0]) : -1;
+    bucketFactors_.push_back(f);
+    if (f >= 0) {
+      compressors_.push_back(std::make_unique<SfbReducer>(*factors_[f]));
+      continue;
+    }
     compress::BucketLayout layout;
     layout.index = static_cast<int>(i);
     for (auto& p : buckets_[i].params) layout.shapes.push_back(p.shape());
@@ -120,6 +142,7 @@ void DataParallel::beginStep(int64_t step) {
   step_ = step;
   std::fill(ready_.begin(), ready_.end(), 0);
   nextLaunch_ = 0;
+  for (auto& f : factors_) f->clear();
 }
 
 void DataParallel::beginMicroStep(int index, int count) { syncing_ = index == count - 1; }
@@ -170,7 +193,9 @@ void DataParallel::commLoop() {
     const double t1 = nowMicros();
     if (spans_) {
       const std::string what =
-          opts_.compress.name == "none" ? std::string("allreduce") : opts_.compress.name;
+          bucketFactors_[i] >= 0
+              ? "sfb " + factors_[bucketFactors_[i]]->weightName() + ":"
+              : opts_.compress.name == "none" ? std::string("allreduce") : opts_.compress.name;
       spans_->span(what + " bucket " + std::to_string(i) + " (" +
                        std::to_string(buckets_[i].bytes() / 1024) + " KiB)",
                    "comm", Lane::Comm, t0, t1);
@@ -280,6 +305,18 @@ double DataParallel::reduceMetric(double localValue) {
   // Called between steps: the communication thread is idle, so this thread may
   // issue calls on the communicator.
   return meanOverRanks(comm_, localValue);
+}
+
+std::vector<std::string> DataParallel::sfbLayers() const {
+  std::vector<std::string> names;
+  for (const auto& f : factors_) names.push_back(f->weightName());
+  return names;
+}
+
+nlohmann::json DataParallel::report() const {
+  nlohmann::json out = nlohmann::json::object();
+  if (opts_.sfb != SfbMode::Off) out["sfb_layers"] = sfbLayers();
+  return out;
 }
 
 std::map<std::string, double> DataParallel::stats() const {

@@ -17,6 +17,10 @@
 //  - Compression (--compress): each bucket has a Compressor (parallel/compress/)
 //    that does the averaging instead, on the same thread, when the bucket is
 //    ready; "none" is the plain allreduce above.
+//  - Sufficient factor broadcasting (--sfb, SufficientFactors.h): a Linear
+//    weight chosen for it gets a bucket of its own whose "compressor" allgathers
+//    the layer's input rows and output-gradient rows and rebuilds the mean
+//    gradient; launched like any bucket, so it overlaps backward the same way.
 #include <condition_variable>
 #include <deque>
 #include <exception>
@@ -28,6 +32,7 @@
 #include "parallel/StepTraffic.h"
 #include "parallel/Strategy.h"
 #include "parallel/allreduce/FusionBuckets.h"
+#include "parallel/allreduce/SufficientFactors.h"
 #include "parallel/compress/Compressor.h"
 
 namespace dtrain::parallel {
@@ -40,6 +45,11 @@ struct DataParallelOptions {
   bool overlap = true;  // false: launch every bucket after backward (--no-overlap)
   comm::Algorithm algo = comm::Algorithm::Auto;
   compress::CompressOptions compress;
+  // Sufficient factor broadcasting: off, every Linear weight (on), or those
+  // where sfbRows (M + N) < M N (auto); sfbRows = the rows a rank's Linear
+  // layers see per step (per-worker batch, x the context length for language models).
+  SfbMode sfb = SfbMode::Off;
+  int64_t sfbRows = 0;
 };
 
 // Makes replicas start from rank 0's state whatever their seeds (and whatever a
@@ -80,12 +90,16 @@ class DataParallel final : public Strategy {
   // bytes_sent_total (the whole run so far, set-up broadcasts included).
   // compressed_bytes_per_step (the messages this rank hands to the collectives).
   std::map<std::string, double> stats() const override;
+  // With --sfb: "sfb_layers", the Linear weights whose gradients travel as factors.
+  nlohmann::json report() const override;
 
   size_t bucketCount() const { return buckets_.size(); }
   const std::vector<FusionBucket>& buckets() const { return buckets_; }
   // The compressors' state across steps (error-feedback residuals, PowerSGD's
   // Q), by name ("compress.bucket0.residual"); this rank's own, set up by setup().
   std::vector<std::pair<std::string, Tensor*>> compressorState();
+  // The weights exchanged as sufficient factors (empty without --sfb).
+  std::vector<std::string> sfbLayers() const;
 
  private:
   void onGradReady(size_t bucket);
@@ -97,6 +111,8 @@ class DataParallel final : public Strategy {
   DataParallelOptions opts_;
   std::vector<FusionBucket> buckets_;
   std::vector<std::unique_ptr<compress::Compressor>> compressors_;  // one per bucket
+  std::vector<std::unique_ptr<SufficientFactors>> factors_;        // --sfb's layers
+  std::vector<int> bucketFactors_;  // per bucket: index into factors_, or -1
   int64_t gradBytes_ = 0;
 
   // Training thread only.
