@@ -31,9 +31,9 @@ parallel::DataParallelOptions dataParallelOptions(const TrainConfig& c, comm::Co
   o.compress = runtime::compressOptions(c);
   o.sfb = parallel::sfbModeFromName(c.sfb);
   // The rows a Linear layer sees per step on a rank (--sfb auto's B): the
-  // per-worker batch (all micro-batches), x the context for language models.
+  // --accumulate micro-batches of --batch-size, x the context for language models.
   const nn::ModelInfo info = nn::modelInfo(c.model, runtime::modelOverrides(c));
-  o.sfbRows = c.batchSize * (info.task == nn::kLanguageModelTask ? info.blockSize : 1);
+  o.sfbRows = c.batchSize * c.accumulate * (info.task == nn::kLanguageModelTask ? info.blockSize : 1);
   DTRAIN_CHECK_USAGE(comm.supports(o.algo), "--allreduce-algo ", c.allreduceAlgo,
                      " is not available on the ", comm.backend(), " backend");
   return o;

@@ -51,9 +51,10 @@ std::vector<LinearShape> mlpLinears(std::vector<int64_t> hidden) {
 // layers auto picked; the bytes handed to the collectives: B (M+N) floats per
 // factor-exchanged weight, every other parameter whole.
 void checkAgainstAllreduce(const std::string& hidden, std::vector<int64_t> widths, int batch,
-                           const std::string& extra, const std::string& what) {
+                           const std::string& extra, const std::string& what, int accumulate = 1) {
   const std::string dir = tempDir();
   const std::string base = sfbMlp(hidden, batch) + extra;
+  const int64_t rows = int64_t{batch} * accumulate;  // per worker and step
   auto off = runJson(base + " --save " + dir + "/off.safetensors");
   ASSERT_FALSE(off.is_null()) << what;
   EXPECT_FALSE(off.contains("sfb_layers")) << what;
@@ -71,9 +72,9 @@ void checkAgainstAllreduce(const std::string& hidden, std::vector<int64_t> width
     std::vector<std::string> expected;
     double bytes = 0;
     for (const auto& l : linears) {
-      const bool sfb = mode == "on" || batch * (l.m + l.n) < l.m * l.n;
+      const bool sfb = mode == "on" || rows * (l.m + l.n) < l.m * l.n;
       if (sfb) expected.push_back(l.name);
-      bytes += 4.0 * ((sfb ? batch * (l.m + l.n) : l.m * l.n) + l.m);
+      bytes += 4.0 * ((sfb ? rows * (l.m + l.n) : l.m * l.n) + l.m);
     }
     EXPECT_EQ(r.at("sfb_layers").get<std::vector<std::string>>(), expected) << label;
     EXPECT_DOUBLE_EQ(r.at("compressed_bytes_per_step").get<double>(), bytes) << label;
@@ -91,8 +92,9 @@ TEST(Sfb, WideMlpMatchesAllreduce) {
 }
 
 TEST(Sfb, AccumulationConcatenatesTheMicroBatches) {
-  // B = 16 rows per step in 4 micro-batches of 4: one exchange of 16 rows.
-  checkAgainstAllreduce("512,512", {512, 512}, 16, "--accumulate 4", "mlp 512,512 --accumulate 4");
+  // 4 micro-batches of 4: one exchange of B = 16 rows per step, which auto's rule
+  // uses too (the 10x512 output layer: 16 x 522 > 5120 allreduced, 4 x 522 < 5120 would not be).
+  checkAgainstAllreduce("512,512", {512, 512}, 4, "--accumulate 4", "mlp 512,512 --accumulate 4", 4);
 }
 
 TEST(Sfb, WithoutOverlap) {

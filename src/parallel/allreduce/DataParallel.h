@@ -47,7 +47,7 @@ struct DataParallelOptions {
   compress::CompressOptions compress;
   // Sufficient factor broadcasting: off, every Linear weight (on), or those
   // where sfbRows (M + N) < M N (auto); sfbRows = the rows a rank's Linear
-  // layers see per step (per-worker batch, x the context length for language models).
+  // layers see per step (--batch-size x --accumulate, x the context for language models).
   SfbMode sfb = SfbMode::Off;
   int64_t sfbRows = 0;
 };
