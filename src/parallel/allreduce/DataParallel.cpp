@@ -94,7 +94,7 @@ void DataParallel::setup(nn::Module& model, optim::Optimizer& optimizer) {
                        "--sfb auto needs the rows per step (DataParallelOptions::sfbRows)");
     for (auto& [name, layer] : trainedLinearLayers(model)) {
       const int64_t out = layer->weight.shape()[0], in = layer->weight.shape()[1];
-      if (opts_.sfb == SfbMode::On || sfbPays(opts_.sfbRows, in, out))
+      if (opts_.sfb == SfbMode::On || sfbPays(opts_.sfbRows, in, out, comm_.size()))
         factors_.push_back(std::make_unique<SufficientFactors>(name, layer));
     }
   }

@@ -46,7 +46,7 @@ struct DataParallelOptions {
   comm::Algorithm algo = comm::Algorithm::Auto;
   compress::CompressOptions compress;
   // Sufficient factor broadcasting: off, every Linear weight (on), or those
-  // where sfbRows (M + N) < M N (auto); sfbRows = the rows a rank's Linear
+  // whose factors send fewer bytes than their allreduce (auto, sfbPays); sfbRows = the rows a rank's Linear
   // layers see per step (--batch-size x --accumulate, x the context for language models).
   SfbMode sfb = SfbMode::Off;
   int64_t sfbRows = 0;

@@ -8,8 +8,7 @@
 // So instead of the M N gradient a rank can send its B input rows X (B x N) and
 // B output-gradient rows dY (B x M), B (M + N) values; every rank allgathers
 // the factors of all W ranks and rebuilds the same averaged gradient with one
-// GEMM, dW = (1/W) dY_all^T X_all over the W B rows. It pays while
-// B (M + N) < M N (the per-layer rule of --sfb auto); the bias and every other
+// GEMM, dW = (1/W) dY_all^T X_all over the W B rows. The bias and every other
 // parameter keep the allreduce.
 //
 // Bytes per step and rank: a ring allgather sends (W-1) B (M+N) floats per
@@ -39,9 +38,14 @@ enum class SfbMode { Off, On, Auto };
 // "off", "on", "auto" (the --sfb values).
 SfbMode sfbModeFromName(const std::string& name);
 
-// The per-layer rule of --sfb auto: the factors of `rows` rows are fewer
-// values than the M x N gradient (rows (M + N) < M N).
-inline bool sfbPays(int64_t rows, int64_t in, int64_t out) { return rows * (in + out) < in * out; }
+// The per-layer rule of --sfb auto: the allgather of the factors of `rows`
+// rows per rank sends fewer bytes than the ring allreduce of the M x N gradient,
+// W rows (M + N) < 2 M N (see above; at W = 2 Poseidon's rows (M + N) < M N).
+// Measured on 4 emulated hosts, B (M + N) < M N kept SFB where it sent 2x the
+// allreduce's bytes at half its speed (docs/PERFORMANCE.md).
+inline bool sfbPays(int64_t rows, int64_t in, int64_t out, int workers) {
+  return workers * rows * (in + out) < 2 * in * out;
+}
 
 // Every Linear module below `model` whose weight is trained, with the weight's
 // full name ("1.weight"), in registration order. Shared: a strategy may
