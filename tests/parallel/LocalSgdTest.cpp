@@ -51,6 +51,11 @@ TEST(LocalSgd, SyncEveryStepEqualsAllreduce) {
     expectClose(local[0], ar[0], 1e-5, model + " local-sgd H=1 vs allreduce");
     for (int r = 1; r < 3; ++r) EXPECT_EQ(local[r], local[0]) << model << ": rank " << r << " diverged";
   }
+  // Momentum and weight decay are linear in the gradient: still the same.
+  const auto c = smallConfig("mlp", 16);
+  LocalSgdOptions o;
+  o.syncEvery = 1;
+  expectClose(runLocalSgd(c, 2, o)[0], runDataParallel(c, 2)[0], 1e-5, "mlp momentum 0.9, H=1");
 }
 
 // A run that never leaves the warm-up is the allreduce strategy, bitwise; one
