@@ -29,6 +29,28 @@ CONFIGS = {
     "diloco50": "--strategy local-sgd --sync-every 50 --outer-optimizer nesterov --outer-lr 0.7 --outer-momentum 0.9",
     "avg50": "--strategy local-sgd --sync-every 50",
 }
+# PyTorch's PeriodicModelAverager (bench/torch_local_sgd.py, mlp only): slug -> period.
+TORCH = {"torch-h4": 4, "torch-h16": 16, "torch-h64": 64}
+TORCH_PEER = os.path.join(ROOT, "bench", "torch_local_sgd.py")
+
+
+def run_torch(a, slug, port):
+    """One process per emulated host; rank 0's last line is the result. Evaluates at the end only."""
+    procs = []
+    for i in range(a.hosts):
+        cmd = (f"{NETSIM} exec {i} -- env GLOO_SOCKET_IFNAME=eth0 /usr/bin/python3 {TORCH_PEER} "
+               f"--period {TORCH[slug]} --rank {i} --world-size {a.hosts} --master-addr 10.213.0.1 "
+               f"--master-port {port} --epochs {a.torch_epochs}")
+        print("+", cmd, file=sys.stderr, flush=True)
+        procs.append(subprocess.Popen(shlex.split(cmd), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    outs = [p.communicate() for p in procs]
+    if any(p.returncode != 0 for p in procs):
+        sys.exit(f"local_sgd.py: {slug} failed: {' | '.join(e.strip()[-300:] for _, e in outs if e.strip())}")
+    res = json.loads(outs[0][0].strip().splitlines()[-1])
+    return {"model": "mlp", "rate": a.rate, "hosts": a.hosts, "config": slug,
+            "flags": f"torch_local_sgd.py --period {TORCH[slug]}", "steps": res["steps"], "seconds": res["seconds"],
+            "samples_per_s": res["samples_per_s"], f"time_to_{a.target}": None, "final": res["test_accuracy"],
+            "bytes_sent_per_worker": None, "bytes_per_sample": None, "syncs": res["syncs"]}
 
 
 def main():
@@ -41,6 +63,7 @@ def main():
     p.add_argument("--eval-every", type=int, default=64)
     p.add_argument("--target", type=float, default=0.85, help="test accuracy (mlp) or val_loss (gpt)")
     p.add_argument("--dir", default="/tmp/local_sgd_bench")
+    p.add_argument("--torch-epochs", type=int, default=3, help="epochs of the PyTorch peer runs")
     p.add_argument("--csv", default=os.path.join(ROOT, "bench", "local_sgd.csv"))
     a = p.parse_args()
     lm = a.model.startswith("gpt")
@@ -50,7 +73,12 @@ def main():
         sys.exit(f"local_sgd.py: netsim: {up.stderr.strip()}")
     rows = []
     try:
-        for slug in a.only.split(","):
+        for k, slug in enumerate(a.only.split(",")):
+            if slug in TORCH:
+                row = run_torch(a, slug, 29570 + k)
+                print(json.dumps(row), flush=True)
+                rows.append(row)
+                continue
             base = os.path.join(a.dir, f"{a.model}-{a.rate}-{slug}")
             flags = (f"--model {a.model} --workers {a.hosts} --progress off --eval-every {a.eval_every} "
                      f"--eval-deferred --metrics {base}.jsonl {a.train_args} {CONFIGS[slug]}")

@@ -179,6 +179,23 @@ TEST(LocalSgd, ResumeBetweenSyncsIsBitwise) {
   std::filesystem::remove_all(dir);
 }
 
+// The compressed delta: PowerSGD's error-feedback residuals and Q are per rank
+// and carried in the checkpoint, so the resume is still bitwise.
+TEST(LocalSgd, ResumeWithACompressedDeltaIsBitwise) {
+  const std::string dir = tempDir(), ckpt = dir + "/ckpt";
+  const std::string run = kLocalSgd + "--workers 2 --lr 0.05 --momentum 0.9 --sync-every 2 "
+                          "--compress powersgd --compress-rank 2 --compress-start-step 0 ";
+  runLocalSgdOk(run + "--max-steps 12 --save " + dir + "/straight.safetensors");
+  runLocalSgdOk(run + "--max-steps 8 --checkpoint-every 5 --checkpoint-dir " + ckpt);
+  EXPECT_TRUE(everyTensor(ckpt + "/step-000000005.safetensors").count("strategy.rank1.compress.chunk0.residual"));
+  runLocalSgdOk(run + "--max-steps 12 --resume auto --checkpoint-dir " + ckpt + " --save " + dir + "/resumed.safetensors");
+  const auto straight = everyTensor(dir + "/straight.safetensors");
+  const auto resumed = everyTensor(dir + "/resumed.safetensors");
+  ASSERT_EQ(straight.size(), resumed.size());
+  for (const auto& [name, v] : straight) EXPECT_EQ(resumed.at(name), v) << name << " differs";
+  std::filesystem::remove_all(dir);
+}
+
 // H = 4, 2 workers on Fashion-MNIST: the mlp trains (400 steps of 2 x 32 samples
 // reach 0.79; chance is 0.1).
 TEST(LocalSgd, TrainsTheMlpOnFashionMnist) {
