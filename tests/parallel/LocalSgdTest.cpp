@@ -2,6 +2,9 @@
 // parallelism up to summation order, post-local SGD's warm-up is the allreduce
 // strategy itself, the outer Nesterov step against a hand computation, a
 // resume from a checkpoint between syncs is bitwise, and the refusals.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <filesystem>
 
 #include <nlohmann/json.hpp>
@@ -176,6 +179,26 @@ TEST(LocalSgd, ResumeBetweenSyncsIsBitwise) {
   ASSERT_EQ(three.code, 0) << three.err;
   EXPECT_NE(three.err.find("starts from the old workers' mean parameters (1 local steps"), std::string::npos)
       << three.err;
+  // With no step left to run, the 3 workers' final sync is the outer step on
+  // the saved state alone: g = anchor - average, Nesterov with the saved buffer.
+  runLocalSgdOk(kLocalSgd + "--workers 3 --optimizer adamw --lr 0.003 --sync-every 4 --outer-optimizer nesterov "
+                "--outer-lr 0.7 --outer-momentum 0.9 --max-steps 9 --load " + ckpt + "/step-000000009.safetensors "
+                "--save " + dir + "/three.safetensors");
+  const auto after = everyTensor(dir + "/three.safetensors");
+  for (const std::string name : {"1.weight", "1.bias", "5.weight"}) {
+    const auto& anchor = saved.at("strategy.outer.anchor." + name);
+    const auto& average = saved.at("strategy.outer.average." + name);
+    const auto& buf = saved.at("strategy.outer.momentum." + name);
+    const auto& model = after.at(name);
+    ASSERT_EQ(model.size(), anchor.size());
+    double worst = 0;
+    for (size_t i = 0; i < anchor.size(); ++i) {
+      const double g = static_cast<double>(anchor[i]) - average[i];
+      const double b = 0.9 * buf[i] + g;
+      worst = std::max(worst, std::abs(model[i] - (anchor[i] - 0.7 * (g + 0.9 * b))));
+    }
+    EXPECT_LT(worst, 1e-5) << name;
+  }
   std::filesystem::remove_all(dir);
 }
 
