@@ -299,6 +299,7 @@ const Schema& schema() {
     addParallelOptions(s);
     addAllreduceOptions(s);
     addCompressOptions(s);
+    addLocalSgdOptions(s);
     addMemoryOptions(s);
     addLoraOptions(s);
     addPsOptions(s);

@@ -73,6 +73,7 @@ void addOptimizerOptions(Schema& s);
 void addParallelOptions(Schema& s);
 void addAllreduceOptions(Schema& s);
 void addCompressOptions(Schema& s);
+void addLocalSgdOptions(Schema& s);
 void addMemoryOptions(Schema& s);
 void addLoraOptions(Schema& s);
 void addPsOptions(Schema& s);

@@ -9,6 +9,7 @@
 #include "nn/ModelRegistry.h"
 #include "parallel/allreduce/DataParallel.h"
 #include "parallel/compress/Compressor.h"
+#include "parallel/localsgd/LocalSgd.h"
 #include "parallel/pipeline/PipelineParallel.h"
 #include "parallel/ps/Server.h"
 #include "parallel/ps/Worker.h"
@@ -130,6 +131,24 @@ std::unique_ptr<parallel::Strategy> makeTensor(const TrainConfig& c, comm::Commu
   return std::make_unique<parallel::tensor::TensorParallel>(comm, std::move(o));
 }
 
+// --strategy local-sgd: H local steps per worker, then the parameters' delta
+// averaged and an outer step (parallel/localsgd/; DiLoCo with nesterov).
+std::unique_ptr<parallel::Strategy> makeLocalSgd(const TrainConfig& c, comm::Communicator& comm,
+                                                 const SharedRun&) {
+  parallel::localsgd::LocalSgdOptions o;
+  o.syncEvery = c.syncEvery;
+  o.startStep = c.localSgdStartStep;
+  o.outer.nesterov = c.outerOptimizer == "nesterov";
+  o.outer.lr = c.outerLr;
+  o.outer.momentum = c.outerMomentum;
+  const parallel::DataParallelOptions dp = dataParallelOptions(c, comm);
+  o.fusionMb = dp.fusionMb;
+  o.overlap = dp.overlap;
+  o.algo = dp.algo;
+  o.compress = dp.compress;
+  return std::make_unique<parallel::localsgd::LocalSgd>(comm, std::move(o));
+}
+
 // The option groups every trainer-driven strategy reads.
 std::vector<std::string> trainerGroups(std::vector<std::string> more) {
   std::vector<std::string> g{"model", "data",  "training", "optimizer", "memory", "lora",
@@ -181,6 +200,9 @@ const std::map<std::string, StrategyEntry>& registry() {
     entry("single").oneProcess = true;
     add({"allreduce", trainerGroups({"allreduce", "compress"}), noMesh("allreduce", {}), workers,
          makeAllreduce, nullptr});
+    add({"local-sgd", trainerGroups({"allreduce", "compress", "localsgd"}),
+         noMesh("local-sgd", {{"memory.zero", kZeroNotHere}, {"memory.offload", kOffloadNotHere}}),
+         workers, makeLocalSgd, nullptr});
     add({"ps", trainerGroups({"ps", "compress"}),
          noMesh("ps", {{"compress.collective", "applies to allreduce (ps pushes go to one server)"},
                        {"memory.zero", kZeroNotHere},

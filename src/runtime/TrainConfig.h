@@ -101,6 +101,12 @@ struct TrainConfig {
   // megatron: a group's ranks compute on the same samples; krizhevsky: the
   // layers below the cut data-parallel within the group ("one weird trick").
   std::string tensorParallelStyle = "megatron";
+  // Local SGD and DiLoCo (parallel/localsgd/, docs/guide/local-sgd.md).
+  int64_t syncEvery = 4;              // H: inner steps between parameter averages
+  int64_t localSgdStartStep = 0;      // S: synchronous allreduce steps first (post-local SGD)
+  std::string outerOptimizer = "sgd"; // sgd or nesterov, on the averaged delta
+  double outerLr = 1.0;               // sgd 1, no momentum: plain averaging
+  double outerMomentum = 0.0;
 
   // Memory: activation recomputation and LoRA (runtime/LoraSetup.h, docs/guide/memory.md).
   std::string recompute = "none";    // none, blocks, all (nn/Recompute.h)

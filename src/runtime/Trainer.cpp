@@ -165,12 +165,21 @@ void restoreState(nn::Module& m, const std::vector<Tensor>& state) {
 // strategy state (compression residuals) has no meaning for other ranks.
 void noteWorldChange(TrainState& state, int64_t replicas, int64_t globalBatch, bool reporter) {
   if (state.worldSize > 0 && state.worldSize != replicas) {
+    // Per-rank state ("rank<r>.*") is dropped; state every rank shares (local
+    // SGD's anchor and outer momentum, "outer.*") goes on.
+    bool perRank = false;
+    for (auto it = state.strategyState.begin(); it != state.strategyState.end();) {
+      if (it->first.rfind("rank", 0) == 0) {
+        perRank = true;
+        it = state.strategyState.erase(it);
+      } else {
+        ++it;
+      }
+    }
     if (reporter)
       log::info("the checkpoint was taken by ", state.worldSize, " workers, this run has ",
-                replicas, state.strategyState.empty()
-                              ? std::string()
-                              : ": their per-rank compression residuals start again at zero");
-    state.strategyState.clear();
+                replicas, perRank ? ": their per-rank compression residuals start again at zero"
+                                  : std::string());
   }
   if (state.globalBatch > 0 && state.globalBatch != globalBatch && reporter)
     log::warn("the checkpoint was taken with a global batch of ", state.globalBatch,

@@ -1,0 +1,129 @@
+#!/usr/bin/python3
+"""Local SGD / DiLoCo against synchronous allreduce across emulated hosts.
+
+Brings up `scripts/netsim.sh up HOSTS --rate RATE` (and down at the end; hold
+/tmp/netsim.lock around it: `flock /tmp/netsim.lock bench/local_sgd.py ...`),
+runs each configuration as `netsim.sh mpirun -np HOSTS -- dtrain train --backend
+mpi`, evaluating every --eval-every steps (deferred: evaluation never pauses a
+worker; a multiple of every H, so each evaluation sees a synced model), and
+appends one CSV row per run: time to the target (training seconds of the first
+evaluation at or past it), the final metric, bytes sent per worker, syncs.
+
+  mlp:  bench/local_sgd.py --rate 100mbit --only allreduce,h1,h4,h16,h64
+  gpt:  bench/local_sgd.py --rate 100mbit --model gpt-tiny --only allreduce-adamw,diloco50 ...
+"""
+import argparse, csv, json, os, shlex, subprocess, sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+NETSIM = os.path.join(ROOT, "scripts", "netsim.sh")
+DTRAIN = os.path.join(ROOT, "build", "dtrain")
+
+CONFIGS = {
+    "allreduce": "--strategy allreduce",
+    "h1": "--strategy local-sgd --sync-every 1",
+    "h4": "--strategy local-sgd --sync-every 4",
+    "h16": "--strategy local-sgd --sync-every 16",
+    "h64": "--strategy local-sgd --sync-every 64",
+    "post64-h16": "--strategy local-sgd --sync-every 16 --local-sgd-start-step 64",
+    "allreduce-adamw": "--strategy allreduce",
+    "diloco50": "--strategy local-sgd --sync-every 50 --outer-optimizer nesterov --outer-lr 0.7 --outer-momentum 0.9",
+    "avg50": "--strategy local-sgd --sync-every 50",
+}
+# PyTorch's PeriodicModelAverager (bench/torch_local_sgd.py, mlp only): slug -> period.
+TORCH = {"torch-h4": 4, "torch-h16": 16, "torch-h64": 64}
+TORCH_PEER = os.path.join(ROOT, "bench", "torch_local_sgd.py")
+
+
+def run_torch(a, slug, port):
+    """One process per emulated host; rank 0's last line is the result. Evaluates at the end only."""
+    procs = []
+    for i in range(a.hosts):
+        cmd = (f"{NETSIM} exec {i} -- env GLOO_SOCKET_IFNAME=eth0 /usr/bin/python3 {TORCH_PEER} "
+               f"--period {TORCH[slug]} --rank {i} --world-size {a.hosts} --master-addr 10.213.0.1 "
+               f"--master-port {port} --epochs {a.torch_epochs}")
+        print("+", cmd, file=sys.stderr, flush=True)
+        procs.append(subprocess.Popen(shlex.split(cmd), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    outs = [p.communicate() for p in procs]
+    if any(p.returncode != 0 for p in procs):
+        sys.exit(f"local_sgd.py: {slug} failed: {' | '.join(e.strip()[-300:] for _, e in outs if e.strip())}")
+    res = json.loads(outs[0][0].strip().splitlines()[-1])
+    return {"model": "mlp", "rate": a.rate, "hosts": a.hosts, "config": slug,
+            "flags": f"torch_local_sgd.py --period {TORCH[slug]}", "steps": res["steps"], "seconds": res["seconds"],
+            "samples_per_s": res["samples_per_s"], f"time_to_{a.target}": None, "final": res["test_accuracy"],
+            "bytes_sent_per_worker": None, "bytes_per_sample": None, "syncs": res["syncs"]}
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--hosts", type=int, default=4)
+    p.add_argument("--rate", default="100mbit")
+    p.add_argument("--model", default="mlp")
+    p.add_argument("--only", default="allreduce,h1,h4,h16,h64")
+    p.add_argument("--train-args", default="--batch-size 64 --epochs 3 --lr 0.05 --momentum 0.9 --schedule cosine")
+    p.add_argument("--eval-every", type=int, default=64)
+    p.add_argument("--target", type=float, default=0.85, help="test accuracy (mlp) or val_loss (gpt)")
+    p.add_argument("--dir", default="/tmp/local_sgd_bench")
+    p.add_argument("--torch-epochs", type=int, default=3, help="epochs of the PyTorch peer runs")
+    p.add_argument("--csv", default=os.path.join(ROOT, "bench", "local_sgd.csv"))
+    a = p.parse_args()
+    lm = a.model.startswith("gpt")
+    os.makedirs(a.dir, exist_ok=True)
+    up = subprocess.run([NETSIM, "up", str(a.hosts), "--rate", a.rate], capture_output=True, text=True)
+    if up.returncode != 0:
+        sys.exit(f"local_sgd.py: netsim: {up.stderr.strip()}")
+    rows = []
+    try:
+        for k, slug in enumerate(a.only.split(",")):
+            if slug in TORCH:
+                row = run_torch(a, slug, 29570 + k)
+                print(json.dumps(row), flush=True)
+                rows.append(row)
+                continue
+            base = os.path.join(a.dir, f"{a.model}-{a.rate}-{slug}")
+            flags = (f"--model {a.model} --workers {a.hosts} --progress off --eval-every {a.eval_every} "
+                     f"--eval-deferred --metrics {base}.jsonl {a.train_args} {CONFIGS[slug]}")
+            cmd = f"{NETSIM} mpirun -np {a.hosts} -- {DTRAIN} train --backend mpi {flags}"
+            if os.path.exists(base + ".jsonl"):
+                os.remove(base + ".jsonl")
+            print("+", cmd, file=sys.stderr, flush=True)
+            out = subprocess.run(shlex.split(cmd), capture_output=True, text=True)
+            if out.returncode != 0:
+                sys.exit(f"local_sgd.py: {slug} failed: {out.stderr.strip()[-2000:]}")
+            line = json.loads(out.stdout.strip().splitlines()[-1])
+            key = "val_loss" if lm else "test_accuracy"
+            hit = None
+            with open(base + ".jsonl") as f:
+                for rec in map(json.loads, f):
+                    if "time_s" in rec and key in rec and (rec[key] <= a.target if lm else rec[key] >= a.target):
+                        hit = rec["time_s"] if hit is None else min(hit, rec["time_s"])
+            steps = line["steps"]
+            samples = steps * line["global_batch"]
+            per = "token" if lm else "sample"
+            units = samples * (line.get("block_size", 1) if lm else 1)
+            sent = line.get("bytes_sent_total", 0.0)
+            row = {"model": a.model, "rate": a.rate, "hosts": a.hosts, "config": slug, "flags": CONFIGS[slug],
+                   "steps": steps, "seconds": round(line["seconds"], 2),
+                   "samples_per_s": round(line["samples_per_s"], 1),
+                   f"time_to_{a.target}": None if hit is None else round(hit, 2),
+                   "final": round(line.get(key, float("nan")), 4),
+                   "bytes_sent_per_worker": int(sent),
+                   f"bytes_per_{per}": round(sent / max(1, units), 2),
+                   "syncs": line.get("syncs", steps)}
+            print(json.dumps(row), flush=True)
+            rows.append(row)
+    finally:
+        subprocess.run([NETSIM, "down"], capture_output=True)
+    new = not os.path.exists(a.csv)
+    with open(a.csv, "a", newline="") as f:
+        for r in rows:
+            w = csv.writer(f)
+            if new:
+                w.writerow(["model", "rate", "hosts", "config", "flags", "steps", "seconds", "samples_per_s",
+                            "target", "time_to_target_s", "final", "bytes_sent_per_worker", "bytes_per_unit", "syncs"])
+                new = False
+            vals = list(r.values())
+            w.writerow(vals[:8] + [a.target] + vals[8:])
+
+
+if __name__ == "__main__":
+    main()
