@@ -6,6 +6,7 @@
 
 #include "comm/Registry.h"
 #include "core/Error.h"
+#include "core/StopSignal.h"
 
 namespace dtrain::api {
 
@@ -36,8 +37,10 @@ nlohmann::json runMpiProcess(const std::function<nlohmann::json(comm::Communicat
     // With several ranks this aborts the job at once; with one, MPI is
     // finalized and the caller reports the error.
     const bool usage = dynamic_cast<const UsageError*>(&e) != nullptr;
+    const bool interrupted = dynamic_cast<const stop::Interrupted*>(&e) != nullptr;
     comm.reset();
-    comm::shutdown(usage ? 2 : 1, std::string("dtrain: error: ") + e.what());
+    comm::shutdown(interrupted ? stop::signalExitCode() : usage ? 2 : 1,
+                   interrupted ? std::string(e.what()) : std::string("dtrain: error: ") + e.what());
     throw;
   }
 }

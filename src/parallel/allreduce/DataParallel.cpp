@@ -282,6 +282,10 @@ double DataParallel::reduceMetric(double localValue) {
   return meanOverRanks(comm_, localValue);
 }
 
+bool DataParallel::anyRankStops(bool mine) {
+  return meanOverRanks(comm_, mine ? 1.0 : 0.0) > 0;  // between steps, as reduceMetric
+}
+
 std::map<std::string, double> DataParallel::stats() const {
   const double n = static_cast<double>(std::max<int64_t>(1, traffic_.steps()));
   const double payload = traffic_.steps() ? payloadBytes_ / n : static_cast<double>(gradBytes_);
