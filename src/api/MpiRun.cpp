@@ -1,5 +1,6 @@
 #include "api/MpiRun.h"
 
+#include <cmath>
 #include <cstdlib>
 #include <memory>
 #include <string>
@@ -19,7 +20,12 @@ bool underMpirun() {
 }
 }  // namespace
 
-nlohmann::json runMpiProcess(const std::function<nlohmann::json(comm::Communicator&)>& rank) {
+comm::Millis commTimeout(double seconds) {
+  return comm::Millis{static_cast<int64_t>(std::llround(seconds * 1000))};
+}
+
+nlohmann::json runMpiProcess(const std::function<nlohmann::json(comm::Communicator&)>& rank,
+                             comm::Millis timeout) {
   DTRAIN_CHECK_USAGE(comm::hasBackend("mpi"),
                      "--backend mpi: this dtrain was built without MPI (install libopenmpi-dev "
                      "and openmpi-bin, then reconfigure with -DDTRAIN_WITH_MPI=ON)");
@@ -28,7 +34,9 @@ nlohmann::json runMpiProcess(const std::function<nlohmann::json(comm::Communicat
                      "--workers N)");
   std::unique_ptr<comm::Communicator> comm;
   try {
-    comm = comm::makeCommunicator("mpi");
+    comm::BackendConfig config;
+    config.timeout = timeout;
+    comm = comm::makeCommunicator("mpi", config);
     nlohmann::json out = rank(*comm);
     comm.reset();
     comm::shutdown(0);
@@ -38,9 +46,12 @@ nlohmann::json runMpiProcess(const std::function<nlohmann::json(comm::Communicat
     // finalized and the caller reports the error.
     const bool usage = dynamic_cast<const UsageError*>(&e) != nullptr;
     const bool interrupted = dynamic_cast<const stop::Interrupted*>(&e) != nullptr;
-    comm.reset();
+    // Several ranks: abort the job before freeing the communicator, whose shared
+    // window is freed collectively and would wait for the peer that failed or hangs.
+    if (!comm || comm->size() == 1) comm.reset();
     comm::shutdown(interrupted ? stop::signalExitCode() : usage ? 2 : 1,
                    interrupted ? std::string(e.what()) : std::string("dtrain: error: ") + e.what());
+    comm.reset();
     throw;
   }
 }
