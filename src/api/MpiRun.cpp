@@ -1,11 +1,13 @@
 #include "api/MpiRun.h"
 
+#include <cmath>
 #include <cstdlib>
 #include <memory>
 #include <string>
 
 #include "comm/Registry.h"
 #include "core/Error.h"
+#include "core/StopSignal.h"
 
 namespace dtrain::api {
 
@@ -18,7 +20,12 @@ bool underMpirun() {
 }
 }  // namespace
 
-nlohmann::json runMpiProcess(const std::function<nlohmann::json(comm::Communicator&)>& rank) {
+comm::Millis commTimeout(double seconds) {
+  return comm::Millis{static_cast<int64_t>(std::llround(seconds * 1000))};
+}
+
+nlohmann::json runMpiProcess(const std::function<nlohmann::json(comm::Communicator&)>& rank,
+                             comm::Millis timeout) {
   DTRAIN_CHECK_USAGE(comm::hasBackend("mpi"),
                      "--backend mpi: this dtrain was built without MPI (install libopenmpi-dev "
                      "and openmpi-bin, then reconfigure with -DDTRAIN_WITH_MPI=ON)");
@@ -27,7 +34,9 @@ nlohmann::json runMpiProcess(const std::function<nlohmann::json(comm::Communicat
                      "--workers N)");
   std::unique_ptr<comm::Communicator> comm;
   try {
-    comm = comm::makeCommunicator("mpi");
+    comm::BackendConfig config;
+    config.timeout = timeout;
+    comm = comm::makeCommunicator("mpi", config);
     nlohmann::json out = rank(*comm);
     comm.reset();
     comm::shutdown(0);
@@ -36,8 +45,13 @@ nlohmann::json runMpiProcess(const std::function<nlohmann::json(comm::Communicat
     // With several ranks this aborts the job at once; with one, MPI is
     // finalized and the caller reports the error.
     const bool usage = dynamic_cast<const UsageError*>(&e) != nullptr;
+    const bool interrupted = dynamic_cast<const stop::Interrupted*>(&e) != nullptr;
+    // Several ranks: abort the job before freeing the communicator, whose shared
+    // window is freed collectively and would wait for the peer that failed or hangs.
+    if (!comm || comm->size() == 1) comm.reset();
+    comm::shutdown(interrupted ? stop::signalExitCode() : usage ? 2 : 1,
+                   interrupted ? std::string(e.what()) : std::string("dtrain: error: ") + e.what());
     comm.reset();
-    comm::shutdown(usage ? 2 : 1, std::string("dtrain: error: ") + e.what());
     throw;
   }
 }

@@ -250,6 +250,7 @@ const std::map<std::string, StrategyEntry>& registry() {
           {"optimizer.warmup_steps", "does not apply to --strategy fedavg (clients train at a constant --lr)"},
           {"optimizer.scale_lr", "does not apply to --strategy fedavg (the server's step is --server-lr)"},
           {"checkpoint.every", "does not apply to --strategy fedavg (--save writes the global model at the end)"},
+          {"checkpoint.dir", "does not apply to --strategy fedavg (--save writes the global model at the end)"},
           {"checkpoint.resume", "does not apply to --strategy fedavg (--load starts from a global model)"},
           {"eval.deferred", "does not apply to --strategy fedavg (it evaluates between rounds)"},
           {"parallel.pipeline_stages", "does not apply to --strategy fedavg"},

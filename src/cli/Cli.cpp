@@ -18,6 +18,7 @@
 #include "cli/TrainCommand.h"
 #include "comm/Registry.h"
 #include "core/Error.h"
+#include "core/StopSignal.h"
 
 namespace {
 
@@ -62,6 +63,8 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     return fail(2, std::string("error: ") + e.what() + " (see dtrain --help)");
+  } catch (const dtrain::stop::Interrupted& e) {
+    return fail(dtrain::stop::signalExitCode(), e.what());
   } catch (const dtrain::UsageError& e) {
     return fail(2, std::string("error: ") + e.what());
   } catch (const dtrain::Error& e) {
@@ -72,7 +75,7 @@ int main(int argc, char** argv) {
     return fail(1, std::string("internal error: ") + e.what());
   }
   dtrain::comm::shutdown(0);
-  return 0;
+  return dtrain::stop::exitCode();  // 130 / 143 after a clean stop on a signal, else 0
 }
 
 }  // namespace dtrain::cli

@@ -1,5 +1,6 @@
 #include "cli/TrainCommand.h"
 
+#include <cstdio>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -9,6 +10,7 @@
 #include "api/ConfigFile.h"
 #include "api/Schema.h"
 #include "api/Train.h"
+#include "core/StopSignal.h"
 
 namespace dtrain::cli {
 
@@ -40,7 +42,14 @@ void run(const TrainFlags& f) {
     std::cout << api::configToToml(api::prepared(rc, src));
     return;
   }
+  // Ctrl-C / SIGTERM: the ranks finish the step, save and stop (core/StopSignal.h);
+  // the reporter says where in one line, and main exits 128 + the signal.
+  stop::SignalScope signals;
   const nlohmann::json out = api::train(rc, src);
+  if (const stop::Stopped s = stop::stopped(); s.stopped) {
+    if (s.reporter) std::fprintf(stderr, "dtrain: %s\n", stop::describe(s).c_str());
+    return;
+  }
   if (!out.is_null()) std::cout << out.dump() << std::endl;  // the reporting rank's line
 }
 

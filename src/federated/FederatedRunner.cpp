@@ -1,5 +1,7 @@
 #include "federated/FederatedRunner.h"
 
+#include "core/StopSignal.h"
+
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -455,6 +457,10 @@ nlohmann::json FederatedRunner::run() {
   int64_t round = 1;
   for (; round <= o.rounds; ++round) {
     s = runRound(round);
+    // Ctrl-C / SIGTERM (core/StopSignal.h): rounds have no checkpoint to resume from.
+    if (stop::requested())
+      throw stop::Interrupted(detail::concat("stopped by ", stop::signalName(), " after round ", round,
+                                             "; --strategy fedavg saves nothing on a signal"));
     roundSeconds.push_back(s.seconds);
     lateClients += s.late;
     nlohmann::json rec{{"round", round},

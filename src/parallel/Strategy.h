@@ -129,6 +129,14 @@ class Strategy {
   // Combines a per-rank scalar (e.g. the loss) into the global mean. Collective
   // for multi-rank strategies: every rank calls it at the same steps.
   virtual double reduceMetric(double localValue) { return localValue; }
+  // After each step: true when any rank asks to stop (a Ctrl-C reached one
+  // process first), so that every rank stops after the same step. Collective for
+  // strategies whose ranks run in lockstep (one tiny allreduce); ranks that run at
+  // their own pace (parameter servers, Hogwild!) each stop on their own: default.
+  virtual bool anyRankStops(bool mine) { return mine; }
+  // False where a rank cannot stop on its own without leaving its peers waiting
+  // (synchronous parameter servers): a signal then ends the run without saving.
+  virtual bool savesOnStop() const { return true; }
   // Strategy-specific figures for the metrics and the final JSON line.
   virtual std::map<std::string, double> stats() const { return {}; }
   // Structured figures known at the end of the run (histograms, per-worker

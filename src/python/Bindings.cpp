@@ -9,11 +9,13 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
 #include "api/ConfigFile.h"
 #include "api/Schema.h"
 #include "api/Train.h"
 #include "core/Error.h"
+#include "core/StopSignal.h"
 #include "data/Dataset.h"
 #include "nn/ModelRegistry.h"
 #include "runtime/Safetensors.h"
@@ -186,6 +188,8 @@ PYBIND11_MODULE(dtrain, m) {
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
+    } catch (const stop::Interrupted& e) {  // Ctrl-C in a run that saves nothing (ps, fedavg)
+      PyErr_SetString(PyExc_KeyboardInterrupt, e.what());
     } catch (const UsageError& e) {
       PyErr_SetString(PyExc_ValueError, e.what());
     } catch (const Error& e) {
@@ -222,10 +226,23 @@ PYBIND11_MODULE(dtrain, m) {
           DTRAIN_CHECK_USAGE(d.train, "test: give data too");
           d.test = dataset(test, "test");
         }
+        // Ctrl-C while C++ trains (Python's own handler cannot run: the GIL is
+        // released): dtrain's handlers, on the main thread only, finish the step,
+        // save where --checkpoint-dir / --save say, then KeyboardInterrupt.
+        const py::object threading = py::module_::import("threading");
+        const bool mainThread = threading.attr("current_thread")().is(threading.attr("main_thread")());
+        std::optional<stop::SignalScope> signals;
+        if (mainThread) signals.emplace();
         nlohmann::json result;
         {
           py::gil_scoped_release release;  // every step runs in C++
           result = api::train(config.rc, config.src, std::move(d));
+        }
+        signals.reset();
+        if (const stop::Stopped s = stop::stopped(); s.stopped) {
+          stop::clear();
+          PyErr_SetString(PyExc_KeyboardInterrupt, stop::describe(s).c_str());
+          throw py::error_already_set();
         }
         return toPython(result);
       },

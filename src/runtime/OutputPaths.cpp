@@ -38,7 +38,7 @@ void checkOutputPaths(const TrainConfig& c) {
       {"--timeline", &c.timeline}};
   for (const auto& [flag, path] : files)
     if (!path->empty()) checkWritableFile(flag, *path);
-  if (c.checkpointEvery > 0) prepareCheckpointDir(c.checkpointDir);
+  if (!c.checkpointDir.empty()) prepareCheckpointDir(c.checkpointDir);
 }
 
 }  // namespace dtrain::runtime

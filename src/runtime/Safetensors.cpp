@@ -1,5 +1,7 @@
 #include "runtime/Safetensors.h"
 
+#include "runtime/AtomicFile.h"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -26,57 +28,6 @@ constexpr uint64_t kMaxHeaderBytes = 100'000'000;  // the reference implementati
 constexpr const char* kMetadataKey = "__metadata__";
 
 std::string errnoStr() { return std::strerror(errno); }
-
-// Closes the descriptor and removes the temporary file unless commit() ran, so
-// a failed save leaves nothing behind and never touches the target path.
-class TempFile {
- public:
-  TempFile(std::string path, std::string target) : path_(std::move(path)), target_(std::move(target)) {
-    fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    DTRAIN_CHECK(fd_ >= 0, "saving ", target_, ": cannot create ", path_, " (", errnoStr(), ")");
-  }
-  ~TempFile() {
-    if (fd_ >= 0) ::close(fd_);
-    if (!committed_) ::unlink(path_.c_str());
-  }
-  TempFile(const TempFile&) = delete;
-  TempFile& operator=(const TempFile&) = delete;
-
-  void write(const void* data, size_t bytes) {
-    const char* p = static_cast<const char*>(data);
-    while (bytes > 0) {
-      const ssize_t n = ::write(fd_, p, std::min<size_t>(bytes, size_t{1} << 30));
-      if (n < 0 && errno == EINTR) continue;
-      DTRAIN_CHECK(n > 0, "saving ", target_, ": write to ", path_, " failed (", errnoStr(), ")");
-      p += n;
-      bytes -= static_cast<size_t>(n);
-    }
-  }
-
-  void commit() {
-    DTRAIN_CHECK(::fsync(fd_) == 0, "saving ", target_, ": fsync of ", path_, " failed (",
-                 errnoStr(), ")");
-    const int rc = ::close(fd_);
-    fd_ = -1;
-    DTRAIN_CHECK(rc == 0, "saving ", target_, ": close of ", path_, " failed (", errnoStr(), ")");
-    DTRAIN_CHECK(::rename(path_.c_str(), target_.c_str()) == 0, "saving ", target_,
-                 ": cannot rename ", path_, " over it (", errnoStr(), ")");
-    committed_ = true;
-    // Make the rename itself durable; failure here loses nothing already written.
-    std::string dir = std::filesystem::path(target_).parent_path().string();
-    if (dir.empty()) dir = ".";
-    const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd >= 0) {
-      ::fsync(dfd);
-      ::close(dfd);
-    }
-  }
-
- private:
-  std::string path_, target_;
-  int fd_ = -1;
-  bool committed_ = false;
-};
 
 class ReadFile {
  public:
@@ -225,7 +176,7 @@ void saveSafetensors(const std::string& path,
   text.append((8 - text.size() % 8) % 8, ' ');
   const uint64_t headerLen = text.size();
 
-  TempFile out(path + ".tmp", path);
+  AtomicFile out(path);  // a failure leaves `path` as it was
   out.write(&headerLen, sizeof headerLen);
   out.write(text.data(), text.size());
   for (size_t i : order) {

@@ -1,5 +1,7 @@
 #include "runtime/Timeline.h"
 
+#include "runtime/AtomicFile.h"
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -113,16 +115,10 @@ void Timeline::write(const std::string& path, const std::vector<std::string>& pa
     for (auto& e : nlohmann::json::parse(p)) all.push_back(std::move(e));
   }
   nlohmann::json doc{{"traceEvents", std::move(all)}, {"displayTimeUnit", "ms"}};
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp);
-    if (!f) throw Error("cannot write timeline " + path + ": cannot open " + tmp);
-    f << doc.dump() << '\n';
-    if (!f) throw Error("cannot write timeline " + path + ": write failed");
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) throw Error("cannot write timeline " + path + ": " + ec.message());
+  const std::string text = doc.dump() + "\n";
+  AtomicFile f(path, "writing timeline");  // a full disk: one line, no partial file
+  f.write(text.data(), text.size());
+  f.commit();
 }
 
 }  // namespace dtrain::runtime

@@ -65,6 +65,9 @@ struct TrainConfig {
   int workers = 1;                 // local backend: ranks as threads of this process
   std::string strategy = "";       // "" = allreduce when more than one worker, else single
   std::string backend = "local";   // local or mpi (one process per rank under mpirun)
+  // Seconds a rank waits in one communication call for its peers before it fails
+  // naming them (mpi: a watchdog aborts the job); 0 = comm::defaultTimeout().
+  double commTimeoutS = 0;
   double fusionMb = 0.25;          // fusion bucket size (parallel::kDefaultFusionMb)
   bool overlap = true;             // allreduce buckets during backward
   std::string allreduceAlgo = "auto";

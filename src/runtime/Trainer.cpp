@@ -9,6 +9,7 @@
 #include "autograd/Precision.h"
 #include "core/Log.h"
 #include "core/Offload.h"
+#include "core/StopSignal.h"
 #include "data/KjvCorpus.h"
 #include "core/Timer.h"
 #include "optim/Factory.h"
@@ -190,7 +191,7 @@ void noteWorldChange(TrainState& state, int64_t replicas, int64_t globalBatch, b
 }  // namespace
 
 void Trainer::saveCheckpointNow(TrainState state, int64_t step, int64_t perEpoch,
-                                int64_t globalBatch, bool reporter) {
+                                int64_t globalBatch, bool reporter, bool say) {
   const TrainConfig& c = config_;
   state.strategyState = strategy_->checkpointState();  // collective
   if (!reporter) return;
@@ -203,7 +204,7 @@ void Trainer::saveCheckpointNow(TrainState state, int64_t step, int64_t perEpoch
   const std::string path = checkpointPath(c.checkpointDir, step);
   saveCheckpoint(path, *model_, optimizer_.get(), state);
   pruneCheckpoints(c.checkpointDir, c.keepCheckpoints);
-  log::info("checkpoint ", path);
+  if (say) log::info("checkpoint ", path);
 }
 
 TrainResult Trainer::run() {
@@ -288,6 +289,8 @@ TrainResult Trainer::run() {
   };
   std::vector<Deferred> deferred;  // --eval-deferred
   bool stopped = false;
+  bool interrupted = false;    // stopped early on a signal
+  std::string stopCheckpoint;  // where that stop saved
   for (int64_t epoch = step / perEpoch; epoch < c.epochs && step < total && !stopped; ++epoch) {
     task->beginEpoch(epoch, step);
     r.epochs = epoch + 1;
@@ -328,9 +331,26 @@ TrainResult Trainer::run() {
       ++step;
       windowLoss += stepLoss;
       ++windowSteps;
-      if (c.checkpointEvery > 0 && step % c.checkpointEvery == 0 && step < total) {
+      const bool periodic = c.checkpointEvery > 0 && step % c.checkpointEvery == 0 && step < total;
+      if (periodic) {
         SpanScope s(spans, "checkpoint");
         saveCheckpointNow(state, step, perEpoch, globalBatch, reporter);
+      }
+      // Ctrl-C or SIGTERM (core/StopSignal.h): every rank stops after this step.
+      stop::raiseAtStepForTests(step, reporter);
+      if (stop::requested() && !strategy_->savesOnStop())
+        throw stop::Interrupted(detail::concat(
+            "stopped by ", stop::signalName(), " after step ", step, "; --strategy ",
+            strategy_->name(), " saves nothing on a signal (its ranks stop at their own steps)"));
+      if (strategy_->anyRankStops(stop::requested()) && step < total) {
+        stop::request();  // a peer's signal: this process stops as if it had one
+        stopped = interrupted = true;
+        if (!c.checkpointDir.empty()) {
+          SpanScope s(spans, "checkpoint");
+          if (!periodic) saveCheckpointNow(state, step, perEpoch, globalBatch, reporter, false);
+          stopCheckpoint = checkpointPath(c.checkpointDir, step);
+        }
+        break;
       }
 
       const bool logNow = step % c.logEvery == 0 || step == total;
@@ -390,7 +410,9 @@ TrainResult Trainer::run() {
   r.rssPeakBytes = memory::residentSetPeakBytes();
   strategy_->finish(*model_, *optimizer_);
   // Collective (every rank's compression residuals go to the reporter).
-  if (!c.save.empty()) state.strategyState = strategy_->checkpointState();
+  // Stopped on a signal with --checkpoint-dir: that checkpoint is the run's, not --save.
+  const bool saveAtEnd = !c.save.empty() && !(interrupted && !c.checkpointDir.empty());
+  if (saveAtEnd) state.strategyState = strategy_->checkpointState();
   r.strategyStats = strategy_->stats();
   r.strategyReport = strategy_->report();
   r.parameters = model_->parameterCount();
@@ -402,11 +424,11 @@ TrainResult Trainer::run() {
   progress.finish();
 
   if (reporter) {
-    strategy_->syncModel(*model_, c.save.empty() ? nullptr : optimizer_.get());
+    strategy_->syncModel(*model_, saveAtEnd ? optimizer_.get() : nullptr);
     // The whole model's (tensor parallelism cut it before syncModel).
     r.parameters = model_->parameterCount();
     r.trainableParameters = nn::trainableParameterCount(*model_);
-    if (!deferred.empty()) {
+    if (!deferred.empty() && !interrupted) {
       // The snapshots, in order, then the final state back for its own evaluation.
       auto final = snapshotState(*model_);
       for (const auto& d : deferred) {
@@ -419,25 +441,30 @@ TrainResult Trainer::run() {
       }
       restoreState(*model_, final);
     }
-    r.evaluation = task->evaluate(*model_);
-    r.testAccuracy = r.evaluation.value("test_accuracy", 0.0);
-    r.testLoss = r.evaluation.value("test_loss", 0.0);
-    nlohmann::json rec = r.evaluation;
-    rec["step"] = step;
-    rec["time_s"] = r.seconds;
-    metrics.write(rec);
-    const nlohmann::json extra = task->finalFields(r.samplesPerS);  // outlives items()
-    for (const auto& [k, v] : extra.items()) r.evaluation[k] = v;
-    if (!r.strategyReport.empty()) metrics.write(r.strategyReport);
-    if (!c.save.empty()) {
+    // Stopped on a signal: no final evaluation (the user wants out), only the save.
+    if (!interrupted) {
+      r.evaluation = task->evaluate(*model_);
+      r.testAccuracy = r.evaluation.value("test_accuracy", 0.0);
+      r.testLoss = r.evaluation.value("test_loss", 0.0);
+      nlohmann::json rec = r.evaluation;
+      rec["step"] = step;
+      rec["time_s"] = r.seconds;
+      metrics.write(rec);
+      const nlohmann::json extra = task->finalFields(r.samplesPerS);  // outlives items()
+      for (const auto& [k, v] : extra.items()) r.evaluation[k] = v;
+      if (!r.strategyReport.empty()) metrics.write(r.strategyReport);
+    }
+    if (saveAtEnd) {
       state.step = step;
       state.epoch = step / perEpoch;
       for (auto& [k, v] : modelMetadata(c)) state.metadata[k] = v;
       saveCheckpoint(c.save, *model_, optimizer_.get(), state);
-      log::info("saved checkpoint ", c.save, " at step ", step);
+      if (interrupted) stopCheckpoint = c.save;
+      else log::info("saved checkpoint ", c.save, " at step ", step);
     }
     if (!c.saveAdapters.empty()) saveAdapters(c.saveAdapters, c, *model_);  // LoRA
   }
+  if (interrupted) stop::recordStop({true, step, reporter ? stopCheckpoint : "", reporter});
   return r;
 }
 

@@ -95,9 +95,10 @@ class Trainer {
 
  private:
   // --checkpoint-every: checkpointState() is collective (every rank calls
-  // this); the reporter writes D/step-<step>.safetensors and prunes old ones.
+  // this); the reporter writes D/step-<step>.safetensors and prunes old ones
+  // (and says so when `say`; a stop on a signal says it in one line of its own).
   void saveCheckpointNow(TrainState state, int64_t step, int64_t perEpoch, int64_t globalBatch,
-                         bool reporter);
+                         bool reporter, bool say = true);
   // memory_per_rank: this rank's accounting domain, installed on the thread
   // that constructs and runs the trainer (core/Memory.h).
   memory::Domain* memoryDomain_ = memory::newDomain();

@@ -221,8 +221,9 @@ TEST(OptionWalk, OptionsOfAnotherStrategyAreRefused) {
             "--placement applies to meshes (--pipeline-stages or --tensor-parallel)");
   EXPECT_EQ(refusal({{"--gamma", "0.5"}}), "--gamma applies to --schedule step");
   EXPECT_EQ(refusal({{"--eval-batches", "5"}}), "--eval-batches applies to the gpt-* models");
-  EXPECT_EQ(refusal({{"--checkpoint-dir", "/tmp/x"}}),
-            "--checkpoint-dir applies with --checkpoint-every N or --resume auto");
+  EXPECT_EQ(refusal({{"--checkpoint-dir", "/tmp/x"}}), "");  // where a Ctrl-C saves
+  EXPECT_EQ(refusal({{"--strategy", "fedavg"}, {"--checkpoint-dir", "/tmp/x"}}),
+            "--checkpoint-dir does not apply to --strategy fedavg (--save writes the global model at the end)");
   EXPECT_EQ(refusal({{"--strategy", "fedavg"}, {"--batch-size", "8"}}),
             "--batch-size does not apply to --strategy fedavg (use --local-batch)");
   EXPECT_EQ(refusal({{"--rounds", "3"}}),

@@ -6,6 +6,7 @@ import json
 import os
 import struct
 import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -142,3 +143,31 @@ def test_mpirun_with_two_processes(tmp_path):
     assert out.returncode == 0, out.stderr
     lines = [json.loads(l) for l in out.stdout.splitlines() if l.startswith("{")]
     assert lines == [{"workers": 2, "backend": "mpi"}]
+
+
+def test_ctrl_c_saves_then_raises_keyboard_interrupt(tmp_path):
+    """A SIGINT while C++ trains (DTRAIN_STOP_AT_STEP raises it after step 7, as a
+    Ctrl-C would): the step finishes, the checkpoint is written, then
+    KeyboardInterrupt; resuming ends bitwise where an uninterrupted run does."""
+    x, y = blobs(512, 1)
+    ckpt = str(tmp_path / "ckpt")
+    code = (
+        "import os, sys, numpy as np, dtrain\n"
+        "sys.path.insert(0, %r)\n"
+        "from test_dtrain import blobs, quick\n"
+        "x, y = blobs(512, 1)\n"
+        "try:\n"
+        "    dtrain.train(quick(checkpoint={'dir': %r}), (x, y))\n"
+        "    print('finished')\n"
+        "except KeyboardInterrupt as e:\n"
+        "    print('KeyboardInterrupt:', e)\n" % (os.path.dirname(__file__), ckpt))
+    env = dict(os.environ, DTRAIN_STOP_AT_STEP="7")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert "KeyboardInterrupt: stopped by SIGINT after step 7: checkpoint " in out.stdout, out.stdout
+    assert sorted(os.listdir(ckpt)) == ["step-000000007.safetensors"]
+    straight = str(tmp_path / "straight.safetensors")
+    resumed = str(tmp_path / "resumed.safetensors")
+    dtrain.train(quick(checkpoint={"save": straight}), (x, y))
+    dtrain.train(quick(checkpoint={"save": resumed, "dir": ckpt, "resume": "auto"}), (x, y))
+    assert tensors(resumed) == tensors(straight)

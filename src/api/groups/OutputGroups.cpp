@@ -18,12 +18,9 @@ void addCheckpointOptions(Schema& s) {
         "Write a checkpoint every N steps into --checkpoint-dir (0: off)")
       .train(&TrainConfig::checkpointEvery).range(0);
   s.add("checkpoint", "dir", "--checkpoint-dir",
-        "Directory of the periodic checkpoints (step-<N>.safetensors)")
-      .train(&TrainConfig::checkpointDir)
-      .when([](const RunConfig& rc) {
-        return unlessThen(rc.train.checkpointEvery > 0 || rc.train.resume == "auto",
-                          "applies with --checkpoint-every N or --resume auto");
-      });
+        "Directory of the periodic checkpoints (step-<N>.safetensors), where a run stopped "
+        "by Ctrl-C or SIGTERM saves its last step too")
+      .train(&TrainConfig::checkpointDir);
   s.add("checkpoint", "keep", "--keep-checkpoints", "Periodic checkpoints kept (the newest)")
       .train(&TrainConfig::keepCheckpoints).range(1)
       .when([](const RunConfig& rc) {

@@ -20,6 +20,17 @@ void addParallelOptions(Schema& s) {
       .train(&TrainConfig::workers).range(1, 4096).result("workers");
   s.add("parallel", "backend", "--backend", "local (threads) or mpi (one process per rank under mpirun)")
       .train(&TrainConfig::backend).oneOf({"local", "mpi"});
+  s.add("parallel", "comm_timeout", "--comm-timeout",
+        "Seconds a rank waits in one communication call before it fails naming the peers it "
+        "waited for (mpi: the job is aborted); 0: 300 s, or DTRAIN_COMM_TIMEOUT_MS")
+      .train(&TrainConfig::commTimeoutS).range(0)
+      .when([](const RunConfig& rc) {
+        const TrainConfig& c = rc.train;
+        if (c.strategy == "fedavg")
+          return unlessThen(c.backend == "mpi", "applies to --strategy fedavg under --backend mpi");
+        return unlessThen(c.workers > 1 || c.backend == "mpi" || c.strategy == "ps",
+                          "applies to runs of several ranks (--workers N or --backend mpi)");
+      });
   s.add("parallel", "pipeline_stages", "--pipeline-stages",
         "Cut the model into P pipeline stages (workers = data-parallel replicas x P; default "
         "workers P)")

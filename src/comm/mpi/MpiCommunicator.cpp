@@ -6,12 +6,14 @@
 #include <cstring>
 #include <exception>
 #include <mutex>
+#include <thread>
 
 #include "comm/detail/Check.h"
 #include "comm/detail/Reduce.h"
 #include "comm/detail/Traffic.h"
 #include "comm/mpi/MpiBackend.h"
 #include "comm/mpi/NodeShm.h"
+#include "comm/mpi/Watchdog.h"
 #include "core/Error.h"
 
 namespace dtrain::comm::mpi {
@@ -161,15 +163,31 @@ int commSize(MPI_Comm c) {
   MPI_Comm_size(c, &s);
   return s;
 }
+// Whom a collective of this rank's communicator waits for, for the watchdog's line.
+std::string othersOf(int rank, int size) {
+  if (size > 9) return concat("the other ", size - 1, " ranks");
+  std::string s;
+  for (int r = 0; r < size; ++r)
+    if (r != rank) s += (s.empty() ? "" : ", ") + std::to_string(r);
+  return (size == 2 ? "rank " : "ranks ") + s;
+}
 
 }  // namespace
 
 std::unique_ptr<Communicator> makeMpiCommunicator(const BackendConfig& config) {
   ensureInit();
+  const Millis timeout = config.timeout.count() > 0 ? config.timeout : defaultTimeout();
+  setWatchdogTimeout(timeout);  // --comm-timeout, for the calls that block inside MPI
+  // Test seam: DTRAIN_TEST_STALL_RANK=r stalls rank r here (a wedged process), so
+  // that its peers block inside MPI_Comm_dup and the watchdog must end the job.
+  if (const char* s = std::getenv("DTRAIN_TEST_STALL_RANK"); s && std::atoi(s) == commRank(MPI_COMM_WORLD))
+    std::this_thread::sleep_for(std::chrono::hours(1));
   MPI_Comm dup;
-  check(MPI_Comm_dup(MPI_COMM_WORLD, &dup), "MPI_Comm_dup");
-  return std::make_unique<MpiCommunicator>(dup, config.timeout.count() > 0 ? config.timeout
-                                                                           : defaultTimeout());
+  {
+    BlockingScope blocking("MPI_Comm_dup of the world", othersOf(commRank(MPI_COMM_WORLD), commSize(MPI_COMM_WORLD)), timeout);
+    check(MPI_Comm_dup(MPI_COMM_WORLD, &dup), "MPI_Comm_dup");
+  }
+  return std::make_unique<MpiCommunicator>(dup, timeout);
 }
 
 void finalize(int exitCode, const std::string& message) {
@@ -184,11 +202,13 @@ void finalize(int exitCode, const std::string& message) {
     std::fflush(stdout);
     MPI_Abort(MPI_COMM_WORLD, exitCode);
   }
+  BlockingScope blocking("MPI_Finalize", "every rank to finish");
   MPI_Finalize();
 }
 
 MpiCommunicator::MpiCommunicator(MPI_Comm comm, Millis timeout)
     : Communicator(commRank(comm), commSize(comm), timeout), user_(comm) {
+  BlockingScope blocking("a communicator's setup (MPI_Comm_dup, MPI_Comm_split_type)", othersOf(rank(), size()), timeout);
   check(MPI_Comm_dup(comm, &internal_), "MPI_Comm_dup");
   MPI_Comm_set_errhandler(user_, MPI_ERRORS_RETURN);
   MPI_Comm_set_errhandler(internal_, MPI_ERRORS_RETURN);
@@ -211,7 +231,7 @@ MpiCommunicator::~MpiCommunicator() {
   if (done) return;
   // Freeing the shared window synchronizes all ranks: skip it while unwinding an
   // error (the peers may never come), the OS reclaims the memory.
-  if (shm_ && std::uncaught_exceptions() == 0) shm_.reset();
+  if (shm_ && std::uncaught_exceptions() == 0) shm_.reset();  // watched (NodeShm)
   else (void)shm_.release();
   MPI_Comm_free(&internal_);
   MPI_Comm_free(&user_);
@@ -313,6 +333,8 @@ void MpiCommunicator::waitRequest(MPI_Request& req, const Call& call) {
     rc = MPI_Test(&req, &flag, MPI_STATUS_IGNORE);
     return flag != 0 || rc != MPI_SUCCESS;
   };
+  // MPI_Test may itself block in the progress engine: the watchdog backs the deadline.
+  BlockingScope blocking(call.name(rank()), othersOf(rank(), size()), call.opts.timeout);
   if (!comm::detail::waitUntil(done, call.deadline, [] {}, nullptr, spin_))
     throw TimeoutError(concat(call.name(rank()), ": timed out after ", call.opts.timeout.count(),
                               " ms inside the MPI library (a rank stopped progressing)"));
@@ -338,7 +360,10 @@ void MpiCommunicator::native(Call& call) {
   switch (call.desc.kind) {
     case OpKind::Allreduce:
       // The library's own blocking MPI_Allreduce, exactly what a user would call.
-      check(MPI_Allreduce(in == out ? MPI_IN_PLACE : in, out, n, t, op, internal_), what);
+      {
+        BlockingScope blocking("MPI_Allreduce (" + what + ")", othersOf(rank(), size()), call.opts.timeout);
+        check(MPI_Allreduce(in == out ? MPI_IN_PLACE : in, out, n, t, op, internal_), what);
+      }
       if (call.desc.op == ReduceOp::Avg) comm::detail::scaleForAvg(out, call.desc.count, call.desc.dtype, size());
       return;
     case OpKind::Broadcast:
@@ -386,7 +411,10 @@ void MpiCommunicator::native(Call& call) {
 
 std::unique_ptr<Communicator> MpiCommunicator::splitImpl(int color, int key, Call& call) {
   MPI_Comm sub;
-  check(MPI_Comm_split(user_, color < 0 ? MPI_UNDEFINED : color, key, &sub), call.name(rank()));
+  {
+    BlockingScope blocking("MPI_Comm_split (" + call.name(rank()) + ")", othersOf(rank(), size()), call.opts.timeout);
+    check(MPI_Comm_split(user_, color < 0 ? MPI_UNDEFINED : color, key, &sub), call.name(rank()));
+  }
   if (sub == MPI_COMM_NULL) return nullptr;
   return std::make_unique<MpiCommunicator>(sub, timeout());
 }

@@ -28,12 +28,18 @@
 #include "comm/mpi/NodeShm.h"
 #include "core/Error.h"
 
+#include "comm/mpi/Watchdog.h"
+
 namespace dtrain::comm::mpi {
+
+using dtrain::detail::concat;
 
 NodeShm::NodeShm(MPI_Comm comm) {
   int n = 0, r = 0;
   MPI_Comm_size(comm, &n);
   MPI_Comm_rank(comm, &r);
+  // Collective setup inside MPI: the watchdog ends the job if a peer never comes.
+  BlockingScope blocking("the shared-memory window's setup", concat("the other ", n - 1, " ranks of this host"));
   MPI_Info info;
   MPI_Info_create(&info);
   MPI_Info_set(info, "alloc_shared_noncontig", "true");
@@ -73,6 +79,7 @@ NodeShm::NodeShm(MPI_Comm comm) {
 }
 
 NodeShm::~NodeShm() {
+  BlockingScope blocking("MPI_Win_free of the shared-memory window", "the other ranks of this host");
   if (win_ != MPI_WIN_NULL) MPI_Win_free(&win_);
 }
 

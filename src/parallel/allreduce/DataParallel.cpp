@@ -319,6 +319,10 @@ nlohmann::json DataParallel::report() const {
   return out;
 }
 
+bool DataParallel::anyRankStops(bool mine) {
+  return meanOverRanks(comm_, mine ? 1.0 : 0.0) > 0;  // between steps, as reduceMetric
+}
+
 std::map<std::string, double> DataParallel::stats() const {
   const double n = static_cast<double>(std::max<int64_t>(1, traffic_.steps()));
   const double payload = traffic_.steps() ? payloadBytes_ / n : static_cast<double>(gradBytes_);

@@ -78,6 +78,7 @@ class DataParallel final : public Strategy {
   void beginMicroStep(int index, int count) override;
   void finishGradients() override;
   double reduceMetric(double localValue) override;
+  bool anyRankStops(bool mine) override;
   std::vector<memory::RankMemory> gatherMemory(const memory::RankMemory& mine) override;
   // The compressors' state (compressorState()) of every rank.
   std::map<std::string, Tensor> checkpointState() override;

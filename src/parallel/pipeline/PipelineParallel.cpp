@@ -264,6 +264,10 @@ double PipelineParallel::reduceMetric(double localValue) {
   return sumOverRanks(world_, counts ? localValue : 0.0) / mesh_.dp();
 }
 
+bool PipelineParallel::anyRankStops(bool mine) {
+  return sumOverRanks(world_, mine ? 1.0 : 0.0) > 0;  // every stage and replica
+}
+
 void PipelineParallel::finish(nn::Module&, optim::Optimizer&) {
   gatherToStageZero(opts_.gatherOptimizer);
   // Every stage's figures, for the reporter's final line.

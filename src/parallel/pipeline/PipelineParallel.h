@@ -95,6 +95,7 @@ class PipelineParallel final : public Strategy {
   double gradNormSquared(nn::Module& model) override;
   void scaleGradients(nn::Module& model, float coef) override;
   double reduceMetric(double localValue) override;
+  bool anyRankStops(bool mine) override;
   void finish(nn::Module& model, optim::Optimizer& optimizer) override;
   // Collective: the stages' parameters and optimizer state to the reporter,
   // which then saves the whole model (--checkpoint-every, --save); no per-rank

@@ -43,6 +43,9 @@ class PsWorker final : public Strategy {
   PsWorker& operator=(const PsWorker&) = delete;
 
   std::string name() const override { return "ps"; }
+  // Workers stop at their own steps; a server closing a synchronous step would
+  // wait for one that left: a signal ends a ps run without a checkpoint.
+  bool savesOnStop() const override { return false; }
   int rank() const override { return worker_; }
   int worldSize() const override { return opts_.workers; }
   bool ownsProcess() const override;

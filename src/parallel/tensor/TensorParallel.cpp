@@ -119,6 +119,10 @@ double TensorParallel::reduceMetric(double localValue) {
   return meanOverRanks(world_, localValue);
 }
 
+bool TensorParallel::anyRankStops(bool mine) {
+  return meanOverRanks(world_, mine ? 1.0 : 0.0) > 0;
+}
+
 void TensorParallel::gather(bool withOptimizer) {
   if (withOptimizer) assembleReplicaState(dataParallel_.get(), *model_, *optimizer_, mesh_.coord().replica == 0);
   if (mesh_.coord().replica == 0) shards_->gather(withOptimizer);

@@ -81,6 +81,7 @@ class TensorParallel final : public Strategy {
   double gradNormSquared(nn::Module& model) override;
   void scaleGradients(nn::Module& model, float coef) override;
   double reduceMetric(double localValue) override;
+  bool anyRankStops(bool mine) override;
   void syncModel(nn::Module& model, optim::Optimizer* optimizer) override;
   void finish(nn::Module& model, optim::Optimizer& optimizer) override;
   // Collective: gathers the whole model and optimizer state to the reporter

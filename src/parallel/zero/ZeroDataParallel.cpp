@@ -391,6 +391,10 @@ double ZeroDataParallel::reduceMetric(double localValue) {
   return meanOverRanks(comm_, localValue);
 }
 
+bool ZeroDataParallel::anyRankStops(bool mine) {
+  return meanOverRanks(comm_, mine ? 1.0 : 0.0) > 0;
+}
+
 std::vector<memory::RankMemory> ZeroDataParallel::gatherMemory(const memory::RankMemory& mine) {
   return allgatherMemory(comm_, mine);
 }

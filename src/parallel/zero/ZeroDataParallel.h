@@ -106,6 +106,7 @@ class ZeroDataParallel final : public Strategy {
   void isolateParameters(const std::vector<std::string>& names) override;
   double gradNormSquared(nn::Module& model) override;
   double reduceMetric(double localValue) override;
+  bool anyRankStops(bool mine) override;
   std::vector<memory::RankMemory> gatherMemory(const memory::RankMemory& mine) override;
   std::map<std::string, double> stats() const override;
   // Gathers every rank's optimizer shard into full per-parameter state; the

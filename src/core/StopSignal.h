@@ -1,0 +1,69 @@
+#pragma once
+// A clean stop on Ctrl-C (SIGINT) or SIGTERM: the first signal only sets a
+// process-wide flag, which the training loop reads between steps (every rank
+// agrees on the step to stop at, saves a checkpoint and leaves); a second signal
+// ends the process at once (exit 128 + signal, without cleaning up).
+// The flag is shared by every thread, so the ranks of the local backend (threads)
+// see it together; under mpirun each process has its own and the ranks agree
+// through Strategy::anyRankStops.
+#include <cstdint>
+#include <string>
+
+#include "core/Error.h"
+
+namespace dtrain::stop {
+
+// A run that stopped on a signal without saving (a strategy that cannot agree on
+// a step, e.g. parameter servers): the CLI prints the message and exits 128 +
+// the signal; Python raises KeyboardInterrupt.
+class Interrupted : public Error {
+ public:
+  explicit Interrupted(const std::string& msg) : Error(msg) {}
+};
+
+// Installs the handlers for SIGINT and SIGTERM while it lives and puts back the
+// ones it found (Python's, the default) when it goes; clears the flag on entry.
+class SignalScope {
+ public:
+  SignalScope();
+  ~SignalScope();
+  SignalScope(const SignalScope&) = delete;
+  SignalScope& operator=(const SignalScope&) = delete;
+};
+
+// True once a stop was asked for (a signal, or request()).
+bool requested();
+// The signal that asked (SIGINT, SIGTERM), 0 when none; request() without one
+// counts as SIGINT.
+int signalNumber();
+// Asks for a stop as the first signal would (a rank that learnt from its peers
+// that they stop; tests).
+void request(int signalNumber = 2);
+
+// What the training loop did with the request: the step it stopped after and the
+// checkpoint it wrote ("" when none). Set on every rank that stopped early.
+struct Stopped {
+  bool stopped = false;
+  int64_t step = 0;
+  std::string checkpoint;
+  bool reporter = false;  // the rank that prints the line
+};
+void recordStop(const Stopped& s);
+Stopped stopped();
+// The line to print: "stopped by SIGINT after step 37: checkpoint D/step-...".
+std::string describe(const Stopped& s);
+// 128 + the signal when the run stopped early on one (130 for SIGINT, 143 for
+// SIGTERM), else 0.
+int exitCode();
+// 128 + the signal that asked (130 when none did).
+int signalExitCode();
+// "SIGINT" or "SIGTERM".
+const char* signalName();
+// Forgets the request and the record (the next run in this process starts clean).
+void clear();
+
+// Test hook: DTRAIN_STOP_AT_STEP=k raises SIGINT in this process after step k
+// (on the rank that calls it with reporter true), as a Ctrl-C at that moment would.
+void raiseAtStepForTests(int64_t step, bool reporter);
+
+}  // namespace dtrain::stop
