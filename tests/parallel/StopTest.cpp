@@ -62,6 +62,12 @@ TEST(CleanStop, LocalWorkersSaveAndResumeBitwise) {
   expectStopAndResume(DTRAIN_BIN, "--workers 2", "allreduce x 2");
 }
 
+TEST(CleanStop, LocalSgdMidPeriod) {
+  // Step 7 is inside the second period of 4 steps: the resumed run restores each
+  // worker's own parameters and the period's state.
+  expectStopAndResume(DTRAIN_BIN, "--workers 2 --strategy local-sgd --sync-every 4", "local-sgd x 2");
+}
+
 TEST(CleanStop, OneProcessAndZeroThree) {
   expectStopAndResume(DTRAIN_BIN, "", "single");
   expectStopAndResume(DTRAIN_BIN, "--workers 2 --zero 3", "zero 3 x 2");
@@ -75,6 +81,7 @@ TEST(CleanStop, PipelineStagesAgreeOnTheStep) {
 // Only rank 0's process gets the signal: rank 1 learns it through the step's vote.
 TEST(CleanStop, MpiRanksAgreeOnTheStep) {
   expectStopAndResume(mpirun(2), "--backend mpi", "mpi 2");
+  expectStopAndResume(mpirun(2), "--backend mpi --strategy local-sgd --sync-every 4", "local-sgd mpi 2");
 }
 #endif
 

@@ -60,6 +60,9 @@ class LocalSgd final : public Strategy {
   void finishGradients() override;
   void applyUpdate(optim::Optimizer& optimizer) override;
   double reduceMetric(double localValue) override;
+  // Every rank runs every step: the ranks vote after each (mid-period is fine,
+  // checkpointState saves the period's state).
+  bool anyRankStops(bool mine) override { return reduceMetric(mine ? 1.0 : 0.0) > 0; }
   std::vector<memory::RankMemory> gatherMemory(const memory::RankMemory& mine) override;
   void finish(nn::Module& model, optim::Optimizer& optimizer) override;
   std::map<std::string, Tensor> checkpointState() override;
