@@ -7,6 +7,7 @@
 #   DTRAIN_EXTRA_PACKAGES="..."  more packages to install (the test script adds GoogleTest, python3-torch)
 #   DTRAIN_BUILD_DIR=dir         build directory (default: build)
 #   DTRAIN_BUILD_ALL=1           build every target: tests and benchmarks too (scripts/test.sh sets it)
+#   DTRAIN_PACKAGES_ONLY=1       install the packages, build nothing (scripts/fuzz.sh, sanitize.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -23,6 +24,8 @@ if ((${#missing[@]})); then
   $sudo apt-get update -q
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
+
+[ "${DTRAIN_PACKAGES_ONLY:-0}" = 1 ] && exit 0
 
 build="${DTRAIN_BUILD_DIR:-build}"
 if [ "${DTRAIN_BUILD_ALL:-0}" = 1 ]; then

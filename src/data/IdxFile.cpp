@@ -148,10 +148,13 @@ std::vector<int64_t> parseIdxHeader(const std::string& path, const std::vector<u
   int64_t numel = 1;
   for (int d = 0; d < nd; ++d) {
     dims.push_back(bigEndian32(bytes.data() + 4 + 4 * d));
-    // Caps the product well below overflow (and far above any real data set).
-    numel = dims.back() == 0 ? 0 : numel * dims.back();
-    DTRAIN_CHECK_USAGE(numel <= (int64_t{1} << 40), "file ", path, ": IDX dims ", dimsStr(dims),
-                       "... are implausibly large");
+    // Caps the product at 2^40 (far above any real data set), checked before
+    // multiplying: 2^40 times a 32-bit size would overflow (found by
+    // tests/fuzz: FuzzIdx).
+    constexpr int64_t kMaxNumel = int64_t{1} << 40;
+    DTRAIN_CHECK_USAGE(dims.back() == 0 || numel <= kMaxNumel / dims.back(), "file ", path,
+                       ": IDX dims ", dimsStr(dims), "... are implausibly large");
+    numel *= dims.back();
   }
   return dims;
 }

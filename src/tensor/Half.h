@@ -4,11 +4,20 @@
 // are only moved and summed in fp32 (compressed gradients, comm reductions).
 #include <cstdint>
 #include <cstring>
+#if defined(__clang__) && __clang_major__ < 15
+#include <immintrin.h>
+#endif
 
 #include "tensor/DType.h"
 
 namespace dtrain {
 
+// clang before 15 has no _Float16 on x86 (the fuzz build, scripts/fuzz.sh):
+// F16C's conversions give the same bits (round-to-nearest-even).
+#if defined(__clang__) && __clang_major__ < 15
+inline uint16_t floatToHalf(float f) { return _cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT); }
+inline float halfToFloat(uint16_t bits) { return _cvtsh_ss(bits); }
+#else
 inline uint16_t floatToHalf(float f) {
   const _Float16 h = static_cast<_Float16>(f);  // GCC/Clang: round-to-nearest-even
   uint16_t bits;
@@ -21,6 +30,7 @@ inline float halfToFloat(uint16_t bits) {
   std::memcpy(&h, &bits, sizeof bits);
   return static_cast<float>(h);
 }
+#endif
 
 inline uint16_t floatToBf16(float f) {
   // Branch-free, so loops over it vectorize: add 0x7fff plus the lowest kept

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <vector>
 
+#include "core/Error.h"
 #include "parallel/compress/Factories.h"
 #include "parallel/compress/Gather.h"
 
@@ -70,7 +71,14 @@ class TopK final : public GatherCompressor {
     std::vector<float> values(static_cast<size_t>(k_));
     std::memcpy(idx.data(), msg, idx.size() * 4);
     getFloats(msg + k_ * 4, values.data(), values.size());
-    for (int64_t j = 0; j < k_; ++j) out[idx[j]] += values[j];
+    // The indices come from another rank (or a parameter-server worker): one
+    // compare each keeps a corrupt message from writing outside the bucket
+    // (found by tests/fuzz: FuzzCodecs).
+    for (int64_t j = 0; j < k_; ++j) {
+      DTRAIN_CHECK(idx[j] < static_cast<uint64_t>(numel_), "topk message: index ", idx[j],
+                   " outside a bucket of ", numel_, " values");
+      out[idx[j]] += values[j];
+    }
   }
 
   const int64_t k_;

@@ -60,6 +60,11 @@ struct Header {
 static_assert(sizeof(Header) % sizeof(float) == 0, "the payload follows the header");
 static_assert(std::is_trivially_copyable_v<Header>, "headers travel as bytes");
 
+// Bounds on what a Final message's header may announce (its sizes come from a
+// peer): optimizer state arrays per parameter, bytes of statistics JSON.
+inline constexpr int32_t kMaxOptimizerSlots = 8;
+inline constexpr int64_t kMaxStatsBytes = int64_t{64} << 20;
+
 inline constexpr int64_t kHeaderFloats = sizeof(Header) / sizeof(float);
 
 // A message's header, at the start of its float buffer.

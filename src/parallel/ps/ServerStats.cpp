@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/Error.h"
+
 namespace dtrain::parallel::ps {
 namespace {
 std::vector<std::array<int64_t, memory::RankMemory::kFields>> memoryArrays(
@@ -36,7 +38,7 @@ nlohmann::json ServerStats::toJson() const {
           {"worker_memory", memoryArrays(workerMemory)}};
 }
 
-ServerStats ServerStats::fromJson(const nlohmann::json& j) {
+ServerStats ServerStats::fromJson(const nlohmann::json& j, int workers) {
   ServerStats s;
   s.server = j.at("server");
   s.updates = j.at("updates");
@@ -56,6 +58,12 @@ ServerStats ServerStats::fromJson(const nlohmann::json& j) {
   s.memory = memory::RankMemory::fromArray(j.at("memory").get<Fields>());
   for (const Fields& a : j.at("worker_memory").get<std::vector<Fields>>())
     s.workerMemory.push_back(memory::RankMemory::fromArray(a));
+  const auto w = static_cast<size_t>(workers);
+  DTRAIN_CHECK(s.staleness.size() == kStalenessBuckets && s.workerWaitS.size() == w &&
+                   s.workerMemory.size() == w,
+               "server statistics: ", s.staleness.size(), " staleness buckets, ",
+               s.workerWaitS.size(), " worker waits and ", s.workerMemory.size(),
+               " worker memory records for ", workers, " workers");
   return s;
 }
 

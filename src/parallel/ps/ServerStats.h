@@ -34,7 +34,9 @@ struct ServerStats {
 
   void recordStaleness(int64_t versions);
   nlohmann::json toJson() const;
-  static ServerStats fromJson(const nlohmann::json& j);
+  // Throws (nlohmann's errors, dtrain::Error) on a missing field, a wrong type, or
+  // lists whose sizes do not fit a run of `workers` workers.
+  static ServerStats fromJson(const nlohmann::json& j, int workers);
 };
 
 }  // namespace dtrain::parallel::ps

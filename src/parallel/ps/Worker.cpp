@@ -339,6 +339,9 @@ void PsWorker::syncModel(nn::Module& model, optim::Optimizer* optimizer) {
     if (!optimizer) return;
     // The servers' optimizer state, for the checkpoint.
     const int32_t slots = finalHeader_[0].slots;
+    DTRAIN_CHECK(slots == 0 || slots == static_cast<int32_t>(optimizer->slotNames().size()),
+                 "parameter servers sent ", slots, " optimizer state arrays, ",
+                 optimizer->name(), " has ", optimizer->slotNames().size());
     optimizer->ensureState();
     auto st = paramStates(*optimizer);
     for (int s = 0; s < opts_.servers; ++s) {
@@ -392,13 +395,19 @@ void PsWorker::receiveFinal() {
     const Header h = readHeader(head.data());
     DTRAIN_CHECK(h.kind == Kind::Final, serverName(s), ": unexpected final message kind ",
                  static_cast<int>(h.kind));
+    // Sizes from a peer are checked before they size a buffer: a corrupt
+    // header is one line, not a huge allocation (tests/fuzz: FuzzServerStats).
+    DTRAIN_CHECK(h.slots >= 0 && h.slots <= kMaxOptimizerSlots && h.extra >= 0 &&
+                     h.extra <= kMaxStatsBytes,
+                 serverName(s), ": malformed final message (", h.slots, " optimizer slots, ",
+                 h.extra, " bytes of statistics)");
     const int64_t n = plan_.shardSize(s);
     finalHeader_[s] = h;
     finalPayload_[s].resize(static_cast<size_t>(1 + h.slots) * n);
     receive(finalPayload_[s].data(), finalPayload_[s].size(), DType::F32, s);
     std::string json(static_cast<size_t>(h.extra), '\0');
     receive(json.data(), json.size(), DType::U8, s);
-    serverStats_[s] = ServerStats::fromJson(nlohmann::json::parse(json));
+    serverStats_[s] = ServerStats::fromJson(nlohmann::json::parse(json), opts_.workers);
     scatterShard(plan_, s, finalPayload_[s].data(), ptrs);
   }
   fresh_ = true;

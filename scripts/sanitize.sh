@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# The test suite under the sanitizers, each in its own build directory:
+#   bash scripts/sanitize.sh address [CTEST ARGS...]  AddressSanitizer + UndefinedBehaviorSanitizer,
+#                                                     every test but the three below (build-asan)
+#   bash scripts/sanitize.sh address-quick [...]      the same on the kernels' and parsers' tests
+#                                                     (core, tensor, autograd, optim, data, the fuzz
+#                                                     corpus): what CI runs, builds only those
+#   bash scripts/sanitize.sh thread  [CTEST ARGS...]  ThreadSanitizer on the tests of threads talking:
+#                                                     comm, parallel, federated (build-tsan)
+# Not under either: python_tests (the interpreter is not instrumented; it would need
+# the sanitizer runtime preloaded), package_install (builds an outside project with
+# its own flags) and the netsim label (emulated hosts; minutes each).
+# Findings are errors: UBSan halts on the first report, TSan exits 66.
+# Hogwild!'s races are the algorithm (lock-free updates of shared parameters):
+# tests/sanitizers/tsan.supp names exactly those functions, nothing else.
+# Extra arguments go to ctest (e.g. -R Resume to run a part).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+kind="${1:?usage: sanitize.sh address|thread [CTEST ARGS...]}"
+shift
+case "$kind" in
+  address) build=build-asan; sanitize=address,undefined
+           select=(-LE "netsim|python|package") ;;
+  address-quick) build=build-asan; sanitize=address,undefined
+           quick=(core_tests tensor_tests autograd_tests optim_tests data_tests)
+           targets=("${quick[@]}")
+           for t in tests/fuzz/corpus/*; do targets+=("fuzz_replay_$(basename "$t")"); done
+           select=(-L "^($(IFS='|'; echo "${quick[*]}")|fuzz)\$") ;;
+  thread)  build=build-tsan; sanitize=thread
+           # The local backend's ranks as threads; OpenMPI's internals are not
+           # instrumented (its runs would report its own synchronization).
+           targets=(comm_tests parallel_tests compress_tests federated_tests dtrain)
+           select=(-L "^(comm_tests|parallel_tests|compress_tests|federated_tests)\$" -E "Mpi") ;;
+  *) echo "sanitize.sh: unknown sanitizer '$kind' (address or thread)" >&2; exit 2 ;;
+esac
+DTRAIN_EXTRA_PACKAGES="libgtest-dev iproute2" DTRAIN_PACKAGES_ONLY=1 bash scripts/setup.sh
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDTRAIN_BUILD_TESTS=ON \
+  -DDTRAIN_SANITIZE="$sanitize" >/dev/null
+cmake --build "$build" -j "$(nproc)" ${targets:+--target "${targets[@]}"}
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
+# OpenMPI's and OpenBLAS's own allocations at exit are not dtrain's leaks.
+export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0"
+export LSAN_OPTIONS="suppressions=$PWD/tests/sanitizers/lsan.supp"
+export TSAN_OPTIONS="suppressions=$PWD/tests/sanitizers/tsan.supp:halt_on_error=1:second_deadlock_stack=1"
+ctest --test-dir "$build" --no-tests=error --output-on-failure -j "$(nproc)" "${select[@]}" "$@"
