@@ -7,6 +7,7 @@
 #include "core/Memory.h"
 #include "nn/Lora.h"
 #include "nn/ModelRegistry.h"
+#include "optim/Factory.h"
 #include "parallel/allreduce/DataParallel.h"
 #include "parallel/compress/Compressor.h"
 #include "parallel/pipeline/PipelineParallel.h"
@@ -157,7 +158,8 @@ std::map<std::string, std::string> noMesh(const std::string& name, std::map<std:
 // reads which [ps] option is the options' own condition, api/groups/PsGroups.cpp.)
 void validatePs(const RunConfig& rc) {
   const TrainConfig& c = rc.train;
-  DTRAIN_CHECK_USAGE(c.optimizer != "lars", "--optimizer lars needs whole-layer norms, which "
+  DTRAIN_CHECK_USAGE(!optim::needsWholeLayerNorms(c.optimizer), "--optimizer ", c.optimizer,
+                     " needs whole-layer norms, which "
                      "sharded servers do not have; use sgd, adam, adamw or adagrad with --strategy ps");
   // The pushes are compressed with the compressors that have a point-to-point
   // form (parallel/ps/PushCodec.h).

@@ -1,0 +1,92 @@
+// Large-batch training through the dtrain binary: --optimizer lamb under the
+// strategies that run the optimizer on whole layers (allreduce equals one
+// worker with the global batch; a resumed run is bitwise the uninterrupted
+// one) and one line where it cannot work.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "cli/CliRunner.h"
+#include "runtime/Safetensors.h"
+
+using namespace dtrain;
+using namespace dtrain::test;
+
+namespace {
+
+const std::string kLargeBatchRun =
+    "train --model mlp --dataset synthetic --synthetic-size 512 --progress off --seed 3 "
+    "--optimizer lamb --lr 0.01 --weight-decay 0.01 ";
+
+void largeBatchOk(const std::string& args) {
+  auto r = runDtrain(args);
+  ASSERT_EQ(r.code, 0) << args << "\n" << r.err;
+}
+
+// Every tensor of two checkpoints (model and optimizer state) within `tol`, or
+// bitwise equal with tol 0.
+void expectSameCheckpoint(const std::string& a, const std::string& b, double tol) {
+  auto ta = runtime::loadSafetensors(a), tb = runtime::loadSafetensors(b);
+  ASSERT_EQ(ta.tensors.size(), tb.tensors.size());
+  bool sawLambState = false;
+  for (size_t i = 0; i < ta.tensors.size(); ++i) {
+    const auto& [name, x] = ta.tensors[i];
+    const auto& y = tb.tensors[i].second;
+    ASSERT_EQ(name, tb.tensors[i].first);
+    ASSERT_EQ(x.nbytes(), y.nbytes()) << name;
+    sawLambState |= name.find("exp_avg_sq") != std::string::npos;
+    if (tol == 0) {
+      EXPECT_EQ(std::memcmp(x.rawData(), y.rawData(), x.nbytes()), 0) << name;
+    } else if (x.dtype() == DType::F32) {
+      const auto vx = x.toVector(), vy = y.toVector();
+      double worst = 0;
+      for (size_t j = 0; j < vx.size(); ++j) worst = std::max(worst, double(std::fabs(vx[j] - vy[j])));
+      EXPECT_LE(worst, tol) << name;
+    }
+  }
+  EXPECT_TRUE(sawLambState) << "no LAMB state in " << a;
+}
+
+TEST(Lamb, TwoWorkersEqualOneWorkerWithTheGlobalBatch) {
+  const std::string dir = tempDir();
+  largeBatchOk(kLargeBatchRun + "--workers 2 --batch-size 16 --max-steps 12 --save " + dir + "/two.st");
+  largeBatchOk(kLargeBatchRun + "--batch-size 32 --max-steps 12 --save " + dir + "/one.st");
+  expectSameCheckpoint(dir + "/two.st", dir + "/one.st", 1e-5);
+  // Gradient accumulation: 2 micro-batches of 8 per worker, the same global batch.
+  largeBatchOk(kLargeBatchRun + "--workers 2 --batch-size 8 --accumulate 2 --max-steps 12 --save " +
+               dir + "/acc.st");
+  expectSameCheckpoint(dir + "/acc.st", dir + "/one.st", 1e-5);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Lamb, ResumeIsBitwiseIdenticalToAnUninterruptedRun) {
+  const std::string dir = tempDir();
+  // 16 steps per epoch: the resume at 10 goes on across the epoch boundary.
+  const std::string common = kLargeBatchRun + "--batch-size 32 --epochs 3 ";
+  largeBatchOk(common + "--max-steps 20 --save " + dir + "/full.st");
+  largeBatchOk(common + "--max-steps 10 --save " + dir + "/half.st");
+  largeBatchOk(common + "--max-steps 20 --load " + dir + "/half.st --save " + dir + "/resumed.st");
+  expectSameCheckpoint(dir + "/full.st", dir + "/resumed.st", 0);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Lamb, OneLineWhereLayerNormsAreNotWhole) {
+  auto refused = [](const std::string& extra, const std::string& needle) {
+    auto r = runDtrain(kLargeBatchRun + "--max-steps 2 " + extra);
+    EXPECT_EQ(r.code, 2) << extra << "\n" << r.err;
+    EXPECT_NE(r.err.find(needle), std::string::npos) << extra << "\n" << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  };
+  refused("--strategy ps --workers 2", "--optimizer lamb needs whole-layer norms");
+  refused("--workers 2 --zero 1", "--zero does not support --optimizer lamb");
+  refused("--workers 2 --tensor-parallel 2", "--tensor-parallel does not support --optimizer lamb");
+  refused("--momentum 0.9", "--momentum");
+  // Adam's betas are LAMB's too.
+  auto r = runDtrain(kLargeBatchRun + "--max-steps 2 --adam-betas 0.9,0.99");
+  EXPECT_EQ(r.code, 0) << r.err;
+}
+
+}  // namespace
