@@ -194,7 +194,9 @@ const std::map<std::string, StrategyEntry>& registry() {
          noMesh("hogwild", {{"memory.zero", kZeroNotHere},
                             {"memory.offload", kOffloadNotHere},
                             {"checkpoint.every", kNoPeriodicCheckpoints},
-                            {"training.accumulate", "applies to --strategy allreduce"}}),
+                            {"training.accumulate", "applies to --strategy allreduce"},
+                            {"optimizer.scale_lr", "does not apply to --strategy hogwild (each "
+                             "worker's update is its own step of --batch-size samples)"}}),
          workers, makeHogwild, [](const RunConfig& rc) {
            DTRAIN_CHECK_USAGE(rc.train.backend == "local", "--strategy hogwild shares one parameter set "
                               "between threads of one process: use --backend local");

@@ -69,7 +69,7 @@ struct TrainConfig {
   bool overlap = true;             // allreduce buckets during backward
   std::string allreduceAlgo = "auto";
   int64_t accumulate = 1;          // micro-steps per optimizer step (gradient accumulation)
-  bool scaleLr = false;            // linear scaling rule: lr x workers
+  bool scaleLr = false;            // linear scaling rule: lr x workers x accumulate
   std::string timeline;            // Chrome trace-event JSON output
   // Gradient compression (allreduce strategy; parallel/compress/Compressor.h).
   std::string compress = "none";

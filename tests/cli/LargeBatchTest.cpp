@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "cli/CliRunner.h"
@@ -87,6 +88,58 @@ TEST(Lamb, OneLineWhereLayerNormsAreNotWhole) {
   // Adam's betas are LAMB's too.
   auto r = runDtrain(kLargeBatchRun + "--max-steps 2 --adam-betas 0.9,0.99");
   EXPECT_EQ(r.code, 0) << r.err;
+}
+
+// --scale-lr and --warmup-steps under each strategy: the rate the metrics log
+// at every step and the result line's effective_lr, against the linear scaling
+// rule by hand: --lr x (global batch / --batch-size), reached linearly over
+// the warm-up (lr * (step + 1) / warmup at 0-based step).
+struct ScaledRun {
+  std::string strategyArgs;
+  double scale;  // global batch / --batch-size
+};
+
+TEST(LinearScaling, EffectiveLrUsesTheGlobalBatchUnderEveryStrategy) {
+  const std::vector<ScaledRun> runs = {
+      {"--workers 2 --batch-size 8 --accumulate 2", 4},           // allreduce, accumulation
+      {"--batch-size 8 --accumulate 3", 3},                       // one process, accumulation
+      {"--strategy ps --workers 2 --batch-size 8", 2},            // sync parameter servers
+      {"--strategy ps --servers 2 --workers 3 --batch-size 8", 3},
+      {"--workers 4 --pipeline-stages 2 --batch-size 8", 2},      // 2 replicas of 2 stages
+      {"--workers 2 --batch-size 16", 2}};
+  const double lr = 0.01;
+  const int warmup = 4;
+  for (const auto& run : runs) {
+    SCOPED_TRACE(run.strategyArgs);
+    const std::string dir = tempDir();
+    auto r = runDtrain("train --model mlp --dataset synthetic --synthetic-size 1024 --max-steps 6 "
+                       "--progress off --lr 0.01 --scale-lr --warmup-steps 4 --log-every 1 "
+                       "--metrics " + dir + "/m.jsonl " + run.strategyArgs);
+    ASSERT_EQ(r.code, 0) << r.err;
+    const auto result = nlohmann::json::parse(r.lastLine());
+    EXPECT_NEAR(result.at("effective_lr").get<double>(), lr * run.scale, 1e-12);
+    std::ifstream metrics(dir + "/m.jsonl");
+    std::vector<double> logged;
+    for (std::string line; std::getline(metrics, line);) {
+      const auto rec = nlohmann::json::parse(line);
+      if (rec.contains("loss")) logged.push_back(rec.at("lr").get<double>());
+    }
+    ASSERT_EQ(logged.size(), 6u);
+    for (int step = 0; step < 6; ++step)
+      EXPECT_NEAR(logged[step], lr * run.scale * std::min(1.0, (step + 1.0) / warmup), 1e-12) << step;
+    std::filesystem::remove_all(dir);
+  }
+  // Without --scale-lr the rate is --lr whatever the batch.
+  auto plain = runDtrain("train --model mlp --dataset synthetic --synthetic-size 1024 --max-steps 2 "
+                         "--progress off --lr 0.01 --workers 2 --accumulate 2");
+  ASSERT_EQ(plain.code, 0) << plain.err;
+  EXPECT_EQ(nlohmann::json::parse(plain.lastLine()).at("effective_lr").get<double>(), lr);
+  // Hogwild! workers each take their own steps of --batch-size: no global batch to scale by.
+  auto hogwild = runDtrain("train --model mlp --dataset synthetic --synthetic-size 1024 --max-steps 2 "
+                           "--progress off --scale-lr --strategy hogwild --workers 2");
+  EXPECT_EQ(hogwild.code, 2);
+  EXPECT_NE(hogwild.err.find("--scale-lr does not apply to --strategy hogwild"), std::string::npos)
+      << hogwild.err;
 }
 
 }  // namespace

@@ -95,7 +95,8 @@ void addOptimizerOptions(Schema& s) {
       .train(&TrainConfig::stepSize).range(0).when(stepSchedule);
   s.add("optimizer", "gamma", "--gamma", "Decay factor of --schedule step")
       .train(&TrainConfig::gamma).range(0).when(stepSchedule);
-  s.add("optimizer", "scale_lr", "--scale-lr", "Linear scaling rule: multiply --lr by the workers")
+  s.add("optimizer", "scale_lr", "--scale-lr", "Linear scaling rule: multiply --lr by global batch / --batch-size "
+        "(data-parallel workers x --accumulate)")
       .train(&TrainConfig::scaleLr);
 }
 
