@@ -228,6 +228,7 @@ const std::map<std::string, StrategyEntry>& registry() {
           {"training.epochs", "does not apply to --strategy fedavg (use --local-epochs and --rounds)"},
           {"training.max_steps", "does not apply to --strategy fedavg (use --rounds)"},
           {"training.accumulate", "does not apply to --strategy fedavg (use --local-batch)"},
+          {"data.augment", "does not apply to --strategy fedavg (clients read their own batches)"},
           {"optimizer.schedule", "does not apply to --strategy fedavg (clients train at a constant --lr)"},
           {"optimizer.warmup_steps", "does not apply to --strategy fedavg (clients train at a constant --lr)"},
           {"optimizer.scale_lr", "does not apply to --strategy fedavg (the server's step is --server-lr)"},

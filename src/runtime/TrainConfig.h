@@ -47,6 +47,7 @@ struct TrainConfig {
   std::string precision = "fp32";  // of linear layers' products: fp32, bf16 (autograd/Precision.h)  // GEMM backend: auto, onednn, openblas (tensor/cpu/Blas.h)
   bool shuffle = true;
   int prefetch = 2;
+  std::string augment;  // training-set augmentation: "", "crop", "flip", "crop,flip" (data/Augment.h)
   std::string save, load, metrics;
   // Periodic checkpoints (runtime/CheckpointDir.h): every N steps into the
   // directory, the newest `keepCheckpoints` kept; resume: "auto" (the newest

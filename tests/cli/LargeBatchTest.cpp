@@ -142,4 +142,40 @@ TEST(LinearScaling, EffectiveLrUsesTheGlobalBatchUnderEveryStrategy) {
       << hogwild.err;
 }
 
+// --augment crop,flip keeps the global-batch rule end to end: 2 workers x 16
+// train the same model as 1 worker x 32, and not the one without augmentation.
+TEST(Augment, TwoWorkersEqualOneWorkerWithTheGlobalBatch) {
+  const std::string dir = tempDir();
+  const std::string common = "train --model lenet --dataset synthetic --synthetic-size 256 "
+                             "--progress off --seed 2 --max-steps 6 --lr 0.05 ";
+  largeBatchOk(common + "--augment crop,flip --workers 2 --batch-size 16 --save " + dir + "/two.st");
+  largeBatchOk(common + "--augment crop,flip --batch-size 32 --save " + dir + "/one.st");
+  largeBatchOk(common + "--batch-size 32 --save " + dir + "/plain.st");
+  auto two = runtime::loadSafetensors(dir + "/two.st"), one = runtime::loadSafetensors(dir + "/one.st"),
+       plain = runtime::loadSafetensors(dir + "/plain.st");
+  ASSERT_EQ(two.tensors.size(), one.tensors.size());
+  double worst = 0, fromPlain = 0;
+  for (size_t i = 0; i < one.tensors.size(); ++i) {
+    if (one.tensors[i].second.dtype() != DType::F32) continue;
+    const auto a = two.tensors[i].second.toVector(), b = one.tensors[i].second.toVector(),
+               c = plain.tensors[i].second.toVector();
+    for (size_t j = 0; j < a.size(); ++j) {
+      worst = std::max(worst, double(std::fabs(a[j] - b[j])));
+      fromPlain = std::max(fromPlain, double(std::fabs(c[j] - b[j])));
+    }
+  }
+  EXPECT_LE(worst, 1e-5);
+  EXPECT_GT(fromPlain, 1e-3);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Augment, OneLineWhereItDoesNotApply) {
+  auto r = runDtrain("train --model gpt-tiny --dataset text --max-steps 1 --progress off --augment flip");
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("--augment applies to image classification"), std::string::npos) << r.err;
+  r = runDtrain("train --dataset synthetic --max-steps 1 --progress off --augment rotate");
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("unknown --augment 'rotate'"), std::string::npos) << r.err;
+}
+
 }  // namespace
