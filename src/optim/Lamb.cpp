@@ -75,7 +75,8 @@ void Lamb::update(float* p, const float* g, int64_t n, int64_t step, double lr, 
   }
   const float negStep = static_cast<float>(-lr * trust);
   detail::forRange(n, [=](int64_t lo, int64_t hi) {
-    for (int64_t j = lo; j < hi; ++j) p[j] = detail::madd(negStep, lambDirection(p[j], m[j], v[j], s), p[j]);
+    for (int64_t j = lo; j < hi; ++j)
+      p[j] = detail::madd(negStep, lambDirection(p[j], m[j], v[j], s), p[j]);
   });
 }
 
