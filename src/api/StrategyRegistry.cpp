@@ -7,6 +7,7 @@
 #include "core/Memory.h"
 #include "nn/Lora.h"
 #include "nn/ModelRegistry.h"
+#include "optim/Factory.h"
 #include "parallel/allreduce/DataParallel.h"
 #include "parallel/compress/Compressor.h"
 #include "parallel/localsgd/LocalSgd.h"
@@ -176,7 +177,8 @@ std::map<std::string, std::string> noMesh(const std::string& name, std::map<std:
 // reads which [ps] option is the options' own condition, api/groups/PsGroups.cpp.)
 void validatePs(const RunConfig& rc) {
   const TrainConfig& c = rc.train;
-  DTRAIN_CHECK_USAGE(c.optimizer != "lars", "--optimizer lars needs whole-layer norms, which "
+  DTRAIN_CHECK_USAGE(!optim::needsWholeLayerNorms(c.optimizer), "--optimizer ", c.optimizer,
+                     " needs whole-layer norms, which "
                      "sharded servers do not have; use sgd, adam, adamw or adagrad with --strategy ps");
   // The pushes are compressed with the compressors that have a point-to-point
   // form (parallel/ps/PushCodec.h).
@@ -214,7 +216,9 @@ const std::map<std::string, StrategyEntry>& registry() {
          noMesh("hogwild", {{"memory.zero", kZeroNotHere},
                             {"memory.offload", kOffloadNotHere},
                             {"checkpoint.every", kNoPeriodicCheckpoints},
-                            {"training.accumulate", "applies to --strategy allreduce"}}),
+                            {"training.accumulate", "applies to --strategy allreduce"},
+                            {"optimizer.scale_lr", "does not apply to --strategy hogwild (each "
+                             "worker's update is its own step of --batch-size samples)"}}),
          workers, makeHogwild, [](const RunConfig& rc) {
            DTRAIN_CHECK_USAGE(rc.train.backend == "local", "--strategy hogwild shares one parameter set "
                               "between threads of one process: use --backend local");
@@ -246,6 +250,7 @@ const std::map<std::string, StrategyEntry>& registry() {
           {"training.epochs", "does not apply to --strategy fedavg (use --local-epochs and --rounds)"},
           {"training.max_steps", "does not apply to --strategy fedavg (use --rounds)"},
           {"training.accumulate", "does not apply to --strategy fedavg (use --local-batch)"},
+          {"data.augment", "does not apply to --strategy fedavg (clients read their own batches)"},
           {"optimizer.schedule", "does not apply to --strategy fedavg (clients train at a constant --lr)"},
           {"optimizer.warmup_steps", "does not apply to --strategy fedavg (clients train at a constant --lr)"},
           {"optimizer.scale_lr", "does not apply to --strategy fedavg (the server's step is --server-lr)"},

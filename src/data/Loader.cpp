@@ -9,6 +9,7 @@ Loader::Loader(std::shared_ptr<const Dataset> dataset, const DistributedSampler&
       rank_(rank),
       epoch_(epoch),
       depth_(options.prefetch),
+      augment_(options.augment),
       startStep_(options.startStep),
       consumed_(options.startStep) {
   DTRAIN_CHECK(dataset_ != nullptr, "Loader: null dataset");
@@ -20,6 +21,7 @@ Loader::Loader(std::shared_ptr<const Dataset> dataset, const DistributedSampler&
   DTRAIN_CHECK(depth_ >= 0, "Loader: prefetch depth must be >= 0, got ", depth_);
   DTRAIN_CHECK(consumed_ >= 0 && consumed_ <= sampler_.stepsPerEpoch(), "Loader: start step ",
                consumed_, " out of range [0, ", sampler_.stepsPerEpoch(), "]");
+  checkAugmentable(augment_, dataset_->sampleShape());
   perm_ = sampler_.permutation(epoch_);
   // One slot being filled, `depth_` queued, one held by the consumer, one it just released.
   slots_.resize(static_cast<size_t>(depth_) + 3);
@@ -44,6 +46,10 @@ Batch& Loader::recycledSlot() {
 
 void Loader::produce(int64_t step, Batch& out) {
   dataset_->fill(sampler_.slice(perm_, step, rank_), out);
+  // Rank r's slice starts at r * B in the step's global batch (the sampler contract).
+  if (augment_.any())
+    augmentSamples(augment_, dataset_->sampleShape(), out.x.data<float>(), out.size(), epoch_, step,
+                   rank_ * sampler_.config().localBatch);
 }
 
 void Loader::producerLoop() {

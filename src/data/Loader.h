@@ -22,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "data/Augment.h"
 #include "data/Dataset.h"
 #include "data/DistributedSampler.h"
 
@@ -30,6 +31,9 @@ namespace dtrain::data {
 struct LoaderOptions {
   int64_t startStep = 0;  // first step to produce (resume mid-epoch)
   int prefetch = 2;       // queue depth; 0 = synchronous
+  // Applied to each batch as it is gathered (on the producer thread), seeded by
+  // the sample's place in the step's global batch (data/Augment.h).
+  AugmentOptions augment{};
 };
 
 class Loader {
@@ -59,6 +63,7 @@ class Loader {
   int rank_;
   int64_t epoch_;
   int depth_;
+  AugmentOptions augment_;
   std::vector<int64_t> perm_;
   int64_t startStep_;
   int64_t consumed_;  // consumer's next step (consumer thread only)

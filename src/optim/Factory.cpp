@@ -3,6 +3,7 @@
 #include "core/NameRegistry.h"
 #include "optim/Adagrad.h"
 #include "optim/Adam.h"
+#include "optim/Lamb.h"
 #include "optim/Lars.h"
 #include "optim/Sgd.h"
 
@@ -75,12 +76,18 @@ std::unique_ptr<Optimizer> makeLarsByName(const std::string&, NamedParameters pa
   return makeLars(std::move(params), o);
 }
 
+std::unique_ptr<Optimizer> makeLambByName(const std::string&, NamedParameters params,
+                                          const OptimizerOptions& o) {
+  return makeLamb(std::move(params), o);
+}
+
 const NameRegistry<Maker>& makers() {
   static const NameRegistry<Maker> r("--optimizer", {{"sgd", makeSgd},
                                                      {"adam", makeAdamOrAdamW},
                                                      {"adamw", makeAdamOrAdamW},
                                                      {"adagrad", makeAdagrad},
-                                                     {"lars", makeLarsByName}});
+                                                     {"lars", makeLarsByName},
+                                                     {"lamb", makeLambByName}});
   return r;
 }
 

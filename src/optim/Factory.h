@@ -20,7 +20,7 @@ struct OptimizerOptions {
   std::optional<double> weightDecay{};
   // Weight decay only for parameters with >= 2 dims (Optimizer::setDecay2dOnly).
   std::optional<bool> decay2dOnly{};
-  // adam, adamw
+  // adam, adamw, lamb
   std::optional<double> beta1{};
   std::optional<double> beta2{};
   // adam, adamw, adagrad
@@ -32,8 +32,14 @@ struct OptimizerOptions {
   std::string offloadDir;
 };
 
-// "sgd", "adam", "adamw", "adagrad".
+// "sgd", "adam", "adamw", "adagrad", "lars", "lamb".
 const std::vector<std::string>& optimizerNames();
+
+// Whether the optimizer's update of a parameter needs the norms of the whole
+// tensor (LARS's and LAMB's trust ratios): strategies that update slices of a
+// parameter (ZeRO's flat shards, parameter servers' shards, tensor-parallel
+// cuts) refuse them.
+inline bool needsWholeLayerNorms(const std::string& name) { return name == "lars" || name == "lamb"; }
 
 // Throws dtrain::UsageError naming the flag on an unknown optimizer, an invalid
 // value, or an option that the optimizer does not have (e.g. --momentum for adam).

@@ -53,7 +53,9 @@ class ClassificationTask final : public Task {
         // at once (local batch K*B), so the union over ranks and micro-steps is
         // the global batch N*K*B of the sampler contract.
         sampler_({train_->size(), config_.batchSize * config_.accumulate, ctx.worldSize,
-                  config_.seed, config_.shuffle}) {}
+                  config_.seed, config_.shuffle}) {
+    data::checkAugmentable(augmentOptions(), train_->sampleShape());  // one line, before training
+  }
 
   std::string describeData() const override {
     // The shape and classes the model was built for (runtime::dataShape).
@@ -65,7 +67,8 @@ class ClassificationTask final : public Task {
   void beginEpoch(int64_t epoch, int64_t step) override {
     loader_.reset();
     loader_.emplace(train_, sampler_, rank_, epoch,
-                    data::LoaderOptions{step - epoch * stepsPerEpoch(), config_.prefetch});
+                    data::LoaderOptions{step - epoch * stepsPerEpoch(), config_.prefetch,
+                                        augmentOptions()});
   }
   bool nextBatch(data::Batch& b) override { return loader_->next(b); }
   void endEpoch() override { loader_.reset(); }
@@ -86,6 +89,12 @@ class ClassificationTask final : public Task {
   }
 
  private:
+  data::AugmentOptions augmentOptions() const {
+    data::AugmentOptions o = data::parseAugment(config_.augment);
+    o.seed = config_.seed;
+    return o;
+  }
+
   const TrainConfig& config_;
   int rank_;
   std::shared_ptr<const data::Dataset> train_, test_;

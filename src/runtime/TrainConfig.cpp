@@ -6,6 +6,7 @@
 #include "comm/Types.h"
 #include "autograd/Precision.h"
 #include "core/Error.h"
+#include "optim/Factory.h"
 #include "runtime/LoraSetup.h"
 #include "runtime/Trainer.h"
 #include "tensor/cpu/Blas.h"
@@ -21,8 +22,9 @@ void TrainConfig::validate(bool workersKnown) const {
   // Hogwild! (and ps async/ssp) clip each worker's own gradient before its
   // update: every update is one SGD step, clipped as a single process clips its
   // steps. Sync parameter servers clip the mean by their combined norm.
-  DTRAIN_CHECK_USAGE((!beta1 && !beta2) || optimizer == "adam" || optimizer == "adamw",
-                     "--adam-betas applies to --optimizer adam and adamw (not ", optimizer, ")");
+  DTRAIN_CHECK_USAGE((!beta1 && !beta2) || optimizer == "adam" || optimizer == "adamw" ||
+                         optimizer == "lamb",
+                     "--adam-betas applies to --optimizer adam, adamw and lamb (not ", optimizer, ")");
   // Periodic checkpoints and --resume (runtime/CheckpointDir.h).
   DTRAIN_CHECK_USAGE(checkpointEvery == 0 || !checkpointDir.empty(),
                      "--checkpoint-every needs --checkpoint-dir DIR");
@@ -65,9 +67,9 @@ void TrainConfig::validate(bool workersKnown) const {
     DTRAIN_CHECK_USAGE(compress == "none" || zero <= 2,
                        "--zero 3 does not combine with --compress yet (stages 1 and 2 reduce-scatter "
                        "in fp16 or bf16)");
-    DTRAIN_CHECK_USAGE(optimizer != "lars",
-                       "--zero does not support --optimizer lars (its trust ratio needs whole "
-                       "tensors; use sgd, adam, adamw or adagrad)");
+    DTRAIN_CHECK_USAGE(!optim::needsWholeLayerNorms(optimizer),
+                       "--zero does not support --optimizer ", optimizer,
+                       " (its trust ratio needs whole tensors; use sgd, adam, adamw or adagrad)");
   }
   if (offload != "none") {
     DTRAIN_CHECK_USAGE(pipelineStages <= 1 && tensorParallel <= 1,
@@ -138,6 +140,10 @@ void TrainConfig::validate(bool workersKnown) const {
     DTRAIN_CHECK_USAGE(!workersKnown || workers % tensorParallel == 0, "--workers ", workers,
                        " is not a multiple of --tensor-parallel ", tensorParallel,
                        " (workers = data-parallel replicas x tensor-parallel ranks)");
+    // A cut weight's slices would each get their own trust ratio.
+    DTRAIN_CHECK_USAGE(!optim::needsWholeLayerNorms(optimizer), "--tensor-parallel does not "
+                       "support --optimizer ", optimizer, " (its trust ratio needs whole "
+                       "tensors, and the cut layers hold slices; use sgd, adam, adamw or adagrad)");
   }
 }
 

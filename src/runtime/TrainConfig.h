@@ -47,6 +47,7 @@ struct TrainConfig {
   std::string precision = "fp32";  // of linear layers' products: fp32, bf16 (autograd/Precision.h)  // GEMM backend: auto, onednn, openblas (tensor/cpu/Blas.h)
   bool shuffle = true;
   int prefetch = 2;
+  std::string augment;  // training-set augmentation: "", "crop", "flip", "crop,flip" (data/Augment.h)
   std::string save, load, metrics;
   // Periodic checkpoints (runtime/CheckpointDir.h): every N steps into the
   // directory, the newest `keepCheckpoints` kept; resume: "auto" (the newest
@@ -72,7 +73,7 @@ struct TrainConfig {
   bool overlap = true;             // allreduce buckets during backward
   std::string allreduceAlgo = "auto";
   int64_t accumulate = 1;          // micro-steps per optimizer step (gradient accumulation)
-  bool scaleLr = false;            // linear scaling rule: lr x workers
+  bool scaleLr = false;            // linear scaling rule: lr x workers x accumulate
   std::string timeline;            // Chrome trace-event JSON output
   // Gradient compression (allreduce strategy; parallel/compress/Compressor.h).
   std::string compress = "none";

@@ -32,6 +32,7 @@ nlohmann::json TrainResult::toJson() const {
                    {"epochs", epochs},
                    {"seconds", seconds},
                    {"samples_per_s", samplesPerS},
+                   {"effective_lr", effectiveLr},
                    {"train_loss", trainLoss},
                    {"parameters", parameters},
                    {"trainable_parameters", trainableParameters},
@@ -236,8 +237,13 @@ TrainResult Trainer::run() {
   strategy_->setup(*model_, *optimizer_);
   if (!state.strategyState.empty()) strategy_->loadCheckpointState(state.strategyState);
 
-  // Linear scaling rule (Goyal et al.): lr x workers, usually with --warmup-steps.
-  const double baseLr = c.scaleLr ? c.lr * strategy_->dataReplicas() : c.lr;
+  // Linear scaling rule (Goyal et al.), usually with --warmup-steps: --lr is
+  // the rate for one --batch-size, scaled by the global batch of an optimizer
+  // step over it: data replicas x --accumulate micro-batches (not the workers
+  // alone, which left accumulation's K-times larger batch at the unscaled lr).
+  const double baseLr =
+      c.scaleLr ? c.lr * static_cast<double>(task->globalBatch()) / static_cast<double>(c.batchSize)
+                : c.lr;
   optim::ScheduleOptions so;
   so.tMax = std::max<int64_t>(1, total);
   so.stepSize = c.stepSize > 0 ? c.stepSize : std::max<int64_t>(1, perEpoch);
@@ -267,6 +273,7 @@ TrainResult Trainer::run() {
                                         : std::string()));
 
   TrainResult r;
+  r.effectiveLr = baseLr;
   int64_t step = state.step;
   double evalSeconds = 0, windowLoss = 0;
   int64_t windowSteps = 0;

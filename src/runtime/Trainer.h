@@ -30,6 +30,9 @@ struct TrainResult {
   double seconds = 0;     // training loop only (no loading, no final evaluation)
   double samplesPerS = 0;
   double trainLoss = 0;   // mean over the last logging window
+  // The rate the schedule starts from (warm-up ramps up to it): --lr, times
+  // global batch / --batch-size under --scale-lr.
+  double effectiveLr = 0;
   // The task's final evaluation and fields (test_accuracy and test_loss, or
   // val_loss, val_bpb, tokens_per_s ...), merged into the final JSON line.
   nlohmann::json evaluation = nlohmann::json::object();

@@ -101,7 +101,7 @@ TEST(LanguageModelCli, FlagErrors) {
   expectError(runDtrain("train --dataset synthetic --n-layer 3"), 2, "--n-layer");
   expectError(runDtrain(quick + "--adam-betas 0.9"), 2, "--adam-betas");
   expectError(runDtrain(quick + "--optimizer sgd --adam-betas 0.9,0.99"), 2,
-              "--adam-betas applies to --optimizer adam and adamw");
+              "--adam-betas applies to --optimizer adam, adamw and lamb");
   expectError(runDtrain(quick + "--clip-grad-norm -1"), 2, "--clip-grad-norm");
   expectError(runDtrain(quick + "--clip-grad-norm nan"), 2, "--clip-grad-norm");
 }

@@ -327,10 +327,10 @@ TEST(Optimizer, StateAfterStepsHasTheSameNamesAsEnsureState) {
 TEST(Optimizer, RestoredStateContinuesBitwiseIdentically) {
   OptimizerOptions options;
   options.lr = 0.05;
-  for (const std::string name : {"sgd", "adam", "adamw", "adagrad"}) {
+  for (const std::string name : {"sgd", "adam", "adamw", "adagrad", "lars", "lamb"}) {
     SCOPED_TRACE(name);
     OptimizerOptions o = options;
-    if (name == "sgd") o.momentum = 0.9;
+    if (name == "sgd" || name == "lars") o.momentum = 0.9;
     auto a = makeOptimizer(name, {{"w", param(kP0)}}, o);
     for (int s = 0; s < 2; ++s) {
       setGrad(a->param(0), kGrads[s]);

@@ -111,7 +111,7 @@ std::string loadError(const std::string& path, nn::Module& m, optim::Optimizer* 
 
 TEST(Checkpoint, RoundTripIntoAFreshModelAndOptimizerIsBitwiseExact) {
   TempDir dir;
-  for (const std::string name : {"sgd", "adam", "adamw", "adagrad"}) {
+  for (const std::string name : {"sgd", "adam", "adamw", "adagrad", "lars", "lamb"}) {
     SCOPED_TRACE(name);
     const std::string path = dir.file(name + ".safetensors");
     Net a(1);

@@ -1,6 +1,7 @@
 // [model] and [data]: what is trained, on what.
 #include "api/Schema.h"
 #include "api/groups/Conditions.h"
+#include "data/Augment.h"
 #include "nn/ModelRegistry.h"
 
 namespace dtrain::api {
@@ -80,6 +81,19 @@ void addDataOptions(Schema& s) {
   s.add("data", "prefetch", "--prefetch", "Batches loaded ahead on a background thread (0: none)")
       .train(&runtime::TrainConfig::prefetch)
       .range(0);
+  s.add("data", "augment", "--augment",
+        "Training images: crop (random crop of the 4-pixel zero-padded image), flip "
+        "(horizontal, p 1/2), or crop,flip; seeded by --seed, the step and the sample's place "
+        "in the global batch")
+      .train(&runtime::TrainConfig::augment)
+      .when([](const RunConfig& rc) {
+        return unlessThen(!isLanguageModel(rc), "applies to image classification, not language models");
+      })
+      .set = [](RunConfig& rc, const Value& v) {
+        const auto& spec = std::get<std::string>(v);
+        data::parseAugment(spec);  // names the choices
+        rc.train.augment = spec;
+      };
 }
 
 }  // namespace dtrain::api

@@ -44,7 +44,7 @@ void addTrainingOptions(Schema& s) {
 
 void addOptimizerOptions(Schema& s) {
   s.addGroup("optimizer", "Optimizer and learning-rate schedule");
-  s.add("optimizer", "name", "--optimizer", "sgd, adam, adamw, adagrad or lars")
+  s.add("optimizer", "name", "--optimizer", "sgd, adam, adamw, adagrad, lars or lamb")
       .train(&TrainConfig::optimizer)
       .oneOf([] { return optim::optimizerNames(); });
   s.add("optimizer", "lr", "--lr", "Learning rate").train(&TrainConfig::lr).above(0);
@@ -64,7 +64,7 @@ void addOptimizerOptions(Schema& s) {
         "(nanoGPT's groups; default on for gpt models)")
       .train(&TrainConfig::decay2dOnly).negated("--no-decay-2d-only");
   Option& betas = s.add("optimizer", "adam_betas", "--adam-betas",
-                        "adam, adamw: B1,B2 (default 0.9,0.999; gpt 0.9,0.95)");
+                        "adam, adamw, lamb: B1,B2 (default 0.9,0.999; gpt 0.9,0.95)");
   betas.kind = Kind::FloatList;
   betas.range(0, 1);
   betas.set = [](RunConfig& rc, const Value& v) {
@@ -80,7 +80,8 @@ void addOptimizerOptions(Schema& s) {
   };
   betas.when([](const RunConfig& rc) {
     const auto& o = rc.train.optimizer;
-    return unlessThen(o == "adam" || o == "adamw", "applies to --optimizer adam and adamw");
+    return unlessThen(o == "adam" || o == "adamw" || o == "lamb",
+                      "applies to --optimizer adam, adamw and lamb");
   });
   s.add("optimizer", "schedule", "--schedule", "Learning-rate schedule: constant, step or cosine")
       .train(&TrainConfig::schedule).oneOf({"constant", "step", "cosine"});
@@ -94,7 +95,8 @@ void addOptimizerOptions(Schema& s) {
       .train(&TrainConfig::stepSize).range(0).when(stepSchedule);
   s.add("optimizer", "gamma", "--gamma", "Decay factor of --schedule step")
       .train(&TrainConfig::gamma).range(0).when(stepSchedule);
-  s.add("optimizer", "scale_lr", "--scale-lr", "Linear scaling rule: multiply --lr by the workers")
+  s.add("optimizer", "scale_lr", "--scale-lr", "Linear scaling rule: multiply --lr by global batch / --batch-size "
+        "(data-parallel workers x --accumulate)")
       .train(&TrainConfig::scaleLr);
 }
 

@@ -7,6 +7,7 @@
 
 #include "core/Error.h"
 #include "core/Timer.h"
+#include "optim/Factory.h"
 #include "tensor/Half.h"
 #include "parallel/MemoryGather.h"
 #include "parallel/RankSums.h"
@@ -37,8 +38,8 @@ void validate(const ZeroOptions& o) {
   DTRAIN_CHECK_USAGE(o.gradientWire == DType::F32 || o.stage <= 2,
                      "--zero 3 does not combine with --compress yet (stages 1 and 2 reduce-scatter "
                      "in fp16 or bf16)");
-  DTRAIN_CHECK_USAGE(o.optimizer != "lars", "--zero does not support --optimizer lars ",
-                     "(its trust ratio needs whole tensors; use sgd, adam, adamw or adagrad)");
+  DTRAIN_CHECK_USAGE(!optim::needsWholeLayerNorms(o.optimizer), "--zero does not support --optimizer ",
+                     o.optimizer, " (its trust ratio needs whole tensors; use sgd, adam, adamw or adagrad)");
 }
 
 ZeroDataParallel::ZeroDataParallel(comm::Communicator& comm, ZeroOptions options)

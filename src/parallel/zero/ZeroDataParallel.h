@@ -45,7 +45,7 @@
 //    With --offload params the owned slices live in a file on disk (core/
 //    Offload.h): each is written out after its gathers and the update, and
 //    read back (ahead, on the file's I/O thread) before the next use.
-//  - Elementwise optimizers only (sgd, adam, adamw, adagrad): LARS needs whole
+//  - Elementwise optimizers only (sgd, adam, adamw, adagrad): LARS and LAMB need whole
 //    tensors' norms.
 //  - --compress fp16|bf16 (stages 1 and 2) reduce-scatters the gradients in
 //    16 bits (ZeroOptions::gradientWire): 0.75x the bytes of a step.

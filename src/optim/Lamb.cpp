@@ -1,0 +1,101 @@
+#include "optim/Lamb.h"
+
+#include <cmath>
+
+namespace dtrain::optim {
+
+Lamb::Lamb(NamedParameters params, const LambOptions& o)
+    : Optimizer(std::move(params), o.lr), options_(o) {
+  detail::checkHyper(o.beta1 >= 0 && o.beta1 < 1, "--beta1", o.beta1, "must be in [0, 1)");
+  detail::checkHyper(o.beta2 >= 0 && o.beta2 < 1, "--beta2", o.beta2, "must be in [0, 1)");
+  detail::checkHyper(std::isfinite(o.eps) && o.eps >= 0, "--eps", o.eps,
+                     "must be a finite number >= 0");
+  detail::checkHyper(std::isfinite(o.weightDecay) && o.weightDecay >= 0, "--weight-decay",
+                     o.weightDecay, "must be a finite number >= 0");
+}
+
+std::string Lamb::describe() const {
+  return dtrain::detail::concat("LAMB(lr=", lr(), ", betas=(", options_.beta1, ", ",
+                                options_.beta2, "), eps=", options_.eps,
+                                ", weight_decay=", options_.weightDecay, ")");
+}
+
+std::vector<Tensor> Lamb::initSlots(const Tensor& param) const {
+  return {Tensor::zeros(param.shape()), Tensor::zeros(param.shape())};
+}
+
+namespace {
+
+struct LambScalars {
+  float fb1, fb2, ob1, ob2, invBc1, bc2Sqrt, eps, wd;
+};
+
+// One element of the update direction u = r + wd * w from the updated moments;
+// the norm pass and the apply pass call it on the same floats, so the norm is
+// that of the update applied.
+inline float lambDirection(float w, float m, float v, const LambScalars& s) {
+  const float r = (m * s.invBc1) / (std::sqrt(v) / s.bc2Sqrt + s.eps);
+  return detail::madd(s.wd, w, r);
+}
+
+}  // namespace
+
+void Lamb::update(float* p, const float* g, int64_t n, int64_t step, double lr, bool decay,
+                  std::vector<Tensor>& slots) {
+  float* m = slots[0].data<float>();
+  float* v = slots[1].data<float>();
+  const double b1 = options_.beta1, b2 = options_.beta2;
+  LambScalars s;
+  s.fb1 = static_cast<float>(b1);
+  s.fb2 = static_cast<float>(b2);
+  s.ob1 = static_cast<float>(1.0 - b1);
+  s.ob2 = static_cast<float>(1.0 - b2);
+  s.invBc1 = static_cast<float>(1.0 / (1.0 - std::pow(b1, static_cast<double>(step))));
+  s.bc2Sqrt = static_cast<float>(std::sqrt(1.0 - std::pow(b2, static_cast<double>(step))));
+  s.eps = static_cast<float>(options_.eps);
+  // Parameter groups (--decay-2d-only): neither decay nor trust ratio here.
+  s.wd = decay ? static_cast<float>(options_.weightDecay) : 0.0f;
+  detail::forRange(n, [=](int64_t lo, int64_t hi) {
+    for (int64_t j = lo; j < hi; ++j) {
+      m[j] = detail::madd(g[j], s.ob1, m[j] * s.fb1);
+      v[j] = detail::madd(s.ob2 * g[j], g[j], v[j] * s.fb2);
+    }
+  });
+  double trust = 1.0;
+  if (decay) {
+    // Norms in double and in one fixed order (a layer has up to millions of
+    // elements; the same sum on every rank and every run).
+    double ww = 0, uu = 0;
+    for (int64_t j = 0; j < n; ++j) {
+      const float u = lambDirection(p[j], m[j], v[j], s);
+      ww += static_cast<double>(p[j]) * p[j];
+      uu += static_cast<double>(u) * u;
+    }
+    if (ww > 0 && uu > 0) trust = std::sqrt(ww) / std::sqrt(uu);
+  }
+  const float negStep = static_cast<float>(-lr * trust);
+  detail::forRange(n, [=](int64_t lo, int64_t hi) {
+    for (int64_t j = lo; j < hi; ++j)
+      p[j] = detail::madd(negStep, lambDirection(p[j], m[j], v[j], s), p[j]);
+  });
+}
+
+std::unique_ptr<Optimizer> makeLamb(NamedParameters params, const OptimizerOptions& o) {
+  auto reject = [](bool set, const char* flag) {
+    if (set) throw UsageError(std::string("option ") + flag + " does not apply to optimizer 'lamb'");
+  };
+  reject(o.momentum.has_value(), "--momentum");
+  reject(o.dampening.has_value(), "--dampening");
+  reject(o.nesterov.value_or(false), "--nesterov");
+  reject(o.lrDecay.has_value(), "--lr-decay");
+  reject(o.initialAccumulatorValue.has_value(), "--initial-accumulator-value");
+  LambOptions l;
+  l.lr = o.lr.value_or(l.lr);
+  l.beta1 = o.beta1.value_or(l.beta1);
+  l.beta2 = o.beta2.value_or(l.beta2);
+  l.eps = o.eps.value_or(l.eps);
+  l.weightDecay = o.weightDecay.value_or(l.weightDecay);
+  return std::make_unique<Lamb>(std::move(params), l);
+}
+
+}  // namespace dtrain::optim
