@@ -3,7 +3,7 @@
 
 Run with /usr/bin/python3 (Debian's interpreter with python3-torch and numpy).
 
-  resnet_interop.py step FILE [--reference PATH] [--tol T]
+  resnet_interop.py step FILE [--reference PATH] [--tol T] [--grad-tol G]
       FILE is a safetensors file written by dtrain's test: the model's state_dict before
       the step (torchvision names, BatchNorm buffers included), "input.x" [B, C, H, W],
       "input.y" (I32 [B]), dtrain's "output.logits", "output.loss", "grad.<parameter>"
@@ -11,9 +11,10 @@ Run with /usr/bin/python3 (Debian's interpreter with python3-torch and numpy).
       momentum, weight_decay, blocks (n per stage). Builds torch_resnet.py's ResNet20
       class (its own source, executed without running the script), load_state_dict
       (strict=True), runs one training-mode step (cross-entropy, backward, torch.optim.SGD)
-      and checks logits, loss, gradients, the updated parameters and the BatchNorm running
-      statistics: max |dtrain - torch| <= T * max(1, max |torch|) per tensor (gradients:
-      relative to their own largest element; default T 1e-4), num_batches_tracked exactly.
+      and checks logits, loss, the updated parameters and the BatchNorm running statistics:
+      max |dtrain - torch| <= T * max(1, max |torch|) per tensor (default T 1e-4),
+      num_batches_tracked exactly; gradients by |dtrain - torch| / |torch| <= G (L2 norms,
+      default G 1e-2: see the comment in step()).
 
   resnet_interop.py load FILE [--reference PATH]
       FILE is a dtrain checkpoint (`dtrain train --model resnet-20 --save FILE`): drops
@@ -54,7 +55,7 @@ def max_err(got, want, floor):
     return (got.double() - want.double()).abs().max().item(), max(floor, want.abs().max().item())
 
 
-def step(path, reference, tol):
+def step(path, reference, tol, grad_tol):
     tensors, meta = read_safetensors(path)
     x, y = tensors["input.x"], tensors["input.y"].long()
     model = reference_resnet_class(reference)(x.shape[1], tensors["fc.weight"].shape[0],
@@ -71,8 +72,12 @@ def step(path, reference, tol):
     loss.backward()
     checks = [("logits", tensors["output.logits"], logits.detach(), 1.0),
               ("loss", tensors["output.loss"], loss.detach(), 1.0)]
-    for name, p in model.named_parameters():
-        checks.append(("grad." + name, tensors["grad." + name], p.grad, 1e-12))
+    # Gradients by their relative L2 error: an input of a ReLU within rounding
+    # of zero can fall on the other side in float32 (dtrain's and torch's
+    # convolutions round differently), and with BatchNorm's coupling across the
+    # batch that flip moves every gradient below it by up to ~1e-3 of its norm
+    # (seen at 1 run in 3); a wrong formula moves them by far more.
+    grads = [("grad." + name, tensors["grad." + name], p.grad) for name, p in model.named_parameters()]
     opt.step()
     for name, t in model.state_dict().items():
         if name.endswith("num_batches_tracked"):
@@ -91,10 +96,22 @@ def step(path, reference, tol):
         if not err <= tol * scale:
             print(f"{name}: max |dtrain - torch| = {err:.3g} > {tol} * {scale:.3g}")
             bad += 1
+    worst = 0.0
+    for name, got, want in grads:
+        if got.shape != want.shape:
+            print(f"{name}: shape {list(got.shape)} != torch {list(want.shape)}")
+            bad += 1
+            continue
+        rel = ((got.double() - want.double()).norm() / max(1e-30, want.double().norm())).item()
+        worst = max(worst, rel)
+        if not rel <= grad_tol:
+            print(f"{name}: |dtrain - torch| / |torch| = {rel:.3g} > {grad_tol}")
+            bad += 1
     if bad:
         return 1
     err, _ = max_err(tensors["output.logits"], logits.detach(), 1.0)
-    print(f"ok: {len(checks)} tensors match (logits max err {err:.2g}, loss {loss.item():.6f})")
+    print(f"ok: {len(checks) + len(grads)} tensors match (logits max err {err:.2g}, "
+          f"gradients' worst relative L2 error {worst:.2g}, loss {loss.item():.6f})")
     return 0
 
 
@@ -123,13 +140,14 @@ def main(argv):
     ap.add_argument("file")
     ap.add_argument("--reference", default=DEFAULT_REFERENCE)
     ap.add_argument("--tol", type=float, default=1e-4)
+    ap.add_argument("--grad-tol", type=float, default=1e-2)
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
     if args.command == "load":
         return load(args.file, args.reference)
     if args.command == "save":
         return save(args.file, args.seed, args.reference)
-    return step(args.file, args.reference, args.tol)
+    return step(args.file, args.reference, args.tol, args.grad_tol)
 
 
 if __name__ == "__main__":
