@@ -26,6 +26,7 @@ parallel::DataParallelOptions dataParallelOptions(const TrainConfig& c, comm::Co
   parallel::DataParallelOptions o;
   o.fusionMb = c.fusionMb;
   o.overlap = c.overlap;
+  o.syncBn = c.syncBn;
   o.algo = comm::algorithmFromName(c.allreduceAlgo);
   o.compress = runtime::compressOptions(c);
   DTRAIN_CHECK_USAGE(comm.supports(o.algo), "--allreduce-algo ", c.allreduceAlgo,
