@@ -3,8 +3,10 @@
 // and after one SGD step the same parameters and running statistics; checkpoints
 // load into the reference model with strict=True and its state_dict into dtrain.
 // Skipped when /usr/bin/python3 has no torch or the reference script is not there.
+// Also: the trainer's evaluation switches BatchNorm to eval mode and back.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -16,6 +18,7 @@
 #include "runtime/Checkpoint.h"
 #include "runtime/Safetensors.h"
 #include "runtime/TestUtil.h"
+#include "runtime/Trainer.h"
 
 using namespace dtrain;
 using dtrain::testing::haveTorch;
@@ -133,4 +136,30 @@ TEST(ResNetTorchInterop, CheckpointsLoadBothWays) {
     ++compared;
   }
   EXPECT_EQ(compared, 65 + 63);  // 21 convs + 21 BN x 2 + fc x 2 parameters; 21 BN x 3 buffers
+}
+
+// The trainer's evaluation runs BatchNorm in eval mode (the running statistics,
+// untouched) and leaves the model training again.
+TEST(ResNetEvaluation, EvalModeAndBack) {
+  runtime::TrainConfig c;
+  c.dataset = "synthetic";
+  c.syntheticSize = 40;
+  auto data = runtime::loadDataset(c, false);
+  auto m = nn::buildModel("resnet-20", {}, 2);
+  std::vector<std::vector<float>> before;
+  for (auto& [name, t] : m->namedBuffers())
+    if (t->dtype() == DType::F32) before.push_back(t->toVector());
+  const auto [accuracy, loss] = runtime::evaluate(*m, *data, 4);
+  EXPECT_TRUE(std::isfinite(loss));
+  EXPECT_TRUE(m->isTraining());
+  size_t i = 0;
+  for (auto& [name, t] : m->namedBuffers()) {
+    if (t->dtype() == DType::F32) EXPECT_EQ(t->toVector(), before[i++]) << name;
+    else EXPECT_EQ(*t->data<int64_t>(), 0) << name;
+  }
+  // In training mode the same forward moves them.
+  Tensor x = Tensor::empty({4, 1, 28, 28}), y = Tensor::empty({4}, DType::I32);
+  randomBatch(x, y, 3);
+  m->forward(autograd::Variable(x));
+  EXPECT_NE(m->namedBuffers()[0].second->toVector(), before[0]);
 }
