@@ -5,7 +5,9 @@
 // included), and dtrain's kernels on bf16 operands widened to fp32 (what runs
 // under --precision bf16 where dtrain's kernels are chosen). ConvDispatch.h's
 // table of which implementation runs where comes from these figures.
-//   conv_bench [--threads 1] [--reps 7] [--min-ms 20]
+// --model resnet-20: resnet-20's distinct convolutions at batch 128 instead
+// (nn/ResNet.h; "x6" = how many of the layer one step runs).
+//   conv_bench [--threads 1] [--reps 7] [--min-ms 20] [--model lenet|resnet-20]
 // One line per layer and pass on stderr; one JSON line each on stdout.
 #include <algorithm>
 #include <chrono>
@@ -40,6 +42,18 @@ const Layer kLayers[] = {
     {"conv2 b10", {10, 6, 14, 14, 16, 5, 5, 1, 1, 0, 0}},
 };
 
+// resnet-20 (src/nn/ResNet.cpp) at batch 128: every distinct shape once.
+const Layer kResNetLayers[] = {
+    {"stem x1", {128, 1, 28, 28, 16, 3, 3, 1, 1, 1, 1}},
+    {"l1 x6", {128, 16, 28, 28, 16, 3, 3, 1, 1, 1, 1}},
+    {"l2.0.c1 x1", {128, 16, 28, 28, 32, 3, 3, 2, 2, 1, 1}},
+    {"l2.0.ds x1", {128, 16, 28, 28, 32, 1, 1, 2, 2, 0, 0}},
+    {"l2 x5", {128, 32, 14, 14, 32, 3, 3, 1, 1, 1, 1}},
+    {"l3.0.c1 x1", {128, 32, 14, 14, 64, 3, 3, 2, 2, 1, 1}},
+    {"l3.0.ds x1", {128, 32, 14, 14, 64, 1, 1, 2, 2, 0, 0}},
+    {"l3 x5", {128, 64, 7, 7, 64, 3, 3, 1, 1, 1, 1}},
+};
+
 const char* const kPassNames[] = {"forward", "backward-data", "backward-weights"};
 const char* const kImplNames[] = {"dtrain fp32", "onednn fp32", "dtrain bf16", "onednn bf16"};
 
@@ -67,6 +81,7 @@ double median(std::vector<double> v) {
 int main(int argc, char** argv) {
   int threads = 1, reps = 7;
   double minMs = 20;
+  std::string model = "lenet";
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
     if (a == "--threads")
@@ -75,6 +90,8 @@ int main(int argc, char** argv) {
       reps = std::atoi(v.c_str());
     else if (a == "--min-ms")
       minMs = std::atof(v.c_str());
+    else if (a == "--model" && (v == "lenet" || v == "resnet-20"))
+      model = v;
     else {
       std::fprintf(stderr, "conv_bench: unknown flag %s\n", a.c_str());
       return 2;
@@ -82,7 +99,9 @@ int main(int argc, char** argv) {
   }
   configureKernels(threads, GemmBackend::Auto);
   const bool bf16Ok = onednnConvBf16();
-  for (const Layer& L : kLayers) {
+  std::vector<Layer> layers(std::begin(kLayers), std::end(kLayers));
+  if (model == "resnet-20") layers.assign(std::begin(kResNetLayers), std::end(kResNetLayers));
+  for (const Layer& L : layers) {
     const ConvShape& s = L.s;
     const size_t nx = s.N * s.Cin * s.H * s.W, nw = s.Cout * s.Cin * s.KH * s.KW,
                  ny = s.N * s.Cout * s.outH() * s.outW();
@@ -153,7 +172,7 @@ int main(int argc, char** argv) {
       const auto dir = static_cast<ConvPass>(pass);
       const bool fp32OneDnn = convImplFor(s, dir, false) == ConvImpl::OneDnn;
       const bool bf16OneDnn = convImplFor(s, dir, true) == ConvImpl::OneDnn;
-      std::fprintf(stderr, "%-10s %-16s", L.name, kPassNames[pass]);
+      std::fprintf(stderr, "%-11s %-16s", L.name, kPassNames[pass]);
       std::printf("{\"layer\": \"%s\", \"pass\": \"%s\", \"threads\": %d", L.name, kPassNames[pass],
                   threads);
       for (size_t i = 0; i < t.size(); ++i) {

@@ -29,6 +29,7 @@ parallel::DataParallelOptions dataParallelOptions(const TrainConfig& c, comm::Co
   parallel::DataParallelOptions o;
   o.fusionMb = c.fusionMb;
   o.overlap = c.overlap;
+  o.syncBn = c.syncBn;
   o.algo = comm::algorithmFromName(c.allreduceAlgo);
   o.compress = runtime::compressOptions(c);
   o.sfb = parallel::sfbModeFromName(c.sfb);

@@ -47,6 +47,8 @@ Variable conv2d(const Variable& x, const Variable& weight, const Variable& bias,
                 int64_t padding = 0);
 Variable maxPool2d(const Variable& x, int64_t kernel, int64_t stride, int64_t padding = 0);
 Variable avgPool2d(const Variable& x, int64_t kernel, int64_t stride, int64_t padding = 0);
+// Mean over H and W: [N, C, H, W] -> [N, C] (adaptive_avg_pool2d(x, 1) then flatten).
+Variable globalAvgPool2d(const Variable& x);
 
 // Normalization. batchNorm2d updates runMean/runVar in training mode (momentum
 // as in torch: run = (1 - m) run + m batch, unbiased batch variance).
@@ -69,6 +71,26 @@ Variable mseLoss(const Variable& pred, const Tensor& target);
 // Tensor parallelism (Megatron's f and g; ops/TensorParallel.cpp). `sum` adds
 // n floats in place over the ranks of a tensor-parallel group.
 using SumAcrossRanks = std::function<void(float* data, int64_t n)>;
+// BatchNorm fused with what follows it in a ResNet: y = bn(x) (+ residual)
+// (then ReLU), one pass forward, two backward, whatever the combination.
+// Training: batch statistics (biased variance normalizes; the running
+// estimates get the unbiased one with `momentum`, unless updateRunning is
+// false); eval: the running statistics. `sync` (SyncBN): sums n floats over the
+// data-parallel replicas, called once forward ([sum | squared sum | count] per
+// channel) and once backward ([sum dy | sum dy (x - mean)]); empty: this
+// replica's batch alone.
+struct BatchNormSpec {
+  Tensor* runMean = nullptr;
+  Tensor* runVar = nullptr;
+  bool training = true;
+  float momentum = 0.1f, eps = 1e-5f;
+  bool updateRunning = true;
+  bool relu = false;
+  SumAcrossRanks sync;
+};
+Variable batchNorm2dAct(const Variable& x, const Variable& gamma, const Variable& beta,
+                        const Variable& residual, const BatchNormSpec& spec);
+
 // Identity forward; the backward sums the gradient over the group.
 Variable copyToTensorParallel(const Variable& x, const SumAcrossRanks& sum);
 // Forward: the sum over the group of `partial` [..., C], plus bias [C] (may be

@@ -5,6 +5,8 @@
 namespace dtrain::autograd {
 namespace {
 
+thread_local bool tRecomputing = false;
+
 class RecomputeNode final : public Node {
  public:
   RecomputeNode(Forward fn, Tensor input, bool inputRequiresGrad, Precision p)
@@ -19,7 +21,15 @@ class RecomputeNode final : public Node {
       PrecisionScope precision(precision_);
       // A leaf standing for the input: its gradient is the input's.
       x = Variable(input_, inputRequiresGrad_);
-      y = fn_(x);
+      const bool outer = tRecomputing;
+      tRecomputing = true;
+      try {
+        y = fn_(x);
+      } catch (...) {
+        tRecomputing = outer;
+        throw;
+      }
+      tRecomputing = outer;
     }
     if (!y.requiresGrad()) return;  // nothing inside needs a gradient
     y.backward(gradOut);
@@ -39,6 +49,8 @@ class RecomputeNode final : public Node {
 };
 
 }  // namespace
+
+bool recomputing() { return tRecomputing; }
 
 Variable recompute(const Forward& fn, const Variable& x) {
   if (!gradEnabled()) return fn(x);

@@ -23,4 +23,9 @@ using Forward = std::function<Variable(const Variable&)>;
 // mode it is just fn(x). `fn` must stay callable until backward has run.
 Variable recompute(const Forward& fn, const Variable& x);
 
+// True on this thread while a recompute node re-runs its function in backward:
+// layers with state that forward updates (BatchNorm's running statistics)
+// leave it alone, since the first forward already updated it.
+bool recomputing();
+
 }  // namespace dtrain::autograd

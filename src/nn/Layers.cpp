@@ -2,6 +2,7 @@
 
 #include <sstream>
 
+#include "autograd/Recompute.h"
 #include "nn/Init.h"
 
 namespace dtrain::nn {
@@ -101,9 +102,23 @@ BatchNorm2d::BatchNorm2d(int64_t channels, float eps_, float momentum_) : eps(ep
   runningVar = &registerBuffer("running_var", Tensor::full({channels}, 1.f));
   numBatchesTracked = &registerBuffer("num_batches_tracked", Tensor::zeros({}, DType::I64));
 }
-Variable BatchNorm2d::forward(const Variable& x) {
-  if (isTraining()) ++*numBatchesTracked->data<int64_t>();
-  return autograd::batchNorm2d(x, weight, bias, *runningMean, *runningVar, isTraining(), momentum, eps);
+Variable BatchNorm2d::run(const Variable& x, const Variable& residual, bool relu) {
+  autograd::BatchNormSpec spec;
+  spec.runMean = runningMean;
+  spec.runVar = runningVar;
+  spec.training = isTraining();
+  spec.momentum = momentum;
+  spec.eps = eps;
+  spec.updateRunning = !autograd::recomputing();
+  spec.relu = relu;
+  spec.sync = sync;
+  if (spec.training && spec.updateRunning) ++*numBatchesTracked->data<int64_t>();
+  return autograd::batchNorm2dAct(x, weight, bias, residual, spec);
+}
+Variable BatchNorm2d::forward(const Variable& x) { return run(x, Variable(), false); }
+Variable BatchNorm2d::forwardRelu(const Variable& x) { return run(x, Variable(), true); }
+Variable BatchNorm2d::forwardAddRelu(const Variable& x, const Variable& residual) {
+  return run(x, residual, true);
 }
 std::string BatchNorm2d::describe() const { return fmt("BatchNorm2d", {weight.numel()}); }
 

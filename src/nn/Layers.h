@@ -106,14 +106,27 @@ class Dropout : public Module {
   Rng rng;
 };
 
+// torch.nn.BatchNorm2d: training normalizes by the batch's statistics (biased
+// variance) and moves the running ones (unbiased variance, momentum 0.1); eval
+// uses the running ones. running_mean, running_var and num_batches_tracked are
+// buffers (checkpointed, never seen by the optimizer). Under recomputation the
+// re-run leaves them alone. `sync` set (--sync-bn): statistics over every
+// data-parallel replica's batch (torch.nn.SyncBatchNorm).
 class BatchNorm2d : public Module {
  public:
   explicit BatchNorm2d(int64_t channels, float eps = 1e-5f, float momentum = 0.1f);
   Variable forward(const Variable& x) override;
+  // relu(bn(x)) and relu(bn(x) + residual) in one pass (ResNet's blocks).
+  Variable forwardRelu(const Variable& x);
+  Variable forwardAddRelu(const Variable& x, const Variable& residual);
   std::string describe() const override;
   Variable weight, bias;
   Tensor *runningMean, *runningVar, *numBatchesTracked;
   float eps, momentum;
+  autograd::SumAcrossRanks sync;
+
+ private:
+  Variable run(const Variable& x, const Variable& residual, bool relu);
 };
 
 class LayerNorm : public Module {

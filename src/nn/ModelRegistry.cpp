@@ -5,6 +5,7 @@
 #include "core/Error.h"
 #include "nn/Gpt.h"
 #include "nn/Models.h"
+#include "nn/ResNet.h"
 
 namespace dtrain::nn {
 
@@ -47,6 +48,17 @@ Registry& registry() {
                  const DataShape& data) -> std::shared_ptr<Module> {
             rejectOverrides(name, o);
             return makeModel(name, seed, data, o.mlpHidden);
+          }});
+    for (const std::string& name : resnetNames())
+      out.emplace_back(name, ModelEntry{
+          [name](const ModelOverrides& o) {
+            rejectOverrides(name, o);
+            return ModelInfo{kClassificationTask, 0, 0};
+          },
+          [name](const ModelOverrides& o, uint64_t seed,
+                 const DataShape& data) -> std::shared_ptr<Module> {
+            rejectOverrides(name, o);
+            return makeResNet(name, seed, data);
           }});
     for (const std::string& name : gptPresetNames())
       out.emplace_back(name, ModelEntry{

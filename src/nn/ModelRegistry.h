@@ -1,6 +1,7 @@
 #pragma once
 // The registry of built-in models the trainer and the CLI build by name: the
-// Fashion-MNIST classifiers (mlp, lenet; nn/Models.h) and the byte-level GPTs
+// Fashion-MNIST classifiers (mlp, lenet; nn/Models.h; resnet-20/32/56, with
+// BatchNorm; nn/ResNet.h) and the byte-level GPTs
 // (gpt-tiny, gpt-small, gpt-base; nn/Gpt.h). Each entry names the task that
 // trains it ("classification", "language-model"), so a new model is one entry
 // here, not a branch in the trainer.

@@ -71,6 +71,7 @@ struct TrainConfig {
   double commTimeoutS = 0;
   double fusionMb = 0.25;          // fusion bucket size (parallel::kDefaultFusionMb)
   bool overlap = true;             // allreduce buckets during backward
+  bool syncBn = false;             // BatchNorm statistics over all replicas (SyncBatchNorm)
   std::string allreduceAlgo = "auto";
   int64_t accumulate = 1;          // micro-steps per optimizer step (gradient accumulation)
   bool scaleLr = false;            // linear scaling rule: lr x workers x accumulate

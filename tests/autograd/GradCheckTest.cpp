@@ -145,6 +145,46 @@ TEST(GradCheck, Normalization) {
              {randn({4, 6}, 4), randn({6}, 5), randn({6}, 6)});
 }
 
+// BatchNorm fused with a residual and ReLU (ResNet's blocks), training and
+// eval. The pre-activation stays at least ~0.2 from ReLU's kink under the
+// perturbations: a small gamma, and a shift (beta or the residual) at least
+// 0.5 away from zero.
+TEST(GradCheck, BatchNormResidualRelu) {
+  auto small = [](Tensor t, float s) {
+    for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] *= s;
+    return t;
+  };
+  Tensor rm = Tensor::zeros({3}), rv = Tensor::full({3}, 1.f);
+  BatchNormSpec train;
+  train.runMean = &rm;
+  train.runVar = &rv;
+  BatchNormSpec trainRelu = train;
+  trainRelu.relu = true;
+  const Tensor x = randn({3, 3, 2, 3}, 1), gamma = small(randn({3}, 2), 0.1f);
+  // + residual, no ReLU
+  expectGrad([&](auto& v) { return batchNorm2dAct(v[0], v[1], v[2], v[3], train); },
+             {x, randn({3}, 2), randn({3}, 3), randn({3, 3, 2, 3}, 4)});
+  // + residual + ReLU
+  expectGrad([&](auto& v) { return batchNorm2dAct(v[0], v[1], v[2], v[3], trainRelu); },
+             {x, gamma, small(randn({3}, 3), 0.05f), awayFromZero({3, 3, 2, 3}, 5, 0.5f)});
+  // ReLU alone
+  expectGrad([&](auto& v) { return batchNorm2dAct(v[0], v[1], v[2], Variable(), trainRelu); },
+             {x, gamma, awayFromZero({3}, 6, 0.5f)});
+  // eval: the running statistics, + residual + ReLU
+  Tensor em = randn({3}, 7), ev = Tensor::full({3}, 0.7f);
+  BatchNormSpec evalRelu;
+  evalRelu.runMean = &em;
+  evalRelu.runVar = &ev;
+  evalRelu.training = false;
+  evalRelu.relu = true;
+  expectGrad([&](auto& v) { return batchNorm2dAct(v[0], v[1], v[2], v[3], evalRelu); },
+             {x, gamma, small(randn({3}, 8), 0.05f), awayFromZero({3, 3, 2, 3}, 9, 0.5f)});
+}
+
+TEST(GradCheck, GlobalAvgPool) {
+  expectGrad([](auto& v) { return globalAvgPool2d(v[0]); }, {randn({2, 3, 3, 4}, 1)});
+}
+
 TEST(GradCheck, SoftmaxAndLosses) {
   expectGrad([](auto& v) { return softmax(v[0]); }, {randn({3, 5}, 1)});
   expectGrad([](auto& v) { return logSoftmax(v[0]); }, {randn({3, 5}, 2)});

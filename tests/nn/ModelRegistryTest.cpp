@@ -8,7 +8,7 @@ using namespace dtrain;
 using namespace dtrain::nn;
 
 TEST(ModelRegistry, EveryBuiltInWithItsTask) {
-  const std::vector<std::string> expected{"mlp", "lenet", "gpt-tiny", "gpt-small", "gpt-base"};
+  const std::vector<std::string> expected{"mlp", "lenet", "resnet-20", "resnet-32", "resnet-56", "gpt-tiny", "gpt-small", "gpt-base"};
   EXPECT_EQ(registeredModelNames(), expected);
   EXPECT_EQ(modelInfo("mlp").task, kClassificationTask);
   EXPECT_EQ(modelInfo("lenet").task, kClassificationTask);

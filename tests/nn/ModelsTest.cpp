@@ -3,8 +3,12 @@
 #include <cmath>
 #include <map>
 
+#include <set>
+
+#include "autograd/Ops.h"
 #include "nn/Init.h"
 #include "nn/Models.h"
+#include "nn/Recompute.h"
 
 using namespace dtrain;
 using namespace dtrain::nn;
@@ -77,6 +81,88 @@ TEST(Layers, BatchNormBuffersAndModes) {
   Variable z = bn.forward(Variable(xt));
   EXPECT_EQ(*bn.numBatchesTracked->data<int64_t>(), 1);
   EXPECT_NE(z.data().toVector(), y.data().toVector());
+}
+
+// torch.nn.BatchNorm2d's arithmetic, from a double-precision reference: the
+// output normalized by the biased batch variance, the running variance moved
+// by the unbiased one with momentum 0.1; eval normalizes by the running ones.
+TEST(Layers, BatchNormStatisticsAsTorch) {
+  BatchNorm2d bn(2);
+  Rng rng(5);
+  Tensor xt = Tensor::empty({3, 2, 3, 2});
+  init::normal(xt, 4.f, 2.f, rng);  // mean far from 0: the one-pass sums must not cancel
+  bn.runningMean->fill(0.5f);
+  bn.runningVar->fill(2.f);
+  Variable y = bn.forward(Variable(xt));
+  const int64_t M = 3 * 6;
+  for (int64_t c = 0; c < 2; ++c) {
+    double s = 0, q = 0;
+    for (int64_t n = 0; n < 3; ++n)
+      for (int64_t i = 0; i < 6; ++i) s += xt.at({n, c, i / 2, i % 2});
+    const double mean = s / M;
+    for (int64_t n = 0; n < 3; ++n)
+      for (int64_t i = 0; i < 6; ++i) q += std::pow(xt.at({n, c, i / 2, i % 2}) - mean, 2);
+    const double biased = q / M, unbiased = q / (M - 1);
+    for (int64_t n = 0; n < 3; ++n)
+      for (int64_t i = 0; i < 6; ++i)
+        EXPECT_NEAR(y.data().at({n, c, i / 2, i % 2}),
+                    (xt.at({n, c, i / 2, i % 2}) - mean) / std::sqrt(biased + 1e-5), 1e-5);
+    EXPECT_NEAR(bn.runningMean->toVector()[c], 0.9 * 0.5 + 0.1 * mean, 1e-5);
+    EXPECT_NEAR(bn.runningVar->toVector()[c], 0.9 * 2.0 + 0.1 * unbiased, 1e-5);
+  }
+  bn.eval();
+  Variable z = bn.forward(Variable(xt));
+  const float rm = bn.runningMean->toVector()[1], rv = bn.runningVar->toVector()[1];
+  EXPECT_NEAR(z.data().at({2, 1, 2, 1}), (xt.at({2, 1, 2, 1}) - rm) / std::sqrt(rv + 1e-5f), 1e-5);
+}
+
+// The buffers are not parameters: the optimizer never sees them.
+TEST(Models, ResNetNamesAndBuffersAsTorchvision) {
+  auto m = buildModel("resnet-20", {}, 1);
+  auto params = m->namedParameters();
+  EXPECT_EQ(params.size(), 65u);
+  EXPECT_EQ(params.front().first, "conv1.weight");
+  EXPECT_EQ(params.back().first, "fc.bias");
+  EXPECT_EQ(m->parameterCount(), 272186);  // torch_resnet.py's ResNet20 (1 channel, 10 classes)
+  std::set<std::string> names;
+  for (auto& [n, p] : params) names.insert(n);
+  for (const char* n : {"bn1.weight", "layer1.0.conv1.weight", "layer2.0.downsample.0.weight",
+                        "layer2.0.downsample.1.bias", "layer3.2.bn2.weight", "fc.weight"})
+    EXPECT_TRUE(names.count(n)) << n;
+  EXPECT_FALSE(names.count("bn1.running_mean"));
+  std::set<std::string> buffers;
+  for (auto& [n, t] : m->namedBuffers()) buffers.insert(n);
+  EXPECT_EQ(buffers.size(), 63u);
+  for (const char* n : {"bn1.running_mean", "layer1.0.bn1.running_var",
+                        "layer3.0.downsample.1.num_batches_tracked"})
+    EXPECT_TRUE(buffers.count(n)) << n;
+  EXPECT_EQ(buildModel("resnet-56", {}, 1)->parameterCount(), 855482);  // ResNet20(n=9)
+  EXPECT_THROW(buildModel("resnet-20", {}, 1, DataShape{{784}, 10}), UsageError);
+}
+
+// Recomputation re-runs a block's forward in backward: the running statistics
+// and num_batches_tracked move once, as without it, and gradients are equal.
+TEST(Models, ResNetRecomputeMovesRunningStatisticsOnce) {
+  auto plain = buildModel("resnet-20", {}, 2), re = buildModel("resnet-20", {}, 2);
+  EXPECT_GT(applyRecompute(*re, "blocks"), 0);
+  Rng rng(3);
+  Tensor x = Tensor::empty({2, 1, 28, 28});
+  init::normal(x, 0.f, 1.f, rng);
+  Tensor y = Tensor::fromInts({1, 7}, {2});
+  for (auto* m : {plain.get(), re.get()})
+    autograd::crossEntropy(m->forward(Variable(x)), y).backward();
+  auto pb = plain->namedBuffers(), rb = re->namedBuffers();
+  ASSERT_EQ(pb.size(), rb.size());
+  for (size_t i = 0; i < pb.size(); ++i) {
+    if (pb[i].second->dtype() == DType::I64) {
+      EXPECT_EQ(*rb[i].second->data<int64_t>(), 1) << rb[i].first;
+      continue;
+    }
+    EXPECT_EQ(pb[i].second->toVector(), rb[i].second->toVector()) << pb[i].first;
+  }
+  auto pp = plain->namedParameters(), rp = re->namedParameters();
+  for (size_t i = 0; i < pp.size(); ++i)
+    EXPECT_EQ(pp[i].second.grad().toVector(), rp[i].second.grad().toVector()) << pp[i].first;
 }
 
 TEST(Layers, DropoutTrainEval) {

@@ -35,6 +35,10 @@ const ConvShape kShapes[] = {
     {2, 3, 10, 10, 5, 3, 3, 2, 2, 0, 0},   // last input row never read (stride 2)
     {3, 1, 28, 28, 6, 5, 5, 1, 1, 2, 2},   // lenet conv1
     {3, 6, 14, 14, 16, 5, 5, 1, 1, 0, 0},  // lenet conv2
+    {3, 16, 8, 8, 16, 3, 3, 1, 1, 1, 1},   // resnet: 3x3 of a stage
+    {3, 32, 14, 14, 64, 3, 3, 2, 2, 1, 1}, // resnet: a stage's first 3x3, stride 2
+    {5, 64, 7, 7, 64, 3, 3, 1, 1, 1, 1},   // resnet: layer3's 3x3
+    {3, 16, 8, 8, 32, 1, 1, 2, 2, 0, 0},   // resnet: projection shortcut
 };
 
 // Values and scales (sums of |terms|, so cancellation does not shrink the
@@ -240,4 +244,14 @@ TEST(ConvDispatch, LenetConv2OnOnednnConv1OnDtrain) {
               p == ConvPass::Forward ? ConvImpl::OneDnn : ConvImpl::Dtrain);
   }
   EXPECT_EQ(convImplFor({0, 6, 14, 14, 16, 5, 5}, ConvPass::Forward, true), ConvImpl::Dtrain);
+}
+
+TEST(ConvDispatch, ResNetWideLayersOnOnednnShortcutsOnDtrain) {
+  if (!onednn::hasAvx512() || !onednnConvBf16()) GTEST_SKIP() << "the table is for AVX-512";
+  const ConvShape wide{128, 16, 28, 28, 16, 3, 3, 1, 1, 1, 1},
+      shortcut{128, 16, 28, 28, 32, 1, 1, 2, 2, 0, 0};
+  for (ConvPass p : {ConvPass::Forward, ConvPass::BackwardData, ConvPass::BackwardWeights}) {
+    EXPECT_EQ(convImplFor(wide, p, false), ConvImpl::OneDnn);
+    EXPECT_EQ(convImplFor(shortcut, p, false), ConvImpl::Dtrain);
+  }
 }

@@ -82,6 +82,15 @@ void addAllreduceOptions(Schema& s) {
   s.add("allreduce", "overlap", "", "Allreduce only after the whole backward (for comparison; "
         "default: each bucket as soon as backward has its gradients)")
       .train(&TrainConfig::overlap).negated("--no-overlap").result("overlap");
+  s.add("allreduce", "sync_bn", "--sync-bn",
+        "BatchNorm statistics over every replica's batch, as torch.nn.SyncBatchNorm (one "
+        "allreduce per BatchNorm forward and backward; default: each replica its own batch's)")
+      .train(&TrainConfig::syncBn)
+      .result("sync_bn")
+      .when([](const RunConfig& rc) {
+        return unlessThen(rc.train.zero == 0, "applies to --zero 0 (ZeRO's replicas keep their own "
+                                              "batch statistics)");
+      });
   s.add("allreduce", "algo", "--allreduce-algo", "auto, ring, rhd, tree, hier, shm or native (mpi)")
       .train(&TrainConfig::allreduceAlgo)
       .oneOf({"auto", "ring", "rhd", "tree", "hier", "shm", "native"})

@@ -150,4 +150,16 @@ Variable avgPool2d(const Variable& x, int64_t kernel, int64_t stride, int64_t pa
   return record(std::move(y), std::make_shared<AvgPoolNode>(s), {&x});
 }
 
+Variable globalAvgPool2d(const Variable& x) {
+  Tensor xd = detail::contig(x, "global_avg_pool2d", "input");
+  DTRAIN_CHECK(xd.dim() == 4, "global_avg_pool2d: expected NCHW input, got ", shapeStr(xd.shape()));
+  const int64_t N = xd.size(0), C = xd.size(1), H = xd.size(2), W = xd.size(3);
+  kernels::PoolShape s{N, C, H, W, H, W, H, W, 0, 0};
+  Tensor y = Tensor::empty({N, C, 1, 1});
+  kernels::avgPool2dForward(s, xd.data<float>(), y.data<float>());
+  Variable out = needsGraph({&x}) ? record(std::move(y), std::make_shared<AvgPoolNode>(s), {&x})
+                                  : Variable(std::move(y));
+  return flatten(out, 1);
+}
+
 }  // namespace dtrain::autograd

@@ -88,6 +88,19 @@ double meanOverRanks(comm::Communicator& comm, double localValue) {
 void DataParallel::setup(nn::Module& model, optim::Optimizer& optimizer) {
   DTRAIN_CHECK(buckets_.empty(), "DataParallel::setup called twice");
   broadcastReplicaState(comm_, model, optimizer);
+  if (opts_.syncBn) {
+    bnComm_ = comm_.split(0, comm_.rank());  // collective: every replica runs setup
+    std::vector<nn::Module*> todo{&model};
+    while (!todo.empty()) {
+      nn::Module* m = todo.back();
+      todo.pop_back();
+      if (auto* bn = dynamic_cast<nn::BatchNorm2d*>(m))
+        bn->sync = [comm = bnComm_](float* data, int64_t n) {
+          comm->allreduce(data, data, static_cast<size_t>(n), DType::F32);
+        };
+      for (auto& [name, child] : m->children()) todo.push_back(child.get());
+    }
+  }
   const size_t bytes = static_cast<size_t>(std::max(1.0, opts_.fusionMb * 1024 * 1024));
   if (opts_.sfb != SfbMode::Off) {
     DTRAIN_CHECK_USAGE(opts_.sfb == SfbMode::On || opts_.sfbRows > 0,

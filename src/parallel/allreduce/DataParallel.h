@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "comm/Communicator.h"
+#include "nn/Layers.h"
 #include "parallel/StepTraffic.h"
 #include "parallel/Strategy.h"
 #include "parallel/allreduce/FusionBuckets.h"
@@ -43,6 +44,12 @@ inline constexpr double kDefaultFusionMb = 0.25;
 struct DataParallelOptions {
   double fusionMb = kDefaultFusionMb;
   bool overlap = true;  // false: launch every bucket after backward (--no-overlap)
+  // --sync-bn: every nn::BatchNorm2d of the model normalizes by the statistics
+  // of all replicas' batches (torch.nn.SyncBatchNorm): its forward allreduces
+  // the per-channel [sum | squared sum | count], its backward [sum dy | sum dy
+  // (x - mean)], on a communicator of their own (split at setup) from the
+  // rank's thread, while the communication thread uses the strategy's.
+  bool syncBn = false;
   comm::Algorithm algo = comm::Algorithm::Auto;
   compress::CompressOptions compress;
   // Sufficient factor broadcasting: off, every Linear weight (on), or those
@@ -110,6 +117,9 @@ class DataParallel final : public Strategy {
 
   comm::Communicator& comm_;
   DataParallelOptions opts_;
+  // --sync-bn: shared with the BatchNorm layers' sync functions, which may
+  // outlive this strategy (the model is destroyed after or before it).
+  std::shared_ptr<comm::Communicator> bnComm_;
   std::vector<FusionBucket> buckets_;
   std::vector<std::unique_ptr<compress::Compressor>> compressors_;  // one per bucket
   std::vector<std::unique_ptr<SufficientFactors>> factors_;        // --sfb's layers
