@@ -4,20 +4,6 @@
 
 namespace dtrain::kernels {
 
-// BatchNorm over [N, C, S] (S = H*W): per-channel mean/var over N*S.
-// Writes y, saveMean[C], saveInvStd[C]; gamma/beta may be null (affine=false).
-void batchNormForwardTrain(const float* x, const float* gamma, const float* beta, float* y,
-                           float* saveMean, float* saveInvStd, int64_t N, int64_t C, int64_t S,
-                           float eps);
-// Eval mode with running statistics.
-void batchNormForwardEval(const float* x, const float* gamma, const float* beta,
-                          const float* runMean, const float* runVar, float* y, int64_t N,
-                          int64_t C, int64_t S, float eps);
-// Overwrites gx, ggamma, gbeta (ggamma/gbeta may be null).
-void batchNormBackward(const float* x, const float* gamma, const float* saveMean,
-                       const float* saveInvStd, const float* gy, float* gx, float* ggamma,
-                       float* gbeta, int64_t N, int64_t C, int64_t S);
-
 // The fused BatchNorm of autograd::batchNorm2dAct, in pieces so that SyncBN can
 // sum the per-channel reductions over ranks between them. x is [N, C, S]; each
 // piece makes one pass over the data, parallel over channels, with float lane
