@@ -50,8 +50,8 @@ void checkDataset(const TrainConfig& c, const nn::ModelInfo& info) {
 }  // namespace
 
 nn::ModelOverrides modelOverrides(const TrainConfig& c) {
-  nn::ModelOverrides o{c.nLayer, c.nHead, c.nEmbd, c.blockSize};
-  o.mlpHidden.assign(c.mlpHidden.begin(), c.mlpHidden.end());
+  nn::ModelOverrides o{c.nLayer, c.nHead, c.nEmbd, c.blockSize,
+                       std::vector<int64_t>(c.mlpHidden.begin(), c.mlpHidden.end())};
   return o;
 }
 

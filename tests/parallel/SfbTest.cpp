@@ -80,9 +80,10 @@ void checkAgainstAllreduce(const std::string& hidden, std::vector<int64_t> width
     }
     EXPECT_EQ(r.at("sfb_layers").get<std::vector<std::string>>(), expected) << label;
     EXPECT_DOUBLE_EQ(r.at("compressed_bytes_per_step").get<double>(), bytes) << label;
-    if (bytes < allBytes)
+    if (bytes < allBytes) {
       EXPECT_LT(r.at("bytes_sent_per_worker").get<double>(),
                 off.at("bytes_sent_per_worker").get<double>()) << label;
+    }
   }
   std::filesystem::remove_all(dir);
 }
