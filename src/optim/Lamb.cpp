@@ -6,12 +6,7 @@ namespace dtrain::optim {
 
 Lamb::Lamb(NamedParameters params, const LambOptions& o)
     : Optimizer(std::move(params), o.lr), options_(o) {
-  detail::checkHyper(o.beta1 >= 0 && o.beta1 < 1, "--beta1", o.beta1, "must be in [0, 1)");
-  detail::checkHyper(o.beta2 >= 0 && o.beta2 < 1, "--beta2", o.beta2, "must be in [0, 1)");
-  detail::checkHyper(std::isfinite(o.eps) && o.eps >= 0, "--eps", o.eps,
-                     "must be a finite number >= 0");
-  detail::checkHyper(std::isfinite(o.weightDecay) && o.weightDecay >= 0, "--weight-decay",
-                     o.weightDecay, "must be a finite number >= 0");
+  detail::checkAdamHyper(o.beta1, o.beta2, o.eps, o.weightDecay);
 }
 
 std::string Lamb::describe() const {

@@ -182,6 +182,14 @@ bool builtWithFma() {
 void checkHyper(bool ok, const char* flag, double value, const char* why) {
   if (!ok) throw UsageError(dtrain::detail::concat("invalid ", flag, " ", value, ": ", why));
 }
+
+void checkAdamHyper(double beta1, double beta2, double eps, double weightDecay) {
+  checkHyper(beta1 >= 0 && beta1 < 1, "--beta1", beta1, "must be in [0, 1)");
+  checkHyper(beta2 >= 0 && beta2 < 1, "--beta2", beta2, "must be in [0, 1)");
+  checkHyper(std::isfinite(eps) && eps >= 0, "--eps", eps, "must be a finite number >= 0");
+  checkHyper(std::isfinite(weightDecay) && weightDecay >= 0, "--weight-decay", weightDecay,
+             "must be a finite number >= 0");
+}
 }  // namespace detail
 
 }  // namespace dtrain::optim

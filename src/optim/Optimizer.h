@@ -171,6 +171,8 @@ void forRange(int64_t n, F&& fn) {
 }
 // Throws UsageError "invalid <flag> <value>: <why>" unless ok.
 void checkHyper(bool ok, const char* flag, double value, const char* why);
+// Adam's (and LAMB's) betas in [0, 1), eps and weight decay finite and >= 0.
+void checkAdamHyper(double beta1, double beta2, double eps, double weightDecay);
 }  // namespace detail
 
 }  // namespace dtrain::optim
