@@ -38,28 +38,27 @@ GptConfig resolveGpt(const std::string& name, const ModelOverrides& o) {
 Registry& registry() {
   static Registry r = [] {
     Registry out;
+    // A built-in classifier: no gpt overrides, --mlp-hidden for the mlp only.
+    auto addClassifier = [&out](const std::string& name, auto make) {
+      out.emplace_back(name, ModelEntry{
+          [name](const ModelOverrides& o) {
+            rejectOverrides(name, o);
+            return ModelInfo{kClassificationTask, 0, 0};
+          },
+          [name, make](const ModelOverrides& o, uint64_t seed,
+                       const DataShape& data) -> std::shared_ptr<Module> {
+            rejectOverrides(name, o);
+            return make(o, seed, data);
+          }});
+    };
     for (const std::string& name : modelNames())
-      out.emplace_back(name, ModelEntry{
-          [name](const ModelOverrides& o) {
-            rejectOverrides(name, o);
-            return ModelInfo{kClassificationTask, 0, 0};
-          },
-          [name](const ModelOverrides& o, uint64_t seed,
-                 const DataShape& data) -> std::shared_ptr<Module> {
-            rejectOverrides(name, o);
-            return makeModel(name, seed, data, o.mlpHidden);
-          }});
+      addClassifier(name, [name](const ModelOverrides& o, uint64_t seed, const DataShape& data) {
+        return makeModel(name, seed, data, o.mlpHidden);
+      });
     for (const std::string& name : resnetNames())
-      out.emplace_back(name, ModelEntry{
-          [name](const ModelOverrides& o) {
-            rejectOverrides(name, o);
-            return ModelInfo{kClassificationTask, 0, 0};
-          },
-          [name](const ModelOverrides& o, uint64_t seed,
-                 const DataShape& data) -> std::shared_ptr<Module> {
-            rejectOverrides(name, o);
-            return makeResNet(name, seed, data);
-          }});
+      addClassifier(name, [name](const ModelOverrides&, uint64_t seed, const DataShape& data) {
+        return makeResNet(name, seed, data);
+      });
     for (const std::string& name : gptPresetNames())
       out.emplace_back(name, ModelEntry{
           [name](const ModelOverrides& o) {
