@@ -15,7 +15,7 @@ namespace {
 
 // Six L-BFGS iterations on batches of 512 of a small synthetic set.
 const std::string kSandblasterRun =
-    "--dataset synthetic --synthetic-size 1024 --batch-size 512 --epochs 3 --mlp-hidden 32 "
+    "train --dataset synthetic --synthetic-size 1024 --batch-size 512 --epochs 3 --mlp-hidden 32 "
     "--optimizer lbfgs --lr 1 --seed 3 --progress off ";
 
 struct SandblasterRun {
@@ -80,7 +80,7 @@ TEST(Sandblaster, AStragglerIsCoveredByBackupTasksWithTheSameResult) {
 }
 
 TEST(Sandblaster, RefusesWhatMakesNoSense) {
-  const std::string quick = "--dataset synthetic --synthetic-size 256 --max-steps 1 --progress off ";
+  const std::string quick = "train --dataset synthetic --synthetic-size 256 --max-steps 1 --progress off ";
   expectError(runDtrain(quick + "--strategy sandblaster --workers 2"), 2,
               "--strategy sandblaster runs --optimizer lbfgs");
   expectError(runDtrain(quick + "--optimizer lbfgs --workers 2"), 2,
