@@ -79,6 +79,20 @@ TEST(Sandblaster, AStragglerIsCoveredByBackupTasksWithTheSameResult) {
   EXPECT_EQ(waited.line["sandblaster_backups"].get<double>(), 0);
 }
 
+#ifdef DTRAIN_MPIEXEC
+// The same messages between processes: 4 ranks are the coordinator and 3 workers.
+TEST(Sandblaster, MpiEqualsTheLocalBackend) {
+  const SandblasterRun local = runSandblaster("--strategy sandblaster --workers 3 --work-units 8");
+  const std::string model = tempDir() + "/mpi.safetensors";
+  const CliResult r = runShell(mpirun(4) + " " + kSandblasterRun +
+                               "--backend mpi --strategy sandblaster --work-units 8 --save " + model);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto line = nlohmann::json::parse(r.lastLine());
+  EXPECT_EQ(line["sandblaster_units_per_worker"].size(), 3u);
+  EXPECT_EQ(loadModelParams(model), local.params);
+}
+#endif
+
 TEST(Sandblaster, RefusesWhatMakesNoSense) {
   const std::string quick = "train --dataset synthetic --synthetic-size 256 --max-steps 1 --progress off ";
   expectError(runDtrain(quick + "--strategy sandblaster --workers 2"), 2,
