@@ -131,9 +131,10 @@ bool SandblasterCoordinator::collect(int w) {
   const auto unit = static_cast<int>(p.answer.unit);
   if (evaluation == evaluation_ && unit >= 0 && unit < static_cast<int>(unitDone_.size()) &&
       !unitDone_[unit]) {
-    std::swap(unitGrad_[unit], p.grad);  // the first answer wins
-    if (unitGrad_[unit].size() != static_cast<size_t>(params_) || p.grad.size() != static_cast<size_t>(params_))
-      p.grad.resize(params_);
+    // The first answer wins: its buffer becomes the unit's, and the worker's
+    // next answer lands in the unit's old one (empty on the first evaluation).
+    std::swap(unitGrad_[unit], p.grad);
+    p.grad.resize(params_);
     unitLoss_[unit] = p.answer.loss;
     unitDone_[unit] = 1;
     ++unitsByWorker_[w];
@@ -191,12 +192,8 @@ double SandblasterCoordinator::forwardBackward(nn::Module& model, const StepWork
       }
     }
     bool progressed = false;
-    for (int w = 0; w < workers_; ++w)
-      if (collect(w)) {
-        progressed = true;
-        ++done;  // recounted below: an answer may have been dropped
-      }
-    if (progressed) {
+    for (int w = 0; w < workers_; ++w) progressed |= collect(w);
+    if (progressed) {  // an answer arrived (a dropped copy frees its worker too)
       done = static_cast<int>(std::count(unitDone_.begin(), unitDone_.end(), 1));
       idle = 0;
       continue;

@@ -22,6 +22,7 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "comm/Communicator.h"
@@ -50,7 +51,7 @@ class SandblasterCoordinator final : public Strategy {
   // The coordinator reads the whole batch; the workers read nothing.
   int dataRank() const override { return 0; }
   int dataReplicas() const override { return 1; }
-  bool ownsProcess() const override { return false; }
+  bool ownsProcess() const override { return std::string(comm_.backend()) != "local"; }
   void setup(nn::Module& model, optim::Optimizer& optimizer) override;
   double forwardBackward(nn::Module& model, const StepWork& work) override;
   void finish(nn::Module& model, optim::Optimizer& optimizer) override;
