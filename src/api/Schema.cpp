@@ -300,6 +300,7 @@ const Schema& schema() {
     addAllreduceOptions(s);
     addCompressOptions(s);
     addLocalSgdOptions(s);
+    addSandblasterOptions(s);
     addMemoryOptions(s);
     addLoraOptions(s);
     addPsOptions(s);

@@ -74,6 +74,7 @@ void addParallelOptions(Schema& s);
 void addAllreduceOptions(Schema& s);
 void addCompressOptions(Schema& s);
 void addLocalSgdOptions(Schema& s);
+void addSandblasterOptions(Schema& s);
 void addMemoryOptions(Schema& s);
 void addLoraOptions(Schema& s);
 void addPsOptions(Schema& s);

@@ -13,6 +13,7 @@
 #include "parallel/localsgd/LocalSgd.h"
 #include "parallel/pipeline/PipelineParallel.h"
 #include "parallel/ps/Server.h"
+#include "parallel/sandblaster/Sandblaster.h"
 #include "parallel/ps/Worker.h"
 #include "parallel/tensor/TensorParallel.h"
 #include "parallel/zero/ZeroDataParallel.h"
@@ -151,6 +152,31 @@ std::unique_ptr<parallel::Strategy> makeLocalSgd(const TrainConfig& c, comm::Com
   return std::make_unique<parallel::localsgd::LocalSgd>(comm, std::move(o));
 }
 
+// --strategy sandblaster: rank 0 coordinates L-BFGS, ranks 1..workers compute
+// the work units of each batch gradient (parallel/sandblaster/).
+std::unique_ptr<parallel::Strategy> makeSandblaster(const TrainConfig& c, comm::Communicator& comm,
+                                                    const SharedRun& shared) {
+  parallel::sandblaster::SandblasterOptions o;
+  o.workUnits = static_cast<int>(c.workUnits);
+  o.backups = c.backupTasks;
+  for (const auto& [rank, ms] : c.stragglerMs) o.stragglerMs[static_cast<int>(rank)] = ms;
+  o.randomDelayMs = c.randomDelayMs;
+  o.seed = c.seed;
+  if (comm.rank() == 0) return std::make_unique<parallel::sandblaster::SandblasterCoordinator>(comm, o);
+  // A worker: the same model (its parameters come with each evaluation's first
+  // unit) and the task's loss.
+  auto model = nn::buildModel(c.model, runtime::modelOverrides(c), c.seed,
+                              runtime::dataShape(c, shared.data));
+  auto task = runtime::makeTask({c, nn::modelInfo(c.model, runtime::modelOverrides(c)), 0, 1, false},
+                                shared.data);
+  memory::DomainScope accounted(memory::newDomain());
+  parallel::sandblaster::runSandblasterWorker(
+      comm, *model,
+      [&task](const autograd::Variable& out, const Tensor& y) { return task->lossFromOutput(out, y); },
+      o);
+  return nullptr;
+}
+
 // The option groups every trainer-driven strategy reads.
 std::vector<std::string> trainerGroups(std::vector<std::string> more) {
   std::vector<std::string> g{"model", "data",  "training", "optimizer", "memory", "lora",
@@ -213,6 +239,15 @@ const std::map<std::string, StrategyEntry>& registry() {
                        {"checkpoint.every", kNoPeriodicCheckpoints},
                        {"training.accumulate", "applies to --strategy allreduce (parameter servers accumulate with --push-every)"}}),
          [](const TrainConfig& c) { return c.servers + c.workers; }, makePs, validatePs});
+    add({"sandblaster", trainerGroups({"sandblaster"}),
+         noMesh("sandblaster", {{"memory.zero", kZeroNotHere},
+                                {"memory.offload", kOffloadNotHere},
+                                {"lora", "does not combine with --strategy sandblaster (its workers build the plain model)"},
+                                {"training.accumulate", "does not apply to --strategy sandblaster (--work-units cuts each batch)"}}),
+         [](const TrainConfig& c) { return c.workers + 1; }, makeSandblaster, [](const RunConfig& rc) {
+           DTRAIN_CHECK_USAGE(rc.train.optimizer == "lbfgs", "--strategy sandblaster runs --optimizer lbfgs "
+                              "(its workers compute batch gradients for the coordinator's line search)");
+         }});
     add({"hogwild", trainerGroups({}),
          noMesh("hogwild", {{"memory.zero", kZeroNotHere},
                             {"memory.offload", kOffloadNotHere},

@@ -5,6 +5,7 @@
 #include "optim/Adam.h"
 #include "optim/Lamb.h"
 #include "optim/Lars.h"
+#include "optim/Lbfgs.h"
 #include "optim/Sgd.h"
 
 namespace dtrain::optim {
@@ -81,13 +82,30 @@ std::unique_ptr<Optimizer> makeLambByName(const std::string&, NamedParameters pa
   return makeLamb(std::move(params), o);
 }
 
+std::unique_ptr<Optimizer> makeLbfgsByName(const std::string& name, NamedParameters params,
+                                           const OptimizerOptions& o) {
+  rejectOption(o.momentum, "--momentum", name);
+  rejectOption(o.dampening, "--dampening", name);
+  rejectOption(o.nesterov, "--nesterov", name);
+  rejectOption(o.beta1, "--beta1", name);
+  rejectOption(o.beta2, "--beta2", name);
+  DTRAIN_CHECK_USAGE(!o.weightDecay || *o.weightDecay == 0,
+                     "--weight-decay does not apply to --optimizer lbfgs");
+  DTRAIN_CHECK_USAGE(o.offloadDir.empty(), "--offload optimizer does not apply to --optimizer lbfgs");
+  LbfgsOptions l;
+  l.lr = o.lr.value_or(l.lr);
+  l.history = o.lbfgsHistory.value_or(l.history);
+  return std::make_unique<Lbfgs>(std::move(params), l);
+}
+
 const NameRegistry<Maker>& makers() {
   static const NameRegistry<Maker> r("--optimizer", {{"sgd", makeSgd},
                                                      {"adam", makeAdamOrAdamW},
                                                      {"adamw", makeAdamOrAdamW},
                                                      {"adagrad", makeAdagrad},
                                                      {"lars", makeLarsByName},
-                                                     {"lamb", makeLambByName}});
+                                                     {"lamb", makeLambByName},
+                                                     {"lbfgs", makeLbfgsByName}});
   return r;
 }
 

@@ -28,6 +28,8 @@ struct OptimizerOptions {
   // adagrad
   std::optional<double> lrDecay{};
   std::optional<double> initialAccumulatorValue{};
+  // lbfgs: curvature pairs kept (--lbfgs-history)
+  std::optional<int> lbfgsHistory{};
   // --offload optimizer: the state lives in a file in this directory (empty: in memory).
   std::string offloadDir;
 };

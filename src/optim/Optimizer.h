@@ -16,6 +16,7 @@
 // Typical loop: opt.setLr(schedule.lrAt(opt.stepCount())); backward; opt.step();
 // opt.zeroGrad().
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -44,7 +45,8 @@ class Optimizer {
   virtual std::string describe() const = 0;
 
   // Updates every parameter whose grad is defined, then counts one step.
-  void step();
+  // (Virtual for L-BFGS, which updates all parameters at once.)
+  virtual void step();
   // Updates only the parameters with these indices (ZeRO: the ones this rank
   // owns; each index at most once), then counts one step.
   void step(const std::vector<size_t>& which);
@@ -58,6 +60,18 @@ class Optimizer {
 
   double lr() const { return lr_; }
   void setLr(double lr);
+
+  // Optimizers that re-evaluate the loss within a step (L-BFGS's line search)
+  // need a closure that sets the gradients to those of the step's batch at the
+  // current parameters and returns that batch's loss; `lossNow` is the loss at
+  // the parameters the gradients were computed at. The trainer sets it before
+  // each step when needsLossClosure(); the others never call it.
+  using LossClosure = std::function<double()>;
+  virtual bool needsLossClosure() const { return false; }
+  void setLossClosure(LossClosure f, double lossNow) {
+    closure_ = std::move(f);
+    lossNow_ = lossNow;
+  }
 
   size_t size() const { return params_.size(); }
   const std::string& paramName(size_t i) const { return params_.at(i).first; }
@@ -119,6 +133,8 @@ class Optimizer {
   // `decay` false: skip weight decay for this parameter (setDecay2dOnly).
   virtual void update(float* p, const float* g, int64_t n, int64_t step, double lr, bool decay,
                       std::vector<Tensor>& slots) = 0;
+  const LossClosure& lossClosure() const { return closure_; }
+  double lossNow() const { return lossNow_; }
 
  private:
   NamedParameters params_;
@@ -131,6 +147,8 @@ class Optimizer {
   double lr_;
   int64_t stepCount_ = 0;
   std::shared_ptr<memory::OffloadFile> offload_;
+  LossClosure closure_;
+  double lossNow_ = 0;
 
   // Offload: queue parameter i's slots to be read in / written out.
   void prefetchState(size_t i);

@@ -25,6 +25,17 @@ void TrainConfig::validate(bool workersKnown) const {
   DTRAIN_CHECK_USAGE((!beta1 && !beta2) || optimizer == "adam" || optimizer == "adamw" ||
                          optimizer == "lamb",
                      "--adam-betas applies to --optimizer adam, adamw and lamb (not ", optimizer, ")");
+  // L-BFGS's line search re-evaluates the loss of the whole step's batch
+  // (optim/Lbfgs.h): one process, or the sandblaster coordinator whose workers
+  // compute that batch's gradient (parallel/sandblaster/).
+  if (optimizer == "lbfgs") {
+    DTRAIN_CHECK_USAGE(strategy.empty() || strategy == "single" || strategy == "sandblaster",
+                       "--optimizer lbfgs runs with --strategy single or sandblaster (its line "
+                       "search re-evaluates the whole batch's loss; --strategy ", strategy,
+                       " updates replicas or shards on their own)");
+    DTRAIN_CHECK_USAGE(clipGradNorm == 0, "--clip-grad-norm does not apply to --optimizer lbfgs "
+                       "(its line search chooses the step length)");
+  }
   // Periodic checkpoints and --resume (runtime/CheckpointDir.h).
   DTRAIN_CHECK_USAGE(checkpointEvery == 0 || !checkpointDir.empty(),
                      "--checkpoint-every needs --checkpoint-dir DIR");

@@ -36,6 +36,7 @@ struct TrainConfig {
   double weightDecay = 0.0;
   bool decay2dOnly = false;              // weight decay only for parameters with >= 2 dims
   std::optional<double> beta1, beta2;    // adam, adamw (--adam-betas)
+  int64_t lbfgsHistory = 10;             // lbfgs: curvature pairs kept (--lbfgs-history)
   double clipGradNorm = 0;               // max global gradient norm; 0: no clipping
   std::string schedule = "constant";
   int64_t warmupSteps = 0;
@@ -112,6 +113,9 @@ struct TrainConfig {
   std::string outerOptimizer = "sgd"; // sgd or nesterov, on the averaged delta
   double outerLr = 1.0;               // sgd 1, no momentum: plain averaging
   double outerMomentum = 0.0;
+  // Sandblaster L-BFGS (parallel/sandblaster/, docs/guide/sandblaster.md).
+  int64_t workUnits = 0;              // units per batch gradient; 0: 4 per worker
+  bool backupTasks = true;            // re-issue the last pending units to free workers
 
   // Memory: activation recomputation and LoRA (runtime/LoraSetup.h, docs/guide/memory.md).
   std::string recompute = "none";    // none, blocks, all (nn/Recompute.h)

@@ -76,6 +76,7 @@ optim::OptimizerOptions optimizerOptions(const TrainConfig& c) {
   if (c.decay2dOnly) o.decay2dOnly = true;
   o.beta1 = c.beta1;
   o.beta2 = c.beta2;
+  if (c.optimizer == "lbfgs") o.lbfgsHistory = static_cast<int>(c.lbfgsHistory);
   if (c.offload != "none") o.offloadDir = offloadDirectory(c);
   if (c.optimizer == "sgd" || c.optimizer == "lars") {
     o.momentum = c.momentum.value_or(0.9);
@@ -331,6 +332,19 @@ TrainResult Trainer::run() {
       }
       strategy_->finishGradients();
       if (c.clipGradNorm > 0) gradNorm = clipGradNorm(*model_, *strategy_, c.clipGradNorm);
+      if (optimizer_->needsLossClosure()) {
+        // L-BFGS's line search: the loss and gradients of this step's batch at
+        // the parameters it tries (the strategy's forwards and backwards again).
+        optimizer_->setLossClosure(
+            [&] {
+              strategy_->zeroGradients(*model_);
+              memory::CategoryScope activations(memory::Category::Activations);
+              const double loss = strategy_->forwardBackward(*model_, work);
+              strategy_->finishGradients();
+              return loss;
+            },
+            stepLoss);
+      }
       {
         SpanScope s(spans, "optimizer");
         strategy_->applyUpdate(*optimizer_);

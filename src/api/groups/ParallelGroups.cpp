@@ -11,10 +11,11 @@ void addParallelOptions(Schema& s) {
   s.addGroup("parallel", "Parallelism: strategy, ranks and mesh");
   s.add("parallel", "strategy", "--strategy",
         "allreduce (default with more than one worker), ps (parameter servers), hogwild, "
-        "fedavg (federated learning), local-sgd (periodic averaging, DiLoCo) or single; --pipeline-stages and --tensor-parallel choose "
+        "fedavg (federated learning), local-sgd (periodic averaging, DiLoCo), sandblaster (L-BFGS over work units) or single; --pipeline-stages and --tensor-parallel choose "
         "pipeline and tensor")
       .train(&TrainConfig::strategy)
-      .oneOf({"single", "allreduce", "ps", "hogwild", "fedavg", "pipeline", "tensor", "local-sgd"});
+      .oneOf({"single", "allreduce", "ps", "hogwild", "fedavg", "pipeline", "tensor", "local-sgd",
+              "sandblaster"});
   s.add("parallel", "workers", "--workers",
         "Workers (local backend: ranks as threads; mpi: must match mpirun -np)")
       .train(&TrainConfig::workers).range(1, 4096).result("workers");

@@ -44,7 +44,7 @@ void addTrainingOptions(Schema& s) {
 
 void addOptimizerOptions(Schema& s) {
   s.addGroup("optimizer", "Optimizer and learning-rate schedule");
-  s.add("optimizer", "name", "--optimizer", "sgd, adam, adamw, adagrad, lars or lamb")
+  s.add("optimizer", "name", "--optimizer", "sgd, adam, adamw, adagrad, lars, lamb or lbfgs (one L-BFGS iteration per step; try --lr 1)")
       .train(&TrainConfig::optimizer)
       .oneOf([] { return optim::optimizerNames(); });
   s.add("optimizer", "lr", "--lr", "Learning rate").train(&TrainConfig::lr).above(0);
@@ -56,6 +56,11 @@ void addOptimizerOptions(Schema& s) {
       .train(&TrainConfig::momentum).range(0).when(sgdLike);
   s.add("optimizer", "nesterov", "--nesterov", "Nesterov momentum (SGD)")
       .train(&TrainConfig::nesterov).when(sgdLike);
+  s.add("optimizer", "lbfgs_history", "--lbfgs-history",
+        "lbfgs: curvature pairs (s, y) kept for the two-loop recursion (m)")
+      .train(&TrainConfig::lbfgsHistory).range(1).when([](const RunConfig& rc) {
+        return unlessThen(rc.train.optimizer == "lbfgs", "applies to --optimizer lbfgs");
+      });
   s.add("optimizer", "weight_decay", "--weight-decay",
         "L2 penalty (AdamW: decoupled; gpt default 0.1)")
       .train(&TrainConfig::weightDecay).range(0);

@@ -1,0 +1,19 @@
+// [sandblaster]: DistBelief's batch L-BFGS over workers (parallel/sandblaster/).
+#include "api/Schema.h"
+
+namespace dtrain::api {
+
+using runtime::TrainConfig;
+
+void addSandblasterOptions(Schema& s) {
+  s.addGroup("sandblaster", "Sandblaster L-BFGS (--strategy sandblaster --optimizer lbfgs)");
+  s.add("sandblaster", "work_units", "--work-units",
+        "Units each batch gradient is cut into, handed to workers as they become free "
+        "(0: 4 per worker)")
+      .train(&TrainConfig::workUnits).range(0).result("work_units");
+  s.add("sandblaster", "backup_tasks", "--backup-tasks",
+        "Give the last pending units to a second, free worker; the first answer wins")
+      .train(&TrainConfig::backupTasks).negated("--no-backup-tasks");
+}
+
+}  // namespace dtrain::api

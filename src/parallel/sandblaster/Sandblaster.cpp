@@ -1,0 +1,321 @@
+#include "parallel/sandblaster/Sandblaster.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <thread>
+
+#include "core/Error.h"
+#include "core/Rng.h"
+
+namespace dtrain::parallel::sandblaster {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+// Tags of the coordinator's and workers' messages (user channel).
+constexpr int kUnitTag = 811, kParamsTag = 812, kXTag = 813, kYTag = 814;
+constexpr int kAnswerHeadTag = 815, kAnswerGradTag = 816;
+constexpr int kMaxDims = 6;
+// A unit's header: kind, evaluation, unit, parameters follow, then x's and y's
+// dtype, dims and shape.
+enum HeaderField { kKind, kEvaluation, kUnit, kParamsFollow, kXMeta, kYMeta = kXMeta + 2 + kMaxDims,
+                   kHeaderSize = kYMeta + 2 + kMaxDims };
+enum Kind : int64_t { kCompute = 0, kDone = 1 };
+struct AnswerHead {
+  double evaluation, unit, loss;
+};
+
+void putShape(int64_t* h, const Tensor& t) {
+  DTRAIN_CHECK(t.dim() <= kMaxDims, "sandblaster: samples of ", t.dim(), " dimensions");
+  h[0] = static_cast<int64_t>(t.dtype());
+  h[1] = t.dim();
+  for (int64_t d = 0; d < t.dim(); ++d) h[2 + d] = t.shape()[d];
+}
+Tensor emptyFromShape(const int64_t* h) {
+  Shape shape;
+  for (int64_t d = 0; d < h[1]; ++d) shape.push_back(h[2 + d]);
+  return Tensor::empty(shape, static_cast<DType>(h[0]));
+}
+// Waits for a point-to-point operation, however long (a worker waits while the
+// coordinator evaluates or checkpoints); an aborted world throws.
+void waitLong(comm::Work& w) {
+  while (!w.waitFor(std::chrono::milliseconds(200))) {
+  }
+}
+std::vector<autograd::Variable*> sandblasterParams(nn::Module& model,
+                                                   std::vector<std::pair<std::string, autograd::Variable>>& keep) {
+  keep = model.namedParameters();
+  std::vector<autograd::Variable*> out;
+  for (auto& [name, v] : keep) out.push_back(&v);
+  return out;
+}
+}  // namespace
+
+// What the coordinator has in flight with one worker.
+struct SandblasterCoordinator::Peer {
+  int64_t paramsEvaluation = -1;  // the evaluation whose parameters it holds
+  bool busy = false;
+  int unit = -1;
+  bool backup = false;  // its unit is a backup copy
+  std::vector<int64_t> header = std::vector<int64_t>(kHeaderSize, 0);
+  std::shared_ptr<std::vector<float>> params;  // kept alive until sent
+  std::vector<comm::WorkPtr> sends;
+  AnswerHead answer{};
+  std::vector<float> grad;
+  comm::WorkPtr answerHead, answerGrad;
+};
+
+SandblasterCoordinator::SandblasterCoordinator(comm::Communicator& comm, SandblasterOptions o)
+    : comm_(comm), o_(std::move(o)), workers_(comm.size() - 1) {
+  DTRAIN_CHECK(comm.rank() == 0, "sandblaster: the coordinator is rank 0");
+  DTRAIN_CHECK_USAGE(workers_ >= 1, "--strategy sandblaster needs --workers >= 1 besides its coordinator");
+  if (o_.workUnits <= 0) o_.workUnits = 4 * workers_;
+  unitsByWorker_.assign(workers_, 0);
+}
+
+SandblasterCoordinator::~SandblasterCoordinator() = default;
+
+void SandblasterCoordinator::setup(nn::Module& model, optim::Optimizer&) {
+  params_ = 0;
+  for (auto& [name, v] : model.namedParameters()) params_ += v.numel();
+  for (int w = 0; w < workers_; ++w) {
+    peers_.push_back(std::make_unique<Peer>());
+    peers_.back()->grad.resize(params_);
+    postAnswer(w);
+  }
+}
+
+void SandblasterCoordinator::postAnswer(int w) {
+  Peer& p = *peers_[w];
+  p.answerHead = comm_.irecv(&p.answer, sizeof(AnswerHead), DType::U8, w + 1, kAnswerHeadTag);
+  p.answerGrad = comm_.irecv(p.grad.data(), p.grad.size(), DType::F32, w + 1, kAnswerGradTag);
+}
+
+void SandblasterCoordinator::assign(int w, int unit) {
+  Peer& p = *peers_[w];
+  for (auto& s : p.sends) s->wait();  // it answered, so these are long done
+  p.sends.clear();
+  const bool sendParams = p.paramsEvaluation != evaluation_;
+  const int64_t lo = unitStart_[unit], hi = unitStart_[unit + 1];
+  Tensor xs = x_.slice(0, lo, hi), ys = y_.slice(0, lo, hi);
+  std::fill(p.header.begin(), p.header.end(), 0);
+  p.header[kKind] = kCompute;
+  p.header[kEvaluation] = evaluation_;
+  p.header[kUnit] = unit;
+  p.header[kParamsFollow] = sendParams;
+  putShape(&p.header[kXMeta], xs);
+  putShape(&p.header[kYMeta], ys);
+  const int dst = w + 1;
+  p.sends.push_back(comm_.isend(p.header.data(), p.header.size(), DType::I64, dst, kUnitTag));
+  if (sendParams) {
+    p.params = paramsNow_;
+    p.sends.push_back(comm_.isend(p.params->data(), p.params->size(), DType::F32, dst, kParamsTag));
+    p.paramsEvaluation = evaluation_;
+  }
+  p.sends.push_back(comm_.isend(xs.rawData(), xs.nbytes(), DType::U8, dst, kXTag));
+  p.sends.push_back(comm_.isend(ys.rawData(), ys.nbytes(), DType::U8, dst, kYTag));
+  p.busy = true;
+  p.unit = unit;
+  p.backup = unitCopies_[unit] > 0;
+  if (p.backup) ++backups_;
+  ++unitCopies_[unit];
+  unitSent_[unit] = Clock::now();
+}
+
+bool SandblasterCoordinator::collect(int w) {
+  Peer& p = *peers_[w];
+  if (!p.busy || !p.answerHead->test() || !p.answerGrad->test()) return false;
+  p.answerHead->wait();  // rethrows a failed receive
+  p.answerGrad->wait();
+  const auto evaluation = static_cast<int64_t>(p.answer.evaluation);
+  const auto unit = static_cast<int>(p.answer.unit);
+  if (evaluation == evaluation_ && unit >= 0 && unit < static_cast<int>(unitDone_.size()) &&
+      !unitDone_[unit]) {
+    // The first answer wins: its buffer becomes the unit's, and the worker's
+    // next answer lands in the unit's old one (empty on the first evaluation).
+    std::swap(unitGrad_[unit], p.grad);
+    p.grad.resize(params_);
+    unitLoss_[unit] = p.answer.loss;
+    unitDone_[unit] = 1;
+    ++unitsByWorker_[w];
+    if (p.backup) ++backupsWon_;
+  } else {
+    ++answersDropped_;  // a slower copy of a unit already answered
+  }
+  p.busy = false;
+  p.unit = -1;
+  postAnswer(w);
+  return true;
+}
+
+double SandblasterCoordinator::forwardBackward(nn::Module& model, const StepWork& work) {
+  DTRAIN_CHECK(!peers_.empty(), "sandblaster: forwardBackward before setup");
+  ++evaluation_;
+  ++evaluations_;
+  // This evaluation's parameters, sent once to each worker that takes a unit.
+  auto flat = std::make_shared<std::vector<float>>();
+  flat->reserve(params_);
+  for (auto& [name, v] : model.namedParameters()) {
+    const Tensor& d = v.data();
+    DTRAIN_CHECK(d.dtype() == DType::F32 && d.isContiguous(), "sandblaster: parameter ", name,
+                 " must be a contiguous F32 tensor");
+    flat->insert(flat->end(), d.data<float>(), d.data<float>() + d.numel());
+  }
+  paramsNow_ = std::move(flat);
+  x_ = work.x.isContiguous() ? work.x : work.x.clone();
+  y_ = work.y.isContiguous() ? work.y : work.y.clone();
+  const int64_t n = x_.shape()[0];
+  const int units = static_cast<int>(std::min<int64_t>(o_.workUnits, n));
+  unitStart_.resize(units + 1);
+  for (int u = 0; u <= units; ++u) unitStart_[u] = n * u / units;
+  unitGrad_.resize(units);
+  unitLoss_.assign(units, 0.0);
+  unitDone_.assign(units, 0);
+  unitCopies_.assign(units, 0);
+  unitSent_.assign(units, Clock::time_point{});
+
+  int next = 0, done = 0, idle = 0;
+  while (done < units) {
+    // Hand units to free workers: new ones first, then backup copies of the
+    // oldest pending ones (each at most twice out).
+    for (int w = 0; w < workers_; ++w) {
+      if (peers_[w]->busy) continue;
+      if (next < units) {
+        assign(w, next++);
+      } else if (o_.backups) {
+        int oldest = -1;
+        for (int u = 0; u < units; ++u)
+          if (!unitDone_[u] && unitCopies_[u] == 1 &&
+              (oldest < 0 || unitSent_[u] < unitSent_[oldest]))
+            oldest = u;
+        if (oldest >= 0) assign(w, oldest);
+      }
+    }
+    bool progressed = false;
+    for (int w = 0; w < workers_; ++w) progressed |= collect(w);
+    if (progressed) {  // an answer arrived (a dropped copy frees its worker too)
+      done = static_cast<int>(std::count(unitDone_.begin(), unitDone_.end(), 1));
+      idle = 0;
+      continue;
+    }
+    // Nothing arrived: yield, then short sleeps (the workers need the cores).
+    if (++idle < 32)
+      std::this_thread::yield();
+    else
+      std::this_thread::sleep_for(std::chrono::microseconds(std::min(200, 10 * (idle - 31))));
+  }
+
+  // The batch gradient and loss: unit means weighted by their samples, summed in unit order.
+  double loss = 0;
+  std::vector<float> sum(params_, 0.0f);
+  for (int u = 0; u < units; ++u) {
+    const float share = static_cast<float>(unitStart_[u + 1] - unitStart_[u]) / static_cast<float>(n);
+    const std::vector<float>& g = unitGrad_[u];
+    for (int64_t j = 0; j < params_; ++j) sum[j] += share * g[j];
+    loss += static_cast<double>(share) * unitLoss_[u];
+  }
+  int64_t off = 0;
+  for (auto& [name, v] : model.namedParameters()) {
+    if (!v.grad().defined()) v.zeroGrad();
+    Tensor& g = v.grad();
+    std::memcpy(g.data<float>(), sum.data() + off, sizeof(float) * g.numel());
+    off += g.numel();
+  }
+  return loss;
+}
+
+void SandblasterCoordinator::finish(nn::Module&, optim::Optimizer&) {
+  if (finished_) return;
+  finished_ = true;
+  // Backup copies still computing answer first; then every worker is told the run is over.
+  for (int w = 0; w < workers_; ++w) {
+    Peer& p = *peers_[w];
+    if (p.busy) {
+      waitLong(*p.answerHead);
+      waitLong(*p.answerGrad);
+      ++answersDropped_;
+      p.busy = false;
+    } else {
+      p.answerHead->cancelIfPending();
+      p.answerGrad->cancelIfPending();
+    }
+    for (auto& s : p.sends) s->wait();
+    p.sends.clear();
+    std::fill(p.header.begin(), p.header.end(), 0);
+    p.header[kKind] = kDone;
+    comm_.isend(p.header.data(), p.header.size(), DType::I64, w + 1, kUnitTag)->wait();
+  }
+}
+
+std::map<std::string, double> SandblasterCoordinator::stats() const {
+  return {{"sandblaster_gradient_evaluations", static_cast<double>(evaluations_)},
+          {"sandblaster_backups", static_cast<double>(backups_)},
+          {"sandblaster_backups_won", static_cast<double>(backupsWon_)}};
+}
+
+nlohmann::json SandblasterCoordinator::report() const {
+  return {{"sandblaster_units_per_worker", unitsByWorker_},
+          {"sandblaster_work_units", o_.workUnits},
+          {"sandblaster_answers_dropped", answersDropped_}};
+}
+
+WorkerStats runSandblasterWorker(
+    comm::Communicator& comm, nn::Module& model,
+    const std::function<autograd::Variable(const autograd::Variable&, const Tensor&)>& lossFromOutput,
+    const SandblasterOptions& o) {
+  WorkerStats stats;
+  std::vector<std::pair<std::string, autograd::Variable>> named;
+  const std::vector<autograd::Variable*> params = sandblasterParams(model, named);
+  int64_t count = 0;
+  for (auto* v : params) count += v->numel();
+  std::vector<float> flat(count), grad(count);
+  std::vector<int64_t> header(kHeaderSize);
+  const int rank = comm.rank();
+  const double fixedMs = o.stragglerMs.count(rank) ? o.stragglerMs.at(rank) : 0.0;
+  Rng rng(o.seed * 1000003 + 17 + rank);
+  comm::WorkPtr answerHead, answerGrad;
+  AnswerHead answer{};
+  for (;;) {
+    waitLong(*comm.irecv(header.data(), header.size(), DType::I64, 0, kUnitTag));
+    if (header[kKind] == kDone) break;
+    if (header[kParamsFollow]) {
+      waitLong(*comm.irecv(flat.data(), flat.size(), DType::F32, 0, kParamsTag));
+      int64_t off = 0;
+      for (auto* v : params) {
+        std::memcpy(v->data().data<float>(), flat.data() + off, sizeof(float) * v->numel());
+        off += v->numel();
+      }
+    }
+    Tensor x = emptyFromShape(&header[kXMeta]), y = emptyFromShape(&header[kYMeta]);
+    waitLong(*comm.irecv(x.rawData(), x.nbytes(), DType::U8, 0, kXTag));
+    waitLong(*comm.irecv(y.rawData(), y.nbytes(), DType::U8, 0, kYTag));
+    model.zeroGrad();
+    autograd::Variable loss = lossFromOutput(model.forward(autograd::Variable(x)), y);
+    const double lossValue = loss.item();
+    loss.backward();
+    double ms = fixedMs;
+    if (o.randomDelayMs > 0) ms += -o.randomDelayMs * std::log(1.0 - rng.uniform());
+    if (ms > 0) std::this_thread::sleep_for(std::chrono::microseconds(static_cast<int64_t>(ms * 1e3)));
+    // The previous answer is long received (the coordinator sent this unit after it).
+    if (answerHead) answerHead->wait();
+    if (answerGrad) answerGrad->wait();
+    int64_t off = 0;
+    for (auto* v : params) {
+      const Tensor& g = v->grad();
+      if (g.defined())
+        std::memcpy(grad.data() + off, g.data<float>(), sizeof(float) * v->numel());
+      else
+        std::fill(grad.begin() + off, grad.begin() + off + v->numel(), 0.0f);
+      off += v->numel();
+    }
+    answer = {static_cast<double>(header[kEvaluation]), static_cast<double>(header[kUnit]), lossValue};
+    answerHead = comm.isend(&answer, sizeof(answer), DType::U8, 0, kAnswerHeadTag);
+    answerGrad = comm.isend(grad.data(), grad.size(), DType::F32, 0, kAnswerGradTag);
+    ++stats.units;
+  }
+  if (answerHead) answerHead->wait();
+  if (answerGrad) answerGrad->wait();
+  return stats;
+}
+
+}  // namespace dtrain::parallel::sandblaster

@@ -1,0 +1,114 @@
+// Sandblaster L-BFGS (parallel/sandblaster/) through the dtrain binary: with
+// the same work units the result is bitwise the same whatever the number of
+// workers and however slow one of them is (units summed in unit order); it is
+// single-process L-BFGS on the same batches up to summation order; a straggler
+// is covered by backup tasks, which the final line reports; and the refusals.
+#include <numeric>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/CliRunner.h"
+#include "parallel/ParallelTestUtil.h"
+
+namespace dtrain::test {
+namespace {
+
+// Six L-BFGS iterations on batches of 512 of a small synthetic set.
+const std::string kSandblasterRun =
+    "train --dataset synthetic --synthetic-size 1024 --batch-size 512 --epochs 3 --mlp-hidden 32 "
+    "--optimizer lbfgs --lr 1 --seed 3 --progress off ";
+
+struct SandblasterRun {
+  nlohmann::json line;
+  Params params;
+};
+
+SandblasterRun runSandblaster(const std::string& args) {
+  const std::string model = tempDir() + "/model.safetensors";
+  const CliResult r = runDtrain(kSandblasterRun + args + " --save " + model);
+  EXPECT_EQ(r.code, 0) << args << "\n" << r.err;
+  if (r.code != 0) return {};
+  return {nlohmann::json::parse(r.lastLine()), loadModelParams(model)};
+}
+
+TEST(Sandblaster, EqualsSingleProcessLbfgsAndDoesNotDependOnTheWorkers) {
+  const SandblasterRun single = runSandblaster("");
+  const SandblasterRun three = runSandblaster("--strategy sandblaster --workers 3 --work-units 8");
+  const SandblasterRun one = runSandblaster("--strategy sandblaster --workers 1 --work-units 8");
+  ASSERT_FALSE(single.params.empty());
+  ASSERT_FALSE(three.params.empty());
+  ASSERT_FALSE(one.params.empty());
+  EXPECT_EQ(three.line["steps"], 6);
+  // Unit-order sums: bitwise whoever computed each unit.
+  EXPECT_EQ(three.params, one.params);
+  // One pass over 512 samples or 8 units of 64: summation order only.
+  expectClose(three.params, single.params, 1e-4, "sandblaster vs single-process L-BFGS");
+  EXPECT_NEAR(three.line["test_loss"].get<double>(), single.line["test_loss"].get<double>(), 1e-4);
+  // It trained: L-BFGS on a separable synthetic set.
+  EXPECT_LT(three.line["test_loss"].get<double>(), 1.0);
+  // Every evaluation's 8 units were answered once (backups may add dropped copies).
+  const auto units = three.line["sandblaster_units_per_worker"].get<std::vector<int64_t>>();
+  ASSERT_EQ(units.size(), 3u);
+  const double evaluations = three.line["sandblaster_gradient_evaluations"].get<double>();
+  EXPECT_GE(evaluations, 12);  // the step's gradient, then at least one line-search trial
+  EXPECT_EQ(std::accumulate(units.begin(), units.end(), int64_t{0}), 8 * static_cast<int64_t>(evaluations));
+}
+
+TEST(Sandblaster, AStragglerIsCoveredByBackupTasksWithTheSameResult) {
+  const SandblasterRun plain = runSandblaster("--strategy sandblaster --workers 3 --work-units 8");
+  // Worker 1 (comm rank 1; rank 0 is the coordinator) sleeps 150 ms per unit.
+  const SandblasterRun slow =
+      runSandblaster("--strategy sandblaster --workers 3 --work-units 8 --straggler 1:150");
+  ASSERT_FALSE(plain.params.empty());
+  ASSERT_FALSE(slow.params.empty());
+  EXPECT_EQ(slow.params, plain.params);
+  const auto units = slow.line["sandblaster_units_per_worker"].get<std::vector<int64_t>>();
+  ASSERT_EQ(units.size(), 3u);
+  const double evaluations = slow.line["sandblaster_gradient_evaluations"].get<double>();
+  EXPECT_EQ(std::accumulate(units.begin(), units.end(), int64_t{0}), 8 * static_cast<int64_t>(evaluations));
+  // The straggler holds a unit for 150 ms at the end of each evaluation while the
+  // others are free: they get a backup copy of it, and the fast copy wins.
+  EXPECT_GE(slow.line["sandblaster_backups"].get<double>(), 1);
+  EXPECT_GE(slow.line["sandblaster_backups_won"].get<double>(), 1);
+  EXPECT_LT(units[0], units[1]);
+  EXPECT_LT(units[0], units[2]);
+  // Without backups the straggler's units are waited for: the same result again.
+  const SandblasterRun waited = runSandblaster(
+      "--strategy sandblaster --workers 3 --work-units 8 --straggler 1:20 --no-backup-tasks");
+  EXPECT_EQ(waited.params, plain.params);
+  EXPECT_EQ(waited.line["sandblaster_backups"].get<double>(), 0);
+}
+
+#ifdef DTRAIN_MPIEXEC
+// The same messages between processes: 4 ranks are the coordinator and 3 workers.
+TEST(Sandblaster, MpiEqualsTheLocalBackend) {
+  const SandblasterRun local = runSandblaster("--strategy sandblaster --workers 3 --work-units 8");
+  const std::string model = tempDir() + "/mpi.safetensors";
+  const CliResult r = runShell(mpirun(4) + " " + kSandblasterRun +
+                               "--backend mpi --strategy sandblaster --work-units 8 --save " + model);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto line = nlohmann::json::parse(r.lastLine());
+  EXPECT_EQ(line["sandblaster_units_per_worker"].size(), 3u);
+  EXPECT_EQ(loadModelParams(model), local.params);
+}
+#endif
+
+TEST(Sandblaster, RefusesWhatMakesNoSense) {
+  const std::string quick = "train --dataset synthetic --synthetic-size 256 --max-steps 1 --progress off ";
+  expectError(runDtrain(quick + "--strategy sandblaster --workers 2"), 2,
+              "--strategy sandblaster runs --optimizer lbfgs");
+  expectError(runDtrain(quick + "--optimizer lbfgs --workers 2"), 2,
+              "--optimizer lbfgs runs with --strategy single or sandblaster");
+  expectError(runDtrain(quick + "--optimizer lbfgs --strategy ps --workers 2"), 2,
+              "--optimizer lbfgs runs with --strategy single or sandblaster");
+  expectError(runDtrain(quick + "--optimizer lbfgs --clip-grad-norm 1"), 2,
+              "--clip-grad-norm does not apply to --optimizer lbfgs");
+  expectError(runDtrain(quick + "--optimizer lbfgs --momentum 0.9"), 2, "--momentum");
+  expectError(runDtrain(quick + "--lbfgs-history 5"), 2, "--lbfgs-history applies to --optimizer lbfgs");
+  expectError(runDtrain(quick + "--work-units 8"), 2, "--work-units does not apply to --strategy single");
+  expectError(runDtrain(quick + "--strategy sandblaster --optimizer lbfgs --accumulate 2"), 2,
+              "--accumulate does not apply to --strategy sandblaster");
+}
+
+}  // namespace
+}  // namespace dtrain::test
