@@ -496,12 +496,13 @@ void Launcher::run() {
     std::fprintf(stderr, "dtrain: launch: job failed (mpirun exit %d) after step %lld; %s%s\n", a.exitCode,
                  static_cast<long long>(a.lastStep),
                  lostNames.empty() ? "" : ("host " + lostNames + " lost: " + how + "; ").c_str(),
-                 lostNames.empty() ? how.c_str() : ("going on with " + hostList(hosts_)).c_str());
+                 lostNames.empty() ? how.c_str() : ("left: " + hostList(hosts_)).c_str());
     if (static_cast<int>(hosts_.size()) < f_.minHosts)
       throw Error("launch: " + std::to_string(hosts_.size()) + " hosts left, fewer than --min-hosts " +
                   std::to_string(f_.minHosts));
     if (restarts >= f_.maxRestarts)
-      throw Error("launch: the job failed again after " + std::to_string(restarts) + " restarts (--max-restarts)");
+      throw Error("launch: the job failed and its " + std::to_string(f_.maxRestarts) +
+                  " restarts (--max-restarts) are used up");
     ++restarts;
     w = 0;
     for (const auto& h : hosts_) w += h.slots;
