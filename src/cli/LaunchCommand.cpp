@@ -1,6 +1,7 @@
 #include "cli/LaunchCommand.h"
 
 #include <poll.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include "core/Error.h"
+#include "core/StopSignal.h"
 
 namespace dtrain::cli {
 
@@ -325,7 +327,14 @@ Launcher::Attempt Launcher::runAttempt(int attempt, int64_t resumeStep) {
   Attempt a;
   std::string pending;
   const fs::path progress = adir / "progress";
+  bool forwarded = false;
   for (bool open = true; open;) {
+    // Ctrl-C or SIGTERM to the launcher: the job is stopped (mpirun passes it on
+    // to the ranks, which save a checkpoint), and nothing is restarted.
+    if (stop::requested() && !forwarded) {
+      ::kill(pid, SIGTERM);
+      forwarded = true;
+    }
     pollfd p{out[0], POLLIN, 0};
     const int ready = ::poll(&p, 1, 20);
     if (ready > 0) {
@@ -453,6 +462,7 @@ void Launcher::run() {
     down.script = netsim_;
   }
 
+  stop::SignalScope signals;  // a signal stops the launch instead of killing it mid-way
   int restarts = 0, hostsLost = 0;
   int64_t stepsRedone = 0, resumeStep = -1;
   for (int attempt = 0;; ++attempt) {
@@ -474,6 +484,11 @@ void Launcher::run() {
            {"steps_redone", stepsRedone}, {"seconds_to_recover", out["seconds_to_recover"]}});
       std::cout << out.dump() << std::endl;
       return;
+    }
+    if (stop::requested()) {
+      log({{"event", "stopped"}, {"signal", stop::signalName()}, {"last_step", a.lastStep}});
+      throw stop::Interrupted("launch: stopped by " + std::string(stop::signalName()) +
+                              "; the same command goes on from the newest checkpoint in " + dir_.string());
     }
     if (a.exitCode == 0 || a.exitCode == 2)
       throw Error(a.exitCode == 2 ? "launch: the train run refused its arguments (see above)"
