@@ -8,7 +8,9 @@
 #   netsim.sh up N [--rate 1gbit] [--host-rate I=100mbit ...]   (re)create hosts 0..N-1
 #   netsim.sh down                                               remove them
 #   netsim.sh status                                             hosts, addresses, rates
-#   netsim.sh mpirun -np K [--ranks-per-host R] -- CMD ARGS...   K ranks, R per host (default 1)
+#   netsim.sh mpirun -np K [--ranks-per-host R] [--hosts I,J,..] -- CMD ARGS...
+#                                     K ranks, R per host (default 1), on hosts I,J,.. in
+#                                     that order (default 0,1,..: as many as K needs)
 #   netsim.sh exec I -- CMD ARGS...                              one command on host I
 #
 # Touches only its own names (namespaces dtrain-h0.., bridge dtrain-br, veths
@@ -141,13 +143,14 @@ cmd_exec() {
 }
 
 cmd_mpirun() {
-  local np="" rph=1 n i
+  local np="" rph=1 n i only=""
   while (($#)); do
     case "$1" in
       -np|-n) np="${2:-}"; shift 2 || die "-np needs a value" ;;
       --ranks-per-host) rph="${2:-}"; shift 2 || die "--ranks-per-host needs a value" ;;
+      --hosts) only="${2:-}"; shift 2 || die "--hosts needs a list I,J,..." ;;
       --) shift; break ;;
-      *) die "mpirun: unknown option '$1' (usage: mpirun -np K [--ranks-per-host R] -- CMD...)" ;;
+      *) die "mpirun: unknown option '$1' (usage: mpirun -np K [--ranks-per-host R] [--hosts I,J,..] -- CMD...)" ;;
     esac
   done
   need_root
@@ -158,7 +161,17 @@ cmd_mpirun() {
   n=$(hosts)
   ((n > 0)) || die "no emulated network: run 'netsim.sh up N' first"
   local need=$(((np + rph - 1) / rph))
-  ((need <= n)) || die "-np $np at $rph per host needs $need hosts, but only $n are up"
+  local -a chosen=()
+  if [[ -n "$only" ]]; then
+    # A chosen subset (dtrain launch drops lost hosts): in the given order.
+    [[ "$only" =~ ^[0-9]+(,[0-9]+)*$ ]] || die "--hosts takes host numbers I,J,... (got '$only')"
+    IFS=, read -r -a chosen <<<"$only"
+    for i in "${chosen[@]}"; do ((i < n)) || die "--hosts: no host $i (netsim has $n hosts)"; done
+    ((need <= ${#chosen[@]})) || die "-np $np at $rph per host needs $need hosts, but --hosts names ${#chosen[@]}"
+  else
+    ((need <= n)) || die "-np $np at $rph per host needs $need hosts, but only $n are up"
+    for ((i = 0; i < need; ++i)); do chosen+=("$i"); done
+  fi
   # OpenMPI's rsh launcher runs "AGENT HOST orted ...": start it inside that namespace.
   cat > "$state/agent" <<'EOF'
 #!/usr/bin/env bash
@@ -174,7 +187,7 @@ EOF
   hostfile="$state/hostfile.$$"  # global: the EXIT trap runs after this function returns
   trap 'rm -f "$hostfile"' EXIT
   : > "$hostfile"
-  for ((i = 0; i < need; ++i)); do echo "$(ns "$i") slots=$rph" >> "$hostfile"; done
+  for ((i = 0; i < need; ++i)); do echo "$(ns "${chosen[$i]}") slots=$rph" >> "$hostfile"; done
   # btl tcp,self: ranks on one emulated host also talk TCP (over loopback); with
   # vader (shared memory) added, ranks crashed (SIGSEGV) in OpenMPI 4.1.4 here.
   # Each orted sees only its own ranks, so it cannot tell the 2 cores are shared:
@@ -198,5 +211,5 @@ case "${1:-}" in
   status) shift; cmd_status ;;
   exec) shift; cmd_exec "$@" ;;
   mpirun) shift; cmd_mpirun "$@" ;;
-  *) die "usage: netsim.sh up N [--rate 1gbit] [--host-rate I=RATE] | down | status | mpirun -np K [--ranks-per-host R] -- CMD... | exec I -- CMD..." ;;
+  *) die "usage: netsim.sh up N [--rate 1gbit] [--host-rate I=RATE] | down | status | mpirun -np K [--ranks-per-host R] [--hosts I,J,..] -- CMD... | exec I -- CMD..." ;;
 esac

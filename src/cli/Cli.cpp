@@ -15,6 +15,7 @@
 #include "cli/BenchCommand.h"
 #include "cli/ExportCommand.h"
 #include "cli/GenerateCommand.h"
+#include "cli/LaunchCommand.h"
 #include "cli/TrainCommand.h"
 #include "comm/Registry.h"
 #include "core/Error.h"
@@ -52,6 +53,7 @@ int main(int argc, char** argv) {
   dtrain::cli::addBenchCommand(app);
   dtrain::cli::addGenerateCommand(app);
   dtrain::cli::addExportCommand(app);
+  dtrain::cli::addLaunchCommand(app);
   try {
     checkCommand(app, argc, argv);
     app.parse(argc, argv);

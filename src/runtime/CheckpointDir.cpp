@@ -5,6 +5,9 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <string>
+
+#include <unistd.h>
 
 #include "core/Error.h"
 #include "core/Log.h"
@@ -30,7 +33,9 @@ void prepareCheckpointDir(const std::string& dir) {
   DTRAIN_CHECK_USAGE(!ec && fs::is_directory(dir), "--checkpoint-dir ", dir,
                      ": cannot create the directory", ec ? " (" + ec.message() + ")" : "");
   // Writable: a probe file, so the run fails now rather than at its first checkpoint.
-  const fs::path probe = fs::path(dir) / ".dtrain-write-probe";
+  // Named by the process: mpirun's ranks share the directory, and with one name a
+  // rank removed another's probe before it looked (seen under dtrain launch).
+  const fs::path probe = fs::path(dir) / (".dtrain-write-probe-" + std::to_string(::getpid()));
   { std::ofstream(probe) << "ok"; }
   const bool writable = fs::exists(probe);
   fs::remove(probe, ec);

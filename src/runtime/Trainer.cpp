@@ -10,6 +10,7 @@
 #include "core/Log.h"
 #include "core/Offload.h"
 #include "core/StopSignal.h"
+#include "runtime/LaunchHooks.h"
 #include "data/KjvCorpus.h"
 #include "core/Timer.h"
 #include "optim/Factory.h"
@@ -357,6 +358,7 @@ TrainResult Trainer::run() {
         SpanScope s(spans, "checkpoint");
         saveCheckpointNow(state, step, perEpoch, globalBatch, reporter);
       }
+      afterStepForLaunch(step, strategy_->rank(), reporter);  // dtrain launch (LaunchHooks.h)
       // Ctrl-C or SIGTERM (core/StopSignal.h): every rank stops after this step.
       stop::raiseAtStepForTests(step, reporter);
       if (stop::requested() && !strategy_->savesOnStop())

@@ -1,0 +1,16 @@
+#pragma once
+// What `dtrain launch` (cli/LaunchCommand) needs from the ranks it starts:
+//  - DTRAIN_LAUNCH_PROGRESS=FILE: the reporting rank writes the global step it
+//    finished into FILE after every step (one short overwrite), so the launcher
+//    knows how far a failed attempt got (steps redone) and when a restarted one
+//    trains again (seconds to recover) without parsing logs.
+//  - Test hook DTRAIN_TEST_DIE_AT_STEP=k with DTRAIN_TEST_DIE_RANK=r: rank r
+//    _exit(9)s after step k, as a host whose processes were killed.
+#include <cstdint>
+
+namespace dtrain::runtime {
+
+// After each finished step; cheap (nothing) when neither variable is set.
+void afterStepForLaunch(int64_t step, int rank, bool reporter);
+
+}  // namespace dtrain::runtime
