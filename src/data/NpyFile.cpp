@@ -300,7 +300,7 @@ void writeNpy(const std::string& path, const std::string& descr, const std::vect
   File f(std::fopen(path.c_str(), "wb"), &std::fclose);
   DTRAIN_CHECK(f != nullptr, "file ", path, ": cannot create (", std::strerror(errno), ")");
   DTRAIN_CHECK(std::fwrite(out.data(), 1, out.size(), f.get()) == out.size() &&
-                   std::fwrite(data, 1, bytes, f.get()) == bytes,
+                   (bytes == 0 || std::fwrite(data, 1, bytes, f.get()) == bytes),  // data may be null
                "file ", path, ": write failed (", std::strerror(errno), ")");
 }
 
