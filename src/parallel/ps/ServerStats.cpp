@@ -12,6 +12,16 @@ std::vector<std::array<int64_t, memory::RankMemory::kFields>> memoryArrays(
   for (const memory::RankMemory& m : ms) out.push_back(m.toArray());
   return out;
 }
+
+// Every number in v (an array, at any depth) is an integer.
+void requireIntegers(const nlohmann::json& v, const char* key) {
+  if (v.is_array()) {
+    for (const nlohmann::json& e : v) requireIntegers(e, key);
+    return;
+  }
+  DTRAIN_CHECK(v.is_number_integer(), "server statistics: '", key, "' holds ", v.type_name(),
+               " where an integer belongs");
+}
 }  // namespace
 
 void ServerStats::recordStaleness(int64_t versions) {
@@ -39,6 +49,12 @@ nlohmann::json ServerStats::toJson() const {
 }
 
 ServerStats ServerStats::fromJson(const nlohmann::json& j, int workers) {
+  // Integers must arrive as JSON integers: nlohmann converts a float outside an
+  // integer's range with undefined behaviour (found by tests/fuzz: FuzzServerStats).
+  for (const char* key : {"server", "updates", "pushes", "dropped", "bytes_in", "bytes_out",
+                          "staleness", "applied_per_step", "dropped_per_step", "ssp_max_ahead",
+                          "dead_workers", "readmitted_workers", "memory", "worker_memory"})
+    requireIntegers(j.at(key), key);
   ServerStats s;
   s.server = j.at("server");
   s.updates = j.at("updates");
