@@ -2,9 +2,10 @@
 # The test suite under the sanitizers, each in its own build directory:
 #   bash scripts/sanitize.sh address [CTEST ARGS...]  AddressSanitizer + UndefinedBehaviorSanitizer,
 #                                                     every test but the three below (build-asan)
-#   bash scripts/sanitize.sh address-quick [...]      the same on the kernels' and parsers' tests
-#                                                     (core, tensor, autograd, optim, data, the fuzz
-#                                                     corpus): what CI runs, builds only those
+#   bash scripts/sanitize.sh address-quick [...]      the same on the layers below nn: core, tensor,
+#                                                     autograd, optim, data and the data parsers'
+#                                                     fuzz corpus (IDX, .npy); what CI runs (.ci/run),
+#                                                     as it builds only those layers
 #   bash scripts/sanitize.sh thread  [CTEST ARGS...]  ThreadSanitizer on the tests of threads talking:
 #                                                     comm, parallel, federated (build-tsan)
 # Not under either: python_tests (the interpreter is not instrumented; it would need
@@ -23,9 +24,8 @@ case "$kind" in
            select=(-LE "netsim|python|package") ;;
   address-quick) build=build-asan; sanitize=address,undefined
            quick=(core_tests tensor_tests autograd_tests optim_tests data_tests)
-           targets=("${quick[@]}")
-           for t in tests/fuzz/corpus/*; do targets+=("fuzz_replay_$(basename "$t")"); done
-           select=(-L "^($(IFS='|'; echo "${quick[*]}")|fuzz)\$") ;;
+           targets=("${quick[@]}" fuzz_replay_idx fuzz_replay_npy)
+           select=(-L "^($(IFS='|'; echo "${quick[*]}")|fuzz_data)\$") ;;
   thread)  build=build-tsan; sanitize=thread
            # The local backend's ranks as threads; OpenMPI's internals are not
            # instrumented (its runs would report its own synchronization).
