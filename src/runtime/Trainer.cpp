@@ -60,6 +60,8 @@ Trainer::Trainer(TrainConfig config, std::unique_ptr<parallel::Strategy> strateg
                                     optimizerOptions(config_));
 }
 
+Trainer::~Trainer() { strategy_.reset(); }
+
 std::string offloadDirectory(const TrainConfig& c) {
   const std::string dir = c.offloadDir.empty() ? data::defaultCacheDir() + "/offload" : c.offloadDir;
   std::error_code ec;

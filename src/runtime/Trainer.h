@@ -85,6 +85,10 @@ class Trainer {
   // The model is built for `data`'s shape when it holds the training set, else
   // for the shape of the files the config names (runtime::dataShape).
   Trainer(TrainConfig config, std::unique_ptr<parallel::Strategy> strategy, TaskData data = {});
+  // The strategy goes first: its hooks and forward wrappers are on the model's
+  // modules, which it unhooks on the way out (ZeRO-3 did so after the model was
+  // freed: a use after free that ThreadSanitizer reported).
+  ~Trainer();
   // Datasets loaded by the caller (the ranks of the local backend share one
   // copy); without this call run() loads them itself.
   void setData(std::shared_ptr<const data::Dataset> train, std::shared_ptr<const data::Dataset> test);
