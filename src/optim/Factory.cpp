@@ -77,9 +77,20 @@ std::unique_ptr<Optimizer> makeLarsByName(const std::string&, NamedParameters pa
   return makeLars(std::move(params), o);
 }
 
-std::unique_ptr<Optimizer> makeLambByName(const std::string&, NamedParameters params,
+std::unique_ptr<Optimizer> makeLambByName(const std::string& name, NamedParameters params,
                                           const OptimizerOptions& o) {
-  return makeLamb(std::move(params), o);
+  rejectOption(o.momentum, "--momentum", name);
+  rejectOption(o.dampening, "--dampening", name);
+  if (o.nesterov.value_or(false)) rejectOption(o.nesterov, "--nesterov", name);
+  rejectOption(o.lrDecay, "--lr-decay", name);
+  rejectOption(o.initialAccumulatorValue, "--initial-accumulator-value", name);
+  LambOptions l;
+  l.lr = o.lr.value_or(l.lr);
+  l.beta1 = o.beta1.value_or(l.beta1);
+  l.beta2 = o.beta2.value_or(l.beta2);
+  l.eps = o.eps.value_or(l.eps);
+  l.weightDecay = o.weightDecay.value_or(l.weightDecay);
+  return std::make_unique<Lamb>(std::move(params), l);
 }
 
 std::unique_ptr<Optimizer> makeLbfgsByName(const std::string& name, NamedParameters params,

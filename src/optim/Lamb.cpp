@@ -75,22 +75,4 @@ void Lamb::update(float* p, const float* g, int64_t n, int64_t step, double lr, 
   });
 }
 
-std::unique_ptr<Optimizer> makeLamb(NamedParameters params, const OptimizerOptions& o) {
-  auto reject = [](bool set, const char* flag) {
-    if (set) throw UsageError(std::string("option ") + flag + " does not apply to optimizer 'lamb'");
-  };
-  reject(o.momentum.has_value(), "--momentum");
-  reject(o.dampening.has_value(), "--dampening");
-  reject(o.nesterov.value_or(false), "--nesterov");
-  reject(o.lrDecay.has_value(), "--lr-decay");
-  reject(o.initialAccumulatorValue.has_value(), "--initial-accumulator-value");
-  LambOptions l;
-  l.lr = o.lr.value_or(l.lr);
-  l.beta1 = o.beta1.value_or(l.beta1);
-  l.beta2 = o.beta2.value_or(l.beta2);
-  l.eps = o.eps.value_or(l.eps);
-  l.weightDecay = o.weightDecay.value_or(l.weightDecay);
-  return std::make_unique<Lamb>(std::move(params), l);
-}
-
 }  // namespace dtrain::optim

@@ -11,9 +11,7 @@
 // biases and norm weights) its trust ratio is 1 too (a plain Adam step), as the
 // reference BERT implementation excludes the same parameters from both. LARS
 // here adapts every tensor and excludes the same parameters from decay only.
-#include <memory>
 
-#include "optim/Factory.h"
 #include "optim/Optimizer.h"
 
 namespace dtrain::optim {
@@ -42,8 +40,5 @@ class Lamb : public Optimizer {
  private:
   LambOptions options_;
 };
-
-// The factory's entry (rejects the options LAMB does not have).
-std::unique_ptr<Optimizer> makeLamb(NamedParameters params, const OptimizerOptions& options);
 
 }  // namespace dtrain::optim
