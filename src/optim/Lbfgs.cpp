@@ -148,4 +148,74 @@ void Lbfgs::step() {
   }
 }
 
+namespace {
+// "lbfgs@s.3" -> ('s', 3); anything else -> ('\0', -1).
+std::pair<char, long> lbfgsKey(const std::string& key) {
+  const std::string prefix = "lbfgs@";
+  if (key.size() < prefix.size() + 3 || key.compare(0, prefix.size(), prefix) != 0) return {'\0', -1};
+  const char which = key[prefix.size()];
+  if ((which != 's' && which != 'y') || key[prefix.size() + 1] != '.') return {'\0', -1};
+  const std::string digits = key.substr(prefix.size() + 2);
+  if (digits.empty() || digits.size() > 6 || digits.find_first_not_of("0123456789") != std::string::npos)
+    return {'\0', -1};
+  return {which, std::stol(digits)};
+}
+}  // namespace
+
+std::vector<std::pair<std::string, Tensor>> Lbfgs::globalState() const {
+  std::vector<std::pair<std::string, Tensor>> out;
+  for (size_t k = 0; k < s_.size(); ++k)
+    for (const auto& [which, pairs] : {std::pair{"s", &s_}, std::pair{"y", &y_}}) {
+      const std::vector<float>& v = (*pairs)[k];
+      Tensor t = Tensor::empty({static_cast<int64_t>(v.size())});
+      std::copy(v.begin(), v.end(), t.data<float>());
+      out.emplace_back("lbfgs@" + std::string(which) + "." + std::to_string(k), t);
+    }
+  return out;
+}
+
+std::vector<std::string> Lbfgs::checkGlobalState(const std::map<std::string, Tensor>& state) const {
+  std::vector<std::string> problems;
+  int64_t n = 0;
+  for (const auto& [name, v] : params()) n += v.data().numel();
+  size_t pairs[2] = {0, 0};
+  for (const auto& [key, t] : state) {
+    const auto [which, k] = lbfgsKey(key);
+    if (which == '\0') {
+      problems.push_back("unexpected optimizer state optimizer." + key + " (not a state of " + describe() + ")");
+      continue;
+    }
+    ++pairs[which == 's' ? 0 : 1];
+    if (t.dtype() != DType::F32 || t.shape() != Shape{n})
+      problems.push_back("optimizer state optimizer." + key + " has shape " + shapeStr(t.shape()) + " " +
+                         dtypeName(t.dtype()) + ", L-BFGS expects F32 [" + std::to_string(n) +
+                         "] (the model's parameters, flat)");
+  }
+  // Pairs 0..m-1 of both s and y, none missing.
+  const size_t m = pairs[0];
+  bool whole = pairs[1] == m;
+  for (size_t k = 0; whole && k < m; ++k)
+    whole = state.count("lbfgs@s." + std::to_string(k)) && state.count("lbfgs@y." + std::to_string(k));
+  if (!whole)
+    problems.push_back("the L-BFGS history (optimizer.lbfgs@s.<k>, optimizer.lbfgs@y.<k>) is incomplete");
+  return problems;
+}
+
+void Lbfgs::setGlobalState(const std::map<std::string, Tensor>& state) {
+  s_.clear();
+  y_.clear();
+  hDiag_ = 1.0;
+  const size_t m = state.size() / 2;
+  // A shorter --lbfgs-history than the saved run's keeps the newest pairs.
+  const size_t first = m > static_cast<size_t>(o_.history) ? m - o_.history : 0;
+  for (size_t k = first; k < m; ++k) {
+    for (auto [which, pairs] : {std::pair{"s", &s_}, std::pair{"y", &y_}}) {
+      const Tensor t = state.at("lbfgs@" + std::string(which) + "." + std::to_string(k)).contiguous();
+      pairs->emplace_back(t.data<float>(), t.data<float>() + t.numel());
+    }
+  }
+  // hDiag comes from the newest pair (as step() computed it): no need to save it.
+  if (!y_.empty()) hDiag_ = lbfgsDot(y_.back(), s_.back()) / lbfgsDot(y_.back(), y_.back());
+}
+
 }  // namespace dtrain::optim

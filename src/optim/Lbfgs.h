@@ -11,8 +11,9 @@
 // each step (Optimizer::setLossClosure) that recomputes the loss and the
 // gradients at the current parameters on the step's batch.
 //
-// The history lives in this object, not in per-parameter slots: a checkpoint
-// carries none of it (a resumed run starts a fresh history).
+// The history lives in this object, not in per-parameter slots: checkpoints
+// carry it as global state ("lbfgs@s.<k>", "lbfgs@y.<k>", oldest first, each
+// the flat parameter vector), so a resumed run continues bitwise.
 #include <deque>
 #include <vector>
 
@@ -45,6 +46,10 @@ class Lbfgs final : public Optimizer {
   // One iteration: direction from the history, backtracking line search
   // through the closure, then the new curvature pair.
   void step() override;
+
+  std::vector<std::pair<std::string, Tensor>> globalState() const override;
+  std::vector<std::string> checkGlobalState(const std::map<std::string, Tensor>& state) const override;
+  void setGlobalState(const std::map<std::string, Tensor>& state) override;
 
   // Figures of the last step (tests, logs).
   int lastEvaluations() const { return lastEvaluations_; }

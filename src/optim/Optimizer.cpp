@@ -142,6 +142,14 @@ void Optimizer::resetState(const std::vector<size_t>& which) {
   }
 }
 
+std::vector<std::string> Optimizer::checkGlobalState(const std::map<std::string, Tensor>& state) const {
+  std::vector<std::string> problems;
+  for (const auto& [key, t] : state)
+    problems.push_back("unexpected optimizer state optimizer." + key + " (" + describe() +
+                       " keeps no state of its own)");
+  return problems;
+}
+
 std::vector<std::pair<std::string, Tensor*>> Optimizer::namedState() {
   std::vector<size_t> all(params_.size());
   for (size_t i = 0; i < all.size(); ++i) all[i] = i;

@@ -17,6 +17,7 @@
 // opt.zeroGrad().
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -81,6 +82,17 @@ class Optimizer {
 
   // Names of the per-parameter tensor slots besides "step" (e.g. {"exp_avg", "exp_avg_sq"}).
   virtual std::vector<std::string> slotNames() const = 0;
+
+  // State of the whole optimizer rather than of one parameter (L-BFGS's
+  // curvature pairs over the flat parameter vector): key -> tensor, saved in
+  // checkpoints as "optimizer.<key>". Keys start with the optimizer's name and
+  // a '@' ("lbfgs@s.0"), which no "<param>.<slot>" key contains. Default: none.
+  virtual std::vector<std::pair<std::string, Tensor>> globalState() const { return {}; }
+  // Problems with state a checkpoint holds for globalState()'s keys (keys of
+  // another layout, wrong sizes), one line each; empty: setGlobalState may load it.
+  virtual std::vector<std::string> checkGlobalState(const std::map<std::string, Tensor>& state) const;
+  // Replaces the global state with a checked one (empty: a fresh optimizer's).
+  virtual void setGlobalState(const std::map<std::string, Tensor>&) {}
 
   // Allocates the state of every parameter (or of those in `which`) now, with
   // the values a fresh optimizer has (torch's lazy init on first step is

@@ -139,6 +139,7 @@ void saveCheckpoint(const std::string& path, nn::Module& model, optim::Optimizer
   if (state.globalBatch > 0) meta[kGlobalBatchKey] = std::to_string(state.globalBatch);
   if (optimizer) {
     for (auto& [name, t] : optimizer->namedState()) tensors.emplace_back(kOptimizerPrefix + name, *t);
+    for (auto& [key, t] : optimizer->globalState()) tensors.emplace_back(kOptimizerPrefix + key, t);
     meta[kOptimizerKey] = optimizer->name();
     meta[kOptimizerStepKey] = std::to_string(optimizer->stepCount());
     // Informational: the run's flags or schedule decide the lr on resume.
@@ -158,9 +159,12 @@ CheckpointInfo loadCheckpoint(const SafetensorsFile& file, const std::string& pa
 
   std::unordered_map<std::string, const Tensor*> modelKeys, optimizerKeys;
   std::map<std::string, Tensor> strategyState;  // shares the file's storage
+  std::map<std::string, Tensor> optimizerGlobal;  // "optimizer.<name>@..." (Optimizer::globalState)
   for (const auto& [name, t] : file.tensors) {
     if (startsWith(name, kStrategyPrefix))
       strategyState.emplace(name.substr(kStrategyPrefix.size()), t);
+    else if (startsWith(name, kOptimizerPrefix) && name.find('@') != std::string::npos)
+      optimizerGlobal.emplace(name.substr(kOptimizerPrefix.size()), t);
     else
       (startsWith(name, kOptimizerPrefix) ? optimizerKeys : modelKeys)[name] = &t;
   }
@@ -208,7 +212,7 @@ CheckpointInfo loadCheckpoint(const SafetensorsFile& file, const std::string& pa
   CheckpointInfo info;
   auto savedOpt = file.metadata.find(kOptimizerKey);
   if (savedOpt != file.metadata.end()) info.optimizerName = savedOpt->second;
-  info.hasOptimizerState = !optimizerKeys.empty();
+  info.hasOptimizerState = !optimizerKeys.empty() || !optimizerGlobal.empty();
   std::vector<size_t> withState;
   std::vector<std::pair<std::string, const Tensor*>> optCopies;  // "<param>.<slot>" -> file tensor
   int64_t optStep = 0;
@@ -247,6 +251,7 @@ CheckpointInfo loadCheckpoint(const SafetensorsFile& file, const std::string& pa
         if (!matched.count(key))
           problems.add("unexpected optimizer state ", key, " (not a state of this ",
                        optimizer->describe(), ")");
+      for (const std::string& p : optimizer->checkGlobalState(optimizerGlobal)) problems.add(p);
     }
     auto it = file.metadata.find(kOptimizerStepKey);
     if (it != file.metadata.end()) optStep = parseInt(path, kOptimizerStepKey, it->second);
@@ -286,6 +291,7 @@ CheckpointInfo loadCheckpoint(const SafetensorsFile& file, const std::string& pa
     for (auto& [name, t] : optimizer->namedState()) slots[name] = t;
     for (const auto& [name, from] : optCopies) slots.at(name)->copyFrom(*from);
     optimizer->setStepCount(info.hasOptimizerState ? optStep : 0);
+    optimizer->setGlobalState(info.hasOptimizerState ? optimizerGlobal : std::map<std::string, Tensor>{});
   }
   if (state) *state = std::move(loaded);
   return info;

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <deque>
+#include <map>
 #include <random>
 #include <vector>
 
@@ -161,6 +162,48 @@ TEST(Lbfgs, ConvergesOnLogisticRegressionMuchFasterThanSgd) {
   EXPECT_GT(sgdLoss - best, 10 * (lbfgsLoss - best));
   EXPECT_LE(evaluations, 80);
   EXPECT_EQ(lbfgs->stepCount(), 40);
+}
+
+// The history is the optimizer's global state: a fresh L-BFGS given it takes
+// bitwise the step the original takes; an incomplete or foreign one is refused.
+TEST(Lbfgs, HistoryAsGlobalStateContinuesBitwise) {
+  LogReg problem;
+  Variable w(Tensor::zeros({problem.dim}, DType::F32), true);
+  auto a = makeOptimizer("lbfgs", {{"w", w}}, OptimizerOptions{.lr = 1.0});
+  double loss = problem.evaluate(w);
+  for (int it = 0; it < 5; ++it) {
+    a->setLossClosure([&] { return problem.evaluate(w); }, loss);
+    a->step();
+    loss = problem.evaluate(w);
+  }
+  std::map<std::string, Tensor> saved;
+  for (auto& [k, t] : a->globalState()) saved.emplace(k, t);
+  ASSERT_EQ(saved.size(), 2 * static_cast<Lbfgs&>(*a).historySize());
+  ASSERT_GE(saved.size(), 2u);
+  const Tensor start = w.data().clone();
+
+  Variable v(start.clone(), true);
+  auto b = makeOptimizer("lbfgs", {{"w", v}}, OptimizerOptions{.lr = 1.0});
+  EXPECT_TRUE(b->checkGlobalState(saved).empty());
+  b->setGlobalState(saved);
+  double lossV = problem.evaluate(v);
+  a->setLossClosure([&] { return problem.evaluate(w); }, loss);
+  a->step();
+  b->setLossClosure([&] { return problem.evaluate(v); }, lossV);
+  b->step();
+  EXPECT_EQ(w.data().toVector(), v.data().toVector());
+
+  auto incomplete = saved;
+  incomplete.erase("lbfgs@y.0");
+  EXPECT_FALSE(b->checkGlobalState(incomplete).empty());
+  auto foreign = saved;
+  foreign["lbfgs@s.0"] = Tensor::zeros({problem.dim + 1}, DType::F32);
+  ASSERT_FALSE(b->checkGlobalState(foreign).empty());
+  EXPECT_NE(b->checkGlobalState(foreign)[0].find("L-BFGS expects F32"), std::string::npos);
+  // Other optimizers keep none.
+  auto sgd = makeOptimizer("sgd", {{"w", v}}, OptimizerOptions{.lr = 0.1});
+  EXPECT_TRUE(sgd->globalState().empty());
+  EXPECT_FALSE(sgd->checkGlobalState(saved).empty());
 }
 
 TEST(Lbfgs, RefusesAStepWithoutAClosureAndOptionsItHasNot) {

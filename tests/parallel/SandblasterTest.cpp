@@ -9,6 +9,7 @@
 
 #include "cli/CliRunner.h"
 #include "parallel/ParallelTestUtil.h"
+#include "runtime/Safetensors.h"
 
 namespace dtrain::test {
 namespace {
@@ -77,6 +78,29 @@ TEST(Sandblaster, AStragglerIsCoveredByBackupTasksWithTheSameResult) {
       "--strategy sandblaster --workers 3 --work-units 8 --straggler 1:20 --no-backup-tasks");
   EXPECT_EQ(waited.params, plain.params);
   EXPECT_EQ(waited.line["sandblaster_backups"].get<double>(), 0);
+}
+
+// The curvature history travels in checkpoints (optimizer.lbfgs@s.<k>,
+// optimizer.lbfgs@y.<k>): stopping after 3 of 6 iterations and resuming ends
+// bitwise where the straight run does (the run to step 4 leaves step 3
+// newest), in one process and under Sandblaster
+// (whose coordinator saves). Without the history the resumed direction would
+// be -g again and the parameters would differ.
+TEST(Sandblaster, ResumeCarriesTheLbfgsHistoryBitwise) {
+  for (const std::string strategy : {"", "--strategy sandblaster --workers 2 --work-units 4 "}) {
+    const std::string dir = tempDir(), ckpt = dir + "/ckpt";
+    const SandblasterRun straight = runSandblaster(strategy);
+    ASSERT_FALSE(straight.params.empty());
+    const CliResult first = runDtrain(kSandblasterRun + strategy + "--max-steps 4 --checkpoint-every 3 --checkpoint-dir " + ckpt);
+    ASSERT_EQ(first.code, 0) << strategy << "\n" << first.err;
+    const auto saved = runtime::loadSafetensors(ckpt + "/step-000000003.safetensors");
+    EXPECT_TRUE(saved.find("optimizer.lbfgs@s.0")) << strategy;
+    EXPECT_TRUE(saved.find("optimizer.lbfgs@y.1")) << strategy;
+    const SandblasterRun resumed = runSandblaster(strategy + "--resume auto --checkpoint-dir " + ckpt + " ");
+    ASSERT_FALSE(resumed.params.empty());
+    EXPECT_EQ(resumed.line["steps"], 6) << strategy;
+    EXPECT_EQ(resumed.params, straight.params) << strategy;
+  }
 }
 
 #ifdef DTRAIN_MPIEXEC
