@@ -13,6 +13,7 @@
 #include "parallel/localsgd/LocalSgd.h"
 #include "parallel/pipeline/PipelineParallel.h"
 #include "parallel/ps/Server.h"
+#include "parallel/sandblaster/LbfgsShard.h"
 #include "parallel/sandblaster/Sandblaster.h"
 #include "parallel/ps/Worker.h"
 #include "parallel/tensor/TensorParallel.h"
@@ -152,24 +153,33 @@ std::unique_ptr<parallel::Strategy> makeLocalSgd(const TrainConfig& c, comm::Com
   return std::make_unique<parallel::localsgd::LocalSgd>(comm, std::move(o));
 }
 
-// --strategy sandblaster: rank 0 coordinates L-BFGS, ranks 1..workers compute
-// the work units of each batch gradient (parallel/sandblaster/).
+// --strategy sandblaster: rank 0 coordinates L-BFGS, ranks 1..servers hold the
+// parameter shards (--sandblaster-servers), the rest compute the work units of
+// each batch gradient (parallel/sandblaster/).
 std::unique_ptr<parallel::Strategy> makeSandblaster(const TrainConfig& c, comm::Communicator& comm,
                                                     const SharedRun& shared) {
   parallel::sandblaster::SandblasterOptions o;
+  o.servers = static_cast<int>(c.sandblasterServers);
   o.workUnits = static_cast<int>(c.workUnits);
   o.backups = c.backupTasks;
   for (const auto& [rank, ms] : c.stragglerMs) o.stragglerMs[static_cast<int>(rank)] = ms;
   o.randomDelayMs = c.randomDelayMs;
   o.seed = c.seed;
   if (comm.rank() == 0) return std::make_unique<parallel::sandblaster::SandblasterCoordinator>(comm, o);
-  // A worker: the same model (its parameters come with each evaluation's first
-  // unit) and the task's loss.
+  // A shard needs the parameter count, a worker the same model (its
+  // parameters come with each evaluation's first unit) and the task's loss.
   auto model = nn::buildModel(c.model, runtime::modelOverrides(c), c.seed,
                               runtime::dataShape(c, shared.data));
+  memory::DomainScope accounted(memory::newDomain());
+  if (comm.rank() <= o.servers) {
+    int64_t params = 0;  // as the coordinator counts them: every named parameter
+    for (auto& [name, v] : model->namedParameters()) params += v.numel();
+    model.reset();
+    parallel::sandblaster::runSandblasterShard(comm, o.servers, params);
+    return nullptr;
+  }
   auto task = runtime::makeTask({c, nn::modelInfo(c.model, runtime::modelOverrides(c)), 0, 1, false},
                                 shared.data);
-  memory::DomainScope accounted(memory::newDomain());
   parallel::sandblaster::runSandblasterWorker(
       comm, *model,
       [&task](const autograd::Variable& out, const Tensor& y) { return task->lossFromOutput(out, y); },
@@ -244,7 +254,8 @@ const std::map<std::string, StrategyEntry>& registry() {
                                 {"memory.offload", kOffloadNotHere},
                                 {"lora", "does not combine with --strategy sandblaster (its workers build the plain model)"},
                                 {"training.accumulate", "does not apply to --strategy sandblaster (--work-units cuts each batch)"}}),
-         [](const TrainConfig& c) { return c.workers + 1; }, makeSandblaster, [](const RunConfig& rc) {
+         [](const TrainConfig& c) { return static_cast<int>(c.workers + 1 + c.sandblasterServers); },
+         makeSandblaster, [](const RunConfig& rc) {
            DTRAIN_CHECK_USAGE(rc.train.optimizer == "lbfgs", "--strategy sandblaster runs --optimizer lbfgs "
                               "(its workers compute batch gradients for the coordinator's line search)");
          }});

@@ -51,6 +51,8 @@ class Lbfgs final : public Optimizer {
   std::vector<std::string> checkGlobalState(const std::map<std::string, Tensor>& state) const override;
   void setGlobalState(const std::map<std::string, Tensor>& state) override;
 
+  const LbfgsOptions& options() const { return o_; }
+
   // Figures of the last step (tests, logs).
   int lastEvaluations() const { return lastEvaluations_; }
   double lastStepLength() const { return lastT_; }

@@ -114,6 +114,7 @@ struct TrainConfig {
   double outerLr = 1.0;               // sgd 1, no momentum: plain averaging
   double outerMomentum = 0.0;
   // Sandblaster L-BFGS (parallel/sandblaster/, docs/guide/sandblaster.md).
+  int64_t sandblasterServers = 0;     // parameter shards; 0: the coordinator holds all
   int64_t workUnits = 0;              // units per batch gradient; 0: 4 per worker
   bool backupTasks = true;            // re-issue the last pending units to free workers
 

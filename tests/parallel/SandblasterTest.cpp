@@ -80,6 +80,33 @@ TEST(Sandblaster, AStragglerIsCoveredByBackupTasksWithTheSameResult) {
   EXPECT_EQ(waited.line["sandblaster_backups"].get<double>(), 0);
 }
 
+// Parameter-server shards (--sandblaster-servers): with one shard every sum is
+// the coordinator's, so the run is bitwise the unsharded one; with three, the
+// dot products add up per shard, in another order. Either way the coordinator
+// moves only commands, scalars and unit headers besides the samples it hands
+// out (and the parameters gathered for the final evaluation and save), where
+// unsharded it receives every unit's whole gradient.
+TEST(Sandblaster, ParameterShardsRunTheSameLbfgsMovingOnlyScalarsThroughTheCoordinator) {
+  const std::string run = "--strategy sandblaster --workers 2 --work-units 8 ";
+  const SandblasterRun plain = runSandblaster(run);
+  const SandblasterRun one = runSandblaster(run + "--sandblaster-servers 1");
+  const SandblasterRun three = runSandblaster(run + "--sandblaster-servers 3");
+  ASSERT_FALSE(plain.params.empty());
+  ASSERT_FALSE(one.params.empty());
+  ASSERT_FALSE(three.params.empty());
+  EXPECT_EQ(one.params, plain.params);
+  expectClose(three.params, plain.params, 1e-5, "3 shards vs the coordinator's L-BFGS");
+  EXPECT_EQ(three.line["sandblaster_servers"], 3);
+  EXPECT_EQ(three.line["sandblaster_units_per_worker"].size(), 2u);
+  const double paramBytes = 4.0 * plain.line["parameters"].get<double>();
+  const auto other = [](const SandblasterRun& r) {
+    return r.line["sandblaster_coordinator_other_bytes_per_evaluation"].get<double>();
+  };
+  EXPECT_GT(other(plain), paramBytes);       // every unit's gradient comes back
+  EXPECT_LT(other(three), 0.1 * paramBytes);  // scalars and headers only
+  EXPECT_GT(three.line["sandblaster_shard_commands"].get<double>(), 0);
+}
+
 // The curvature history travels in checkpoints (optimizer.lbfgs@s.<k>,
 // optimizer.lbfgs@y.<k>): stopping after 3 of 6 iterations and resuming ends
 // bitwise where the straight run does (the run to step 4 leaves step 3
@@ -87,7 +114,8 @@ TEST(Sandblaster, AStragglerIsCoveredByBackupTasksWithTheSameResult) {
 // (whose coordinator saves). Without the history the resumed direction would
 // be -g again and the parameters would differ.
 TEST(Sandblaster, ResumeCarriesTheLbfgsHistoryBitwise) {
-  for (const std::string strategy : {"", "--strategy sandblaster --workers 2 --work-units 4 "}) {
+  for (const std::string strategy : {"", "--strategy sandblaster --workers 2 --work-units 4 ",
+                                     "--strategy sandblaster --workers 2 --work-units 4 --sandblaster-servers 2 "}) {
     const std::string dir = tempDir(), ckpt = dir + "/ckpt";
     const SandblasterRun straight = runSandblaster(strategy);
     ASSERT_FALSE(straight.params.empty());
@@ -114,6 +142,15 @@ TEST(Sandblaster, MpiEqualsTheLocalBackend) {
   const auto line = nlohmann::json::parse(r.lastLine());
   EXPECT_EQ(line["sandblaster_units_per_worker"].size(), 3u);
   EXPECT_EQ(loadModelParams(model), local.params);
+  // With 2 shards: ranks 1-2 serve, 3-4 compute.
+  const SandblasterRun sharded =
+      runSandblaster("--strategy sandblaster --workers 2 --work-units 8 --sandblaster-servers 2");
+  const CliResult s = runShell(mpirun(5) + " " + kSandblasterRun +
+                               "--backend mpi --strategy sandblaster --work-units 8 --sandblaster-servers 2 "
+                               "--save " + model);
+  ASSERT_EQ(s.code, 0) << s.err;
+  EXPECT_EQ(nlohmann::json::parse(s.lastLine())["sandblaster_units_per_worker"].size(), 2u);
+  EXPECT_EQ(loadModelParams(model), sharded.params);
 }
 #endif
 
@@ -130,6 +167,8 @@ TEST(Sandblaster, RefusesWhatMakesNoSense) {
   expectError(runDtrain(quick + "--optimizer lbfgs --momentum 0.9"), 2, "--momentum");
   expectError(runDtrain(quick + "--lbfgs-history 5"), 2, "--lbfgs-history applies to --optimizer lbfgs");
   expectError(runDtrain(quick + "--work-units 8"), 2, "--work-units does not apply to --strategy single");
+  expectError(runDtrain(quick + "--sandblaster-servers 2"), 2,
+              "--sandblaster-servers does not apply to --strategy single");
   expectError(runDtrain(quick + "--strategy sandblaster --optimizer lbfgs --accumulate 2"), 2,
               "--accumulate does not apply to --strategy sandblaster");
 }

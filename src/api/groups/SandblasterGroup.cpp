@@ -7,6 +7,10 @@ using runtime::TrainConfig;
 
 void addSandblasterOptions(Schema& s) {
   s.addGroup("sandblaster", "Sandblaster L-BFGS (--strategy sandblaster --optimizer lbfgs)");
+  s.add("sandblaster", "servers", "--sandblaster-servers",
+        "Parameter-server shards holding the parameters and the L-BFGS history, which run its "
+        "vector operations so the coordinator moves only scalars (0: the coordinator holds them)")
+      .train(&TrainConfig::sandblasterServers).range(0, 4096).result("sandblaster_servers");
   s.add("sandblaster", "work_units", "--work-units",
         "Units each batch gradient is cut into, handed to workers as they become free "
         "(0: 4 per worker)")

@@ -16,9 +16,12 @@
 // answer for an older evaluation (a straggler's, overtaken by a backup) is
 // dropped.
 //
-// Left for later: DistBelief also shards the parameters and the L-BFGS history
-// over parameter servers, with the vector operations done on the shards so
-// that only scalars move; here the coordinator holds both.
+// With --sandblaster-servers S (DistBelief's layout), ranks 1..S are parameter
+// shards holding the parameters and the L-BFGS history, the vector operations
+// run on them and only scalars reach the coordinator (ShardProtocol.h,
+// LbfgsShard.h, ShardedLbfgs.h); the workers are ranks S+1.. and pull the
+// parameters from the shards and push their unit gradients to them. Without
+// it (S = 0) the coordinator holds both, as above.
 #include <chrono>
 #include <map>
 #include <memory>
@@ -26,11 +29,14 @@
 #include <vector>
 
 #include "comm/Communicator.h"
+#include "optim/Lbfgs.h"
 #include "parallel/Strategy.h"
+#include "parallel/sandblaster/ShardedLbfgs.h"
 
 namespace dtrain::parallel::sandblaster {
 
 struct SandblasterOptions {
+  int servers = 0;        // parameter shards (ranks 1..servers); 0: the coordinator holds all
   int workUnits = 0;      // units per batch gradient (0: 4 per worker)
   bool backups = true;    // re-issue pending units to free workers
   // Fault injection (--straggler, --random-delay), by comm rank: a worker
@@ -40,7 +46,7 @@ struct SandblasterOptions {
   uint64_t seed = 0;
 };
 
-// Comm rank 0: the trainer's strategy. Workers are ranks 1..size-1.
+// Comm rank 0: the trainer's strategy. Workers are ranks servers+1..size-1.
 class SandblasterCoordinator final : public Strategy {
  public:
   SandblasterCoordinator(comm::Communicator& comm, SandblasterOptions o);
@@ -54,12 +60,21 @@ class SandblasterCoordinator final : public Strategy {
   bool ownsProcess() const override { return std::string(comm_.backend()) != "local"; }
   void setup(nn::Module& model, optim::Optimizer& optimizer) override;
   double forwardBackward(nn::Module& model, const StepWork& work) override;
+  // Sharded: the L-BFGS iteration through the shards (the optimizer's
+  // options; its own step() would need the vectors here).
+  void applyUpdate(optim::Optimizer& optimizer) override;
+  // Sharded: the parameters (and, for checkpoints, the history) from the shards.
+  void syncModel(nn::Module& model, optim::Optimizer* optimizer) override;
   void finish(nn::Module& model, optim::Optimizer& optimizer) override;
   std::map<std::string, double> stats() const override;
   nlohmann::json report() const override;
 
  private:
   struct Peer;
+  // One batch-gradient evaluation of x_, y_ at the current parameters (the
+  // model's, or the shards'): the loss; unsharded, the gradient into `model`.
+  double evaluate(nn::Module* model);
+  int workerRank(int w) const { return 1 + o_.servers + w; }
   void assign(int w, int unit);
   bool collect(int w);  // true when an answer arrived
   void postAnswer(int w);
@@ -82,6 +97,11 @@ class SandblasterCoordinator final : public Strategy {
   std::vector<int64_t> unitsByWorker_;
   int64_t evaluations_ = 0, backups_ = 0, backupsWon_ = 0, answersDropped_ = 0;
   bool finished_ = false;
+  // Sharded (servers > 0).
+  std::unique_ptr<ShardedLbfgs> shards_;
+  optim::Lbfgs* lbfgs_ = nullptr;
+  double stepLoss_ = 0;
+  int64_t sampleBytes_ = 0, gatherBytes_ = 0;
 };
 
 // Comm ranks 1..size-1: computes the units the coordinator sends until it says
