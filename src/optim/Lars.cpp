@@ -30,17 +30,30 @@ std::vector<Tensor> Lars::initSlots(const Tensor& param) const {
   return {Tensor::zeros(param.shape())};
 }
 
-void Lars::update(float* p, const float* g, int64_t n, int64_t, double lr, bool decay,
+void Lars::update(float* p, const float* g, int64_t n, int64_t step, double lr, bool decay,
                   std::vector<Tensor>& slots) {
-  // Parameter groups (--decay-2d-only): no decay for this parameter.
-  const double wdv = decay ? options_.weightDecay : 0.0;
+  double norms[2] = {0, 0};
+  accumulateNorms(p, g, n, step, decay, slots, norms);
+  applyWithNorms(p, g, n, step, lr, decay, slots, norms);
+}
+
+void Lars::accumulateNorms(float* p, const float* g, int64_t n, int64_t, bool, std::vector<Tensor>&,
+                           double* norms) {
   // Norms in double: a layer has up to millions of elements.
   double ww = 0, gg = 0;
   for (int64_t j = 0; j < n; ++j) {
     ww += static_cast<double>(p[j]) * p[j];
     gg += static_cast<double>(g[j]) * g[j];
   }
-  const double wn = std::sqrt(ww), gn = std::sqrt(gg), wd = wdv;
+  norms[0] += ww;
+  norms[1] += gg;
+}
+
+void Lars::applyWithNorms(float* p, const float* g, int64_t n, int64_t, double lr, bool decay,
+                          std::vector<Tensor>& slots, const double* norms) {
+  // Parameter groups (--decay-2d-only): no decay for this parameter.
+  const double wd = decay ? options_.weightDecay : 0.0;
+  const double wn = std::sqrt(norms[0]), gn = std::sqrt(norms[1]);
   const double denom = gn + wd * wn;
   const double trust = wn > 0 && denom > 0 ? options_.trustCoefficient * wn / denom : 1.0;
   const float scale = static_cast<float>(lr * trust), wdf = static_cast<float>(wd);

@@ -28,11 +28,16 @@ class Lars : public Optimizer {
   std::string describe() const override;
   std::vector<std::string> slotNames() const override;
   const LarsOptions& options() const { return options_; }
+  bool usesTensorNorms() const override { return true; }
 
  protected:
   std::vector<Tensor> initSlots(const Tensor& param) const override;
   void update(float* p, const float* g, int64_t n, int64_t step, double lr, bool decay,
               std::vector<Tensor>& slots) override;
+  void accumulateNorms(float* p, const float* g, int64_t n, int64_t step, bool decay,
+                       std::vector<Tensor>& slots, double* norms) override;  // ||w||^2, ||g||^2
+  void applyWithNorms(float* p, const float* g, int64_t n, int64_t step, double lr, bool decay,
+                      std::vector<Tensor>& slots, const double* norms) override;
 
  private:
   LarsOptions options_;

@@ -46,7 +46,11 @@ void Optimizer::setLr(double lr) {
 }
 
 void Optimizer::step() {
-  if (!offload_) {
+  if (sumOverRanks_ && usesTensorNorms()) {
+    std::vector<size_t> all(params_.size());
+    for (size_t i = 0; i < all.size(); ++i) all[i] = i;
+    updateWithTensorNorms(all);
+  } else if (!offload_) {
     for (size_t i = 0; i < params_.size(); ++i) updateParameter(i);
   } else {
     std::vector<size_t> all(params_.size());
@@ -60,8 +64,40 @@ void Optimizer::step(const std::vector<size_t>& which) {
   for (size_t i : which)
     DTRAIN_CHECK(i < params_.size(), "optimizer step: parameter index ", i, " out of range (",
                  params_.size(), " parameters)");
-  updateInOrder(which);
+  if (sumOverRanks_ && usesTensorNorms())
+    updateWithTensorNorms(which);
+  else
+    updateInOrder(which);
   ++stepCount_;
+}
+
+void Optimizer::setTensorGroups(std::vector<int64_t> tensorOf, int64_t tensors, NormSum sumOverRanks) {
+  DTRAIN_CHECK(tensorOf.size() == params_.size(), "optimizer: ", tensorOf.size(), " tensor indices for ",
+               params_.size(), " parameters");
+  for (int64_t t : tensorOf) DTRAIN_CHECK(t >= 0 && t < tensors, "optimizer: tensor index ", t, " out of range");
+  tensorOf_ = std::move(tensorOf);
+  tensors_ = tensors;
+  sumOverRanks_ = std::move(sumOverRanks);
+}
+
+void Optimizer::updateWithTensorNorms(const std::vector<size_t>& order) {
+  DTRAIN_CHECK(!offload_, "optimizer: ", name(), " on slices of tensors cannot offload its state yet");
+  std::vector<double> norms(2 * static_cast<size_t>(tensors_), 0.0);
+  std::vector<std::pair<size_t, int64_t>> updated;  // parameter, its step
+  for (size_t i : order) {
+    int64_t* s = advance(i);
+    if (!s) continue;
+    Tensor& p = params_[i].second.data();
+    accumulateNorms(p.data<float>(), params_[i].second.grad().data<float>(), p.numel(), *s, decay_[i] != 0,
+                    slots_[i], &norms[2 * static_cast<size_t>(tensorOf_[i])]);
+    updated.emplace_back(i, *s);
+  }
+  sumOverRanks_(norms);  // every rank, every step, even one without a slice
+  for (const auto& [i, s] : updated) {
+    Tensor& p = params_[i].second.data();
+    applyWithNorms(p.data<float>(), params_[i].second.grad().data<float>(), p.numel(), s, lr_,
+                   decay_[i] != 0, slots_[i], &norms[2 * static_cast<size_t>(tensorOf_[i])]);
+  }
 }
 
 namespace {
@@ -90,21 +126,29 @@ void Optimizer::evictState(size_t i) {
   for (const Tensor& t : slots_[i]) offload_->evict(t.rawData(), t.nbytes());
 }
 
-void Optimizer::updateParameter(size_t i) {
+int64_t* Optimizer::advance(size_t i) {
   DTRAIN_CHECK(i < params_.size(), "optimizer: parameter index ", i, " out of range (",
                params_.size(), " parameters)");
   auto& [name, v] = params_[i];
   const Tensor& g = v.grad();
-  if (!g.defined()) return;
-  Tensor& p = v.data();
+  if (!g.defined()) return nullptr;
+  const Tensor& p = v.data();
   DTRAIN_CHECK(g.shape() == p.shape(), "optimizer: gradient of ", name, " has shape ",
                shapeStr(g.shape()), ", parameter has ", shapeStr(p.shape()));
   DTRAIN_CHECK(g.dtype() == DType::F32 && g.isContiguous(), "optimizer: gradient of ", name,
                " must be a contiguous F32 tensor");
   if (!steps_[i].defined()) ensureState({i});
-  int64_t& s = *steps_[i].data<int64_t>();
-  ++s;
-  update(p.data<float>(), g.data<float>(), p.numel(), s, lr_, decay_[i] != 0, slots_[i]);
+  int64_t* s = steps_[i].data<int64_t>();
+  ++*s;
+  return s;
+}
+
+void Optimizer::updateParameter(size_t i) {
+  const int64_t* s = advance(i);
+  if (!s) return;
+  autograd::Variable& v = params_[i].second;
+  update(v.data().data<float>(), v.grad().data<float>(), v.data().numel(), *s, lr_, decay_[i] != 0,
+         slots_[i]);
 }
 
 void Optimizer::zeroGrad() {

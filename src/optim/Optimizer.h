@@ -126,6 +126,17 @@ class Optimizer {
   bool decay2dOnly() const { return decay2dOnly_; }
   bool decays(size_t i) const { return decay_.at(i) != 0; }
 
+  // Trust-ratio optimizers (LARS, LAMB) scale a tensor's update by norms of
+  // the whole tensor. Where the parameters are slices of tensors spread over
+  // ranks (ZeRO's pieces), the strategy says which tensor each parameter is a
+  // slice of (tensorOf[i] in [0, tensors)) and how to add the per-slice
+  // partial squared norms over the ranks (`sumOverRanks`: the same totals on
+  // every rank). step() then runs in two passes, calling sumOverRanks once
+  // between them on every step (a collective: every rank steps).
+  using NormSum = std::function<void(std::vector<double>& partials)>;
+  virtual bool usesTensorNorms() const { return false; }
+  void setTensorGroups(std::vector<int64_t> tensorOf, int64_t tensors, NormSum sumOverRanks);
+
   // Number of step() calls so far (saved in checkpoints).
   int64_t stepCount() const { return stepCount_; }
   void setStepCount(int64_t n) { stepCount_ = n; }
@@ -145,6 +156,15 @@ class Optimizer {
   // `decay` false: skip weight decay for this parameter (setDecay2dOnly).
   virtual void update(float* p, const float* g, int64_t n, int64_t step, double lr, bool decay,
                       std::vector<Tensor>& slots) = 0;
+  // Trust-ratio optimizers: the update in two passes, so that a tensor's
+  // norms can be summed over its slices in between. accumulateNorms does what
+  // comes before the norms (LAMB: the moments) and adds this slice's partial
+  // squared norms into norms[0], norms[1]; applyWithNorms applies the update
+  // with the whole tensor's. Their update() is the two back to back.
+  virtual void accumulateNorms(float* p, const float* g, int64_t n, int64_t step, bool decay,
+                               std::vector<Tensor>& slots, double* norms) {}
+  virtual void applyWithNorms(float* p, const float* g, int64_t n, int64_t step, double lr, bool decay,
+                              std::vector<Tensor>& slots, const double* norms) {}
   const LossClosure& lossClosure() const { return closure_; }
   double lossNow() const { return lossNow_; }
 
@@ -166,6 +186,13 @@ class Optimizer {
   void prefetchState(size_t i);
   void evictState(size_t i);
   void updateInOrder(const std::vector<size_t>& order);
+  // The parameter's step count after this update, or null when it has no
+  // gradient (no update); allocates its state on first use.
+  int64_t* advance(size_t i);
+  void updateWithTensorNorms(const std::vector<size_t>& order);
+  std::vector<int64_t> tensorOf_;
+  int64_t tensors_ = 0;
+  NormSum sumOverRanks_;
 };
 
 namespace detail {

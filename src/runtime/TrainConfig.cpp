@@ -78,9 +78,10 @@ void TrainConfig::validate(bool workersKnown) const {
     DTRAIN_CHECK_USAGE(compress == "none" || zero <= 2,
                        "--zero 3 does not combine with --compress yet (stages 1 and 2 reduce-scatter "
                        "in fp16 or bf16)");
-    DTRAIN_CHECK_USAGE(!optim::needsWholeLayerNorms(optimizer),
-                       "--zero does not support --optimizer ", optimizer,
-                       " (its trust ratio needs whole tensors; use sgd, adam, adamw or adagrad)");
+    // LARS/LAMB: the pieces' partial norms are summed over the ranks (ZeRO's shard optimizer).
+    DTRAIN_CHECK_USAGE(!optim::needsWholeLayerNorms(optimizer) || offload != "optimizer",
+                       "--zero with --optimizer ", optimizer, " cannot --offload optimizer yet (its "
+                       "two passes over the state per step)");
   }
   if (offload != "none") {
     DTRAIN_CHECK_USAGE(pipelineStages <= 1 && tensorParallel <= 1,

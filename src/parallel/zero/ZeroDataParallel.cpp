@@ -22,6 +22,7 @@ constexpr size_t kBucketsAhead = 2;
 
 namespace {
 constexpr int kNormTag = (1 << 20) + 3;
+constexpr int kTensorNormsTag = (1 << 20) + 4;  // LARS/LAMB: partial norms of the pieces
 constexpr int kGatherTag = 1 << 19;       // + bucket: the parameter allgathers
 constexpr int kStateTag = (1 << 19) + (1 << 18);
 
@@ -38,8 +39,6 @@ void validate(const ZeroOptions& o) {
   DTRAIN_CHECK_USAGE(o.gradientWire == DType::F32 || o.stage <= 2,
                      "--zero 3 does not combine with --compress yet (stages 1 and 2 reduce-scatter "
                      "in fp16 or bf16)");
-  DTRAIN_CHECK_USAGE(!optim::needsWholeLayerNorms(o.optimizer), "--zero does not support --optimizer ",
-                     o.optimizer, " (its trust ratio needs whole tensors; use sgd, adam, adamw or adagrad)");
 }
 
 ZeroDataParallel::ZeroDataParallel(comm::Communicator& comm, ZeroOptions options)
@@ -167,6 +166,21 @@ void ZeroDataParallel::buildShardOptimizer(const optim::Optimizer& full) {
   shard_ = optim::makeOptimizer(opts_.optimizer, std::move(params), opts_.optimizerOptions);
   // Weight decay follows the full parameter's dimensions, not the 1-D piece's.
   shard_->setDecay2dOnly(opts_.optimizerOptions.decay2dOnly.value_or(false), sourceDims);
+  if (shard_->usesTensorNorms()) {
+    // LARS/LAMB: a tensor's trust ratio from the norms of all its pieces,
+    // wherever they are: every rank adds the partial norms of every tensor
+    // (zero where it owns none of it) in rank order, the same on every rank.
+    std::unordered_map<std::string, int64_t> tensorIndex;
+    for (const auto& [name, v] : full.params()) tensorIndex.emplace(name, static_cast<int64_t>(tensorIndex.size()));
+    std::vector<int64_t> tensorOf;
+    for (const Piece& piece : pieces_) tensorOf.push_back(tensorIndex.at(piece.name));
+    shard_->setTensorGroups(std::move(tensorOf), static_cast<int64_t>(tensorIndex.size()),
+                            [this](std::vector<double>& partials) {
+                              const std::vector<double> all = allgatherDoubles(comm_, partials, kTensorNormsTag);
+                              std::fill(partials.begin(), partials.end(), 0.0);
+                              for (size_t k = 0; k < all.size(); ++k) partials[k % partials.size()] += all[k];
+                            });
+  }
 }
 
 void ZeroDataParallel::allocateGradBucket(size_t index) {
