@@ -161,10 +161,11 @@ void TrainConfig::validate(bool workersKnown) const {
     DTRAIN_CHECK_USAGE(!workersKnown || workers % tensorParallel == 0, "--workers ", workers,
                        " is not a multiple of --tensor-parallel ", tensorParallel,
                        " (workers = data-parallel replicas x tensor-parallel ranks)");
-    // A cut weight's slices would each get their own trust ratio.
-    DTRAIN_CHECK_USAGE(!optim::needsWholeLayerNorms(optimizer), "--tensor-parallel does not "
-                       "support --optimizer ", optimizer, " (its trust ratio needs whole "
-                       "tensors, and the cut layers hold slices; use sgd, adam, adamw or adagrad)");
+    // LARS/LAMB sum a cut weight's norms over the group (TensorParallel::setup);
+    // ZeRO's shard optimizer in the mesh would need them over both dimensions.
+    DTRAIN_CHECK_USAGE(!optim::needsWholeLayerNorms(optimizer) || zero == 0, "--tensor-parallel with "
+                       "--zero does not support --optimizer ", optimizer, " yet (its trust ratio needs "
+                       "norms over both the slices and the pieces; use one of them, or adam/adamw)");
   }
 }
 

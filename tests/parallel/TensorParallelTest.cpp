@@ -68,6 +68,27 @@ TEST_F(TensorParallelRuns, GptWithAdamWStaysWithOneProcess) {
   expectClose(p.params, ref.params, 1e-4, "gpt-tiny adamw tp=2");
 }
 
+// LARS and LAMB: a cut weight's trust ratio comes from the norms of all its
+// slices (summed over the group), so T = 2 and 4 end where one process does
+// (each slice with its own ratio would not); gpt-tiny's cut attention and MLP
+// beside its whole LayerNorms and embeddings.
+TEST_F(TensorParallelRuns, LarsAndLambTakeTheirTrustRatiosOverTheSlices) {
+  for (const std::string opt : {"--optimizer lamb --lr 0.01 --weight-decay 0.01 ",
+                                "--optimizer lars --lr 0.5 --momentum 0.9 --weight-decay 1e-4 "}) {
+    const std::string mlp = kMlp + opt + "--max-steps 20 --batch-size 16 ";
+    const Finished ref = dtrain(mlp, "ref");
+    for (int t : {2, 4}) {
+      const Finished p = dtrain(mlp + "--tensor-parallel " + std::to_string(t), "tp" + std::to_string(t));
+      expectClose(p.params, ref.params, 1e-5, opt + "mlp tp=" + std::to_string(t));
+    }
+  }
+  const std::string gpt = " train --model gpt-tiny --n-head 4 --block-size 16 --seed 3 --progress off "
+                          "--optimizer lamb --lr 0.005 --weight-decay 0.01 --max-steps 8 --batch-size 4 ";
+  const Finished ref = dtrain(gpt, "gref");
+  const Finished p = dtrain(gpt + "--tensor-parallel 4", "gtp4");
+  expectClose(p.params, ref.params, 1e-4, "gpt-tiny lamb tp=4");
+}
+
 TEST_F(TensorParallelRuns, MlpAndLenetEqualOneProcess) {
   const Finished ref = dtrain(kMlp + "--max-steps 30 --batch-size 16", "ref");
   for (int t : {2, 4}) {
@@ -223,6 +244,8 @@ TEST(TensorParallelUsage, BadFlagsAreOneLineErrors) {
   expectError(runShell(mlp + "--workers 6 --tensor-parallel 2 --pipeline-stages 2"), 2,
               "--workers 6 is not a multiple of --pipeline-stages 2 x --tensor-parallel 2");
   expectError(runShell(mlp + "--tensor-parallel 2 --strategy hogwild"), 2, "drop --strategy hogwild");
+  expectError(runShell(mlp + "--workers 4 --tensor-parallel 2 --zero 1 --optimizer lamb"), 2,
+              "--tensor-parallel with --zero does not support --optimizer lamb yet");
   expectError(runShell(mlp + "--tensor-parallel 2 --compress fp16"), 2,
               "--compress fp16 with --tensor-parallel applies across data-parallel replicas, and "
               "this run has one");

@@ -1,8 +1,11 @@
 #include "parallel/tensor/TensorParallel.h"
 
+#include "parallel/RankSums.h"
+
 #include "core/Error.h"
 #include "core/Log.h"
 #include "parallel/MemoryGather.h"
+#include "parallel/RankSums.h"
 #include "parallel/ReplicaDimension.h"
 #include "parallel/allreduce/DataParallel.h"
 
@@ -41,6 +44,32 @@ void TensorParallel::setup(nn::Module& model, optim::Optimizer& optimizer) {
   if (world_.rank() == 0)
     log::info("tensor parallel: ", mesh_.describe(0), "; ", shards_->plan().size(),
               " parameters cut (", cut, " of ", floatsHeld_, " floats per rank)");
+  if (optimizer.usesTensorNorms()) {
+    // LARS/LAMB: a cut weight's trust ratio from the norms of all its slices,
+    // summed over the group in rank order (the same on every rank); the
+    // parameters every rank holds whole keep their own norms.
+    std::vector<int64_t> tensorOf(optimizer.size());
+    std::vector<char> cutTensor(optimizer.size());
+    for (size_t i = 0; i < optimizer.size(); ++i) {
+      tensorOf[i] = static_cast<int64_t>(i);
+      cutTensor[i] = shards_->isCut(i) ? 1 : 0;
+    }
+    optimizer.setTensorGroups(std::move(tensorOf), static_cast<int64_t>(optimizer.size()),
+                              [this, cutTensor](std::vector<double>& partials) {
+                                constexpr int kTensorNormsTag = (1 << 20) + 8;
+                                const std::vector<double> all =
+                                    allgatherDoubles(shards_->group(), partials, kTensorNormsTag);
+                                for (size_t t = 0; t < cutTensor.size(); ++t) {
+                                  if (!cutTensor[t]) continue;
+                                  for (int c = 0; c < 2; ++c) {
+                                    double sum = 0;
+                                    for (size_t r = 0; r * partials.size() < all.size(); ++r)
+                                      sum += all[r * partials.size() + 2 * t + c];
+                                    partials[2 * t + c] = sum;
+                                  }
+                                }
+                              });
+  }
   groupBytesAtStart_ = shards_->group().bytesSent();
   if (dataParallel_) {
     dataParallel_->setSpanRecorder(spans_);
