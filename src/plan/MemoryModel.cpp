@@ -38,23 +38,24 @@ double stageParams(const Layout& l, const ModelProfile& p, int stage) {
   return n;
 }
 
-// Activations one micro-batch of one sample leaves on a stage until its backward.
-double stageActivations(const api::RunConfig& rc, const Layout& l, const ModelProfile& p, int stage,
-                        double* recomputePeak) {
+// Activations one micro-batch of one sample leaves on a stage until its
+// backward. With recomputation a block keeps only its input, and its backward
+// holds the recomputed block (plus temporaries) after the layers above it have
+// freed theirs: the larger of the two counts (measured on the trainer).
+double stageActivations(const api::RunConfig& rc, const Layout& l, const ModelProfile& p, int stage) {
   const bool recompute = rc.train.recompute != "none";
-  double kept = 0, biggest = 0;
+  double kept = 0, whole = 0, biggest = 0;
   for (int i : l.stageLayers[stage]) {
     const auto& layer = p.layers[i];
     const double full = layer.activationBytes + layer.activationBytesCut / l.tp;
     if (recompute && layer.recomputeKeptBytes > 0) {
       kept += layer.recomputeKeptBytes;
-      biggest = std::max(biggest, full);
+      biggest = std::max(biggest, full + p.recomputeExtraBytes);
     } else {
-      kept += full;
+      whole += full;
     }
   }
-  *recomputePeak = biggest > 0 ? biggest + p.recomputeExtraBytes : 0;
-  return kept;
+  return kept + std::max(whole, biggest);
 }
 
 }  // namespace
@@ -88,8 +89,7 @@ std::vector<RankMemory> predictMemory(const api::RunConfig& rc, const Layout& l,
       m.offloaded += m.parameters;
       m.parameters = 0;
     }
-    double recomputePeak = 0;
-    const double perSample = stageActivations(rc, l, p, stage, &recomputePeak);
+    const double perSample = stageActivations(rc, l, p, stage);
     // Micro-batches whose activations a stage holds at once: all of them
     // (GPipe), 1F1B's warm-up depth, one without a pipeline.
     // dtrain's own schedule says how many (micro-batch, chunk) pairs it holds.
@@ -97,12 +97,19 @@ std::vector<RankMemory> predictMemory(const api::RunConfig& rc, const Layout& l,
     if (l.pp > 1)
       inFlight = pipelineInFlight(c.pipelineSchedule, stage, l.pp, static_cast<int>(l.microBatches), l.v) /
                  static_cast<double>(l.v);
-    m.activationsPeak = static_cast<double>(l.microBatchSize) * (perSample * inFlight + recomputePeak);
-    // The peak: the states, the activations and what the step's collectives
-    // hold whole for a moment (ZeRO 2 the full gradient, ZeRO 3 the gathered parameters).
-    double transient = 2048;
-    if (zero == 2 || zero == 3) transient += 4 * psi;
-    m.peak = m.modelStates() + m.activationsPeak + transient;
+    m.activationsPeak = static_cast<double>(l.microBatchSize) * perSample * inFlight;
+    // The peak: the states and the larger of the activations (end of
+    // forward) and what the step's collectives hold for a moment (around the
+    // update), measured on the trainer: ZeRO 1 a gradient shard, ZeRO 2 the
+    // full gradient (during backward, with the activations), ZeRO 3 the
+    // gathered parameters with the activations, or gathered parameters and
+    // gradients at the update.
+    const double whole = 4 * psi;
+    double extra = m.activationsPeak;
+    if (zero == 1) extra = std::max(m.activationsPeak, whole / n);
+    if (zero == 2) extra = m.activationsPeak + whole;
+    if (zero == 3) extra = std::max(m.activationsPeak + whole, 2 * whole + whole / (2.0 * n));
+    m.peak = m.modelStates() + extra + 2048;
     out.push_back(m);
   }
   return out;

@@ -1,0 +1,121 @@
+// The predicted memory_per_rank against the trainer's own accounting for
+// small runs (api::train, 2 steps): every category of every rank within 5%.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+
+#include "api/Train.h"
+#include "cli/CliRunner.h"
+#include "plan/Simulator.h"
+
+using namespace dtrain;
+
+namespace {
+
+plan::Machine anyMachine() {
+  return plan::parseMachine(R"({"format": "dtrain-machine-1", "devices_per_host": 2,
+      "memory_per_device_bytes": 4e9, "compute": {"flops_per_s": {"fp32": 1e10}, "memory_bytes_per_s": 1e10},
+      "links": {"intra_host": {"alpha_s": 1e-5, "bytes_per_s": 1e9}}})", "test");
+}
+
+std::string textFile() {
+  static const std::string path = [] {
+    const std::string p = test::tempDir() + "/text.txt";
+    std::ofstream f(p);
+    for (int i = 0; i < 400; ++i) f << "in the beginning god created the heaven and the earth. ";
+    return p;
+  }();
+  return path;
+}
+
+api::RunConfig quick(const std::string& model) {
+  api::RunConfig rc;
+  auto& c = rc.train;
+  c.model = model;
+  c.maxSteps = 2;
+  c.progress = runtime::TrainConfig::Progress::Off;
+  c.optimizer = "adam";
+  c.lr = 1e-3;
+  if (model == "mlp") {
+    c.dataset = "synthetic";
+    c.syntheticSize = 256;
+    c.batchSize = 16;
+    c.evalBatch = 256;
+  } else {
+    c.textFile = textFile();
+    c.evalBatches = 1;
+    c.batchSize = 4;
+  }
+  return rc;
+}
+
+void expectWithin5Percent(api::RunConfig rc) {
+  const nlohmann::json measured = api::train(rc);
+  const api::RunConfig prepared = api::prepared(rc, api::sourcesFromValues(rc));
+  const nlohmann::json predicted = plan::predictionJson(plan::simulate(prepared, anyMachine()));
+  const auto& m = measured.at("memory_per_rank");
+  const auto& p = predicted.at("memory_per_rank");
+  ASSERT_EQ(m.size(), p.size());
+  for (size_t r = 0; r < m.size(); ++r)
+    for (const char* key : {"parameters", "gradients", "optimizer_state", "activations_peak", "peak"}) {
+      const double want = m[r].at(key).get<double>(), got = p[r].at(key).get<double>();
+      EXPECT_NEAR(got, want, 0.05 * want + 64) << key << " of rank " << r << " (" << rc.train.model << ", zero "
+                                               << rc.train.zero << ", tp " << rc.train.tensorParallel << ")";
+    }
+}
+
+}  // namespace
+
+TEST(PlanMemory, MlpZeroStagesMatchTheTrainer) {
+  for (int zero : {0, 1, 2, 3}) {
+    api::RunConfig rc = quick("mlp");
+    rc.train.workers = 2;
+    rc.train.zero = zero;
+    expectWithin5Percent(rc);
+  }
+}
+
+TEST(PlanMemory, GptTinyZeroStagesMatchTheTrainer) {
+  for (int zero : {0, 1, 2, 3}) {
+    api::RunConfig rc = quick("gpt-tiny");
+    rc.train.workers = 2;
+    rc.train.zero = zero;
+    expectWithin5Percent(rc);
+  }
+}
+
+TEST(PlanMemory, GptTinyTensorParallelAndRecomputeMatchTheTrainer) {
+  api::RunConfig tp = quick("gpt-tiny");
+  tp.train.workers = 2;
+  tp.train.tensorParallel = 2;
+  expectWithin5Percent(tp);
+  api::RunConfig rec = quick("gpt-tiny");
+  rec.train.nLayer = 4;
+  rec.train.recompute = "blocks";
+  expectWithin5Percent(rec);
+}
+
+TEST(PlanProfile, AnalyticParameterCountsAreTheBuiltModules) {
+  for (const char* model : {"mlp", "gpt-tiny", "gpt-small", "gpt-base"}) {
+    api::RunConfig rc = quick(model);
+    EXPECT_EQ(plan::profileFor(rc).params(), plan::builtModelParams(rc)) << model;
+  }
+  api::RunConfig wide = quick("gpt-tiny");
+  wide.train.nLayer = 3;
+  wide.train.nEmbd = 96;
+  wide.train.nHead = 3;
+  wide.train.blockSize = 48;
+  EXPECT_EQ(plan::profileFor(wide).params(), plan::builtModelParams(wide));
+  api::RunConfig mlp = quick("mlp");
+  mlp.train.mlpHidden = {64, 32, 16};
+  EXPECT_EQ(plan::profileFor(mlp).params(), plan::builtModelParams(mlp));
+}
+
+TEST(PlanProfile, GptFlopsAreMegatronsFormula) {
+  // Per sequence, forward + backward (3x forward): 72 s l h^2 (1 + s/(6h) + V/(12 l h)).
+  const plan::GptShape s{24, 24, 2304, 2048, 51200};
+  const plan::ModelProfile p = plan::gptProfile("gpt-1.7b", s);
+  const double l = 24, h = 2304, seq = 2048, V = 51200;
+  EXPECT_NEAR(3 * p.forwardFlops(), 72 * seq * l * h * h * (1 + seq / (6 * h) + V / (12 * l * h)), 1e-6 * p.forwardFlops());
+}
