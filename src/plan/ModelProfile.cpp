@@ -38,6 +38,7 @@ ModelProfile gptProfile(const std::string& name, const GptShape& s) {
   LayerProfile emb;
   emb.name = "embedding";
   emb.tensors = {s.vocab * c, s.sequence * c};
+  if (s.megatron) emb.tensorParallelParams = s.vocab * c;
   p.layers.push_back(emb);
   for (int64_t i = 0; i < s.layers; ++i) {
     LayerProfile b;
@@ -59,6 +60,16 @@ ModelProfile gptProfile(const std::string& name, const GptShape& s) {
     b.activationBytesCut = 4 * T * (12 * C + 2 * A);
     b.recomputeKeptBytes = 4 * T * C;
     b.tensorParallelSums = 2;  // attention's and MLP's g
+    b.computeCut = true;
+    // Elementwise traffic per token: LayerNorms (2 x 2C) and residual adds
+    // (2 x 3C) on the whole width; q/k/v layout (6C), attention output (4C)
+    // and GELU (8C) on the group's slice. Megatron's: fused bias-dropout-adds
+    // (2 x 3.5C) whole, transposes (8C) and bias-GELU (8C) cut, and the
+    // attention probabilities (A T each: softmax read + write, dropout read,
+    // write and its mask) cut: 4.5 A T.
+    const double eb = s.megatron ? 2 : 4;
+    b.elementwiseBytes = eb * T * (s.megatron ? 11 * C : 10 * C);
+    b.elementwiseBytesCut = eb * T * (s.megatron ? 16 * C + 4.5 * A * T : 18 * C);
     p.layers.push_back(b);
   }
   // ln_f, and lm_head: its weight is wte's (counted there), its product 2 C V per token.
@@ -66,7 +77,13 @@ ModelProfile gptProfile(const std::string& name, const GptShape& s) {
   head.name = "head";
   head.tensors = {c, c};
   head.forwardFlops = 2 * T * C * V;
+  if (s.megatron) {  // its weight is the embedding's, cut with it (counted there)
+    head.computeCut = true;
+    head.activationBytesCut = 4 * T * 2 * V;
+    head.activationBytes = 4 * T * 2 * C;
+  }
   head.activationBytes = 4 * T * (2 * C + 2 * V);  // ln_f's output, logits and their softmax
+  head.elementwiseBytes = (s.megatron ? 2 : 4) * T * (2 * C + 3 * V);  // ln_f, softmax cross-entropy
   p.layers.push_back(head);
   return p;
 }
@@ -86,6 +103,7 @@ ModelProfile mlpProfile(int64_t inputs, const std::vector<int64_t>& hidden, int6
     // Megatron-style pairs: the first two Linears (column then row parallel).
     if (i < 2 && widths.size() > 3) l.tensorParallelParams = i == 0 ? out * in + out : out * in;
     l.tensorParallelSums = i == 1 && widths.size() > 3 ? 1 : 0;
+    l.computeCut = l.tensorParallelParams > 0;
     l.forwardFlops = 2.0 * static_cast<double>(in * out);
     // Measured: the hidden layers' outputs before and after the ReLU (the
     // input batch and the logits are not the model's activations).

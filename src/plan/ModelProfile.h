@@ -22,6 +22,11 @@ struct LayerProfile {
   double activationBytesCut = 0;    // the part tensor parallelism cuts (divided by T)
   double recomputeKeptBytes = 0;    // with --recompute: what the layer keeps (its input)
   int tensorParallelSums = 0;       // Megatron's forward allreduces (g) of [tokens, width]
+  bool computeCut = false;          // its FLOPs divide across the tensor-parallel group
+  // Bytes the elementwise ops (LayerNorm, GELU, softmax, residual adds) read
+  // and write per sample in forward, at the memory's streaming rate; the
+  // part tensor parallelism cuts apart.
+  double elementwiseBytes = 0, elementwiseBytesCut = 0;
   int64_t params() const;
 };
 
@@ -43,6 +48,11 @@ struct ModelProfile {
 // A GPT-2 (nanoGPT: tied lm_head, biases, pre-LayerNorm) of this shape.
 struct GptShape {
   int64_t layers = 2, heads = 2, width = 64, sequence = 64, vocab = 256;
+  // Megatron-LM 2021's implementation instead of dtrain's: the embedding and
+  // lm_head cut by vocabulary across the tensor-parallel group, the attention
+  // probabilities written out (scale-mask-softmax, then dropout), dropout
+  // after attention and MLP, fp16 activations.
+  bool megatron = false;
 };
 ModelProfile gptProfile(const std::string& name, const GptShape& s);
 // mlp: Linear(in, h1), ReLU, ..., Linear(hk, classes).

@@ -63,6 +63,7 @@ std::vector<StageCompute> stageCompute(const api::RunConfig& rc, const Machine& 
   const double share =
       std::max(1.0, static_cast<double>(l.placement.ranksPerHost) * c.threads / m.devicesPerHost);
   const double rate = m.flops(c.precision) / share;
+  const double memRate = m.memoryBytesPerS / share;
   double scale = 1;
   const ModelTime* t = calibrated(m, c.model, l.microBatchSize, &scale);
   const double totalFlops = std::max(p.forwardFlops(), 1.0);
@@ -71,7 +72,7 @@ std::vector<StageCompute> stageCompute(const api::RunConfig& rc, const Machine& 
     StageCompute& sc = out[s];
     for (int i : l.stageLayers[s]) {
       const LayerProfile& layer = p.layers[i];
-      const double cut = layer.tensorParallelParams > 0 ? l.tp : 1;
+      const double cut = layer.computeCut ? l.tp : 1;
       double f = 0, b = 0;
       if (t) {
         // Measured: the layer's own times when calibrate recorded them, else its FLOP share.
@@ -82,7 +83,8 @@ std::vector<StageCompute> stageCompute(const api::RunConfig& rc, const Machine& 
         f = (lt ? lt->forwardS : t->forwardS * share1) * scale * share / cut;
         b = (lt ? lt->backwardS : t->backwardS * share1) * scale * share / cut;
       } else {
-        f = layer.forwardFlops * static_cast<double>(l.microBatchSize) / cut / rate;
+        const double elementwise = layer.elementwiseBytes + layer.elementwiseBytesCut / cut;
+        f = static_cast<double>(l.microBatchSize) * (layer.forwardFlops / cut / rate + elementwise / memRate);
         b = 2 * f;
       }
       sc.forwardS += f;
