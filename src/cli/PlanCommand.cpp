@@ -70,8 +70,7 @@ void runPlan(const PlanFlags& f) {
   r.allowLossy = f.allowLossy;
   if (!f.memory.empty()) r.memoryPerRank = parseBytes(f.memory);
   if (!f.base.empty()) {
-    api::Sources src;
-    api::loadConfigFile(f.base, r.base, src);
+    api::loadConfigFile(f.base, r.base, r.baseSources);
   }
   const plan::Machine machine = plan::readMachine(f.machine);
   const plan::PlanResult res = plan::plan(r, machine);

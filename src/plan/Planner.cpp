@@ -30,7 +30,13 @@ struct PlanSearch {
     api::RunConfig rc = req.base;
     rc.train = std::move(c);
     try {
-      rc = api::prepared(rc, api::sourcesFromValues(rc));
+      // Given: what differs from the defaults, the base file's options, and
+      // the batch (equal to the default's 64 it is still the plan's choice,
+      // not the model's default batch).
+      api::Sources src = api::sourcesFromValues(rc);
+      for (const auto& [id, origin] : req.baseSources.where) src.where.emplace(id, origin);
+      src.where.emplace("training.batch_size", "--global-batch");
+      rc = api::prepared(rc, src);
       if (!profile) profile = profileFor(rc, machine.models.count(rc.train.model) > 0);
       SimulateOptions o;
       o.hosts = req.hosts;
@@ -109,8 +115,12 @@ struct PlanSearch {
           std::string mesh = "dp " + std::to_string(dp) + (pp > 1 ? " x pp " + std::to_string(pp) : "") +
                              (tp > 1 ? " x tp " + std::to_string(tp) : "") + (placement == "spread" ? " spread" : "");
           if (pp == 1) {
-            for (int64_t acc : {1, 2, 4}) {
+            const int64_t tooBigBefore = result.tooBig;
+            // Accumulation only saves memory (the same samples, in smaller
+            // micro-steps): tried when the whole batch does not fit at once.
+            for (int64_t acc : {1, 2, 4, 8}) {
               if (perReplica % acc != 0) continue;
+              if (acc > 1 && result.tooBig == tooBigBefore) break;
               c.batchSize = perReplica / acc;
               c.accumulate = acc;
               dataParallelVariants(c, mesh + (acc > 1 ? ", accumulate " + std::to_string(acc) : ""), dp,

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "api/RunConfig.h"
+#include "api/Schema.h"
 #include "plan/Machine.h"
 #include "plan/Simulator.h"
 
@@ -20,6 +21,7 @@ struct PlanRequest {
   double memoryPerRank = 0;  // bytes; 0: the machine file's memory per device
   bool allowLossy = false;
   api::RunConfig base;       // the options every candidate starts from (defaults)
+  api::Sources baseSources;  // where base's options were given (a --config file)
 };
 
 struct Candidate {
