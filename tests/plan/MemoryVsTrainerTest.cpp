@@ -1,5 +1,6 @@
 // The predicted memory_per_rank against the trainer's own accounting for
-// small runs (api::train, 2 steps): every category of every rank within 5%.
+// small runs (api::train, 2 steps): every category of every rank within 5%
+// (ZeRO 3's peak, which varies run to run, within 12%).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -60,7 +61,10 @@ void expectWithin5Percent(api::RunConfig rc) {
   for (size_t r = 0; r < m.size(); ++r)
     for (const char* key : {"parameters", "gradients", "optimizer_state", "activations_peak", "peak"}) {
       const double want = m[r].at(key).get<double>(), got = p[r].at(key).get<double>();
-      EXPECT_NEAR(got, want, 0.05 * want + 64) << key << " of rank " << r << " (" << rc.train.model << ", zero "
+      // ZeRO 3's peak varies run to run (mlp: 4.16 or 4.57 MB): when the
+      // gathered parameters are freed depends on the ranks' threads' timing.
+      const double tolerance = rc.train.zero == 3 && std::string(key) == "peak" ? 0.12 : 0.05;
+      EXPECT_NEAR(got, want, tolerance * want + 64) << key << " of rank " << r << " (" << rc.train.model << ", zero "
                                                << rc.train.zero << ", tp " << rc.train.tensorParallel << ")";
     }
 }
