@@ -1,0 +1,91 @@
+// The simulator end to end on small configurations: a machine file's measured
+// model times replace the FLOP count; pack beats spread when the tensor-parallel
+// sums would otherwise cross a slow host link; the predicted timeline is a
+// Chrome trace with the measured timeline's names.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "api/Train.h"
+#include "cli/CliRunner.h"
+#include "plan/PredictionOutput.h"
+#include "plan/Simulator.h"
+
+using namespace dtrain;
+
+namespace {
+
+const char* kCluster = R"({"format": "dtrain-machine-1", "devices_per_host": 2,
+  "memory_per_device_bytes": 4e9, "compute": {"flops_per_s": {"fp32": 1e10}, "memory_bytes_per_s": 1e10},
+  "links": {"intra_host": {"alpha_s": 1e-5, "bytes_per_s": 1e9}, "inter_host": {"alpha_s": 2e-4, "bytes_per_s": 1.25e7}}})";
+
+api::RunConfig gptTiny(int64_t batch) {
+  api::RunConfig rc;
+  rc.train.model = "gpt-tiny";
+  rc.train.batchSize = batch;
+  rc.train.optimizer = "adam";
+  return api::prepared(rc, api::sourcesFromValues(rc));
+}
+
+}  // namespace
+
+TEST(PlanSimulator, CalibratedModelTimesReplaceTheFlopCount) {
+  std::string text = kCluster;
+  text.insert(text.rfind('}'), R"(, "models": {"gpt-tiny": {"micro_batches": {
+      "4": {"forward_s": 0.01, "backward_s": 0.02, "update_s": 0.003}}}})");
+  const plan::Machine m = plan::parseMachine(text, "calibrated");
+  const plan::Prediction at4 = plan::simulate(gptTiny(4), m);
+  EXPECT_NEAR(at4.computeS, 0.03, 1e-9);
+  EXPECT_NEAR(at4.optimizerS, 0.003, 1e-9);
+  // Another micro-batch size: the nearest measured one, scaled linearly.
+  EXPECT_NEAR(plan::simulate(gptTiny(8), m).computeS, 0.06, 1e-9);
+  // Without the entry: FLOPs at the machine's rate (forward + 2x backward).
+  const plan::Prediction flops = plan::simulate(gptTiny(4), plan::parseMachine(kCluster, "plain"));
+  EXPECT_GT(flops.computeS, 0);
+  EXPECT_NE(flops.computeS, 0.03);
+}
+
+TEST(PlanSimulator, PackKeepsTensorParallelSumsOnTheHost) {
+  // dp 2 x tp 2 on 2 hosts of 2 ranks: pack keeps each tensor-parallel group
+  // on one host; spread sends its sums (6 per block) over the slow link.
+  api::RunConfig rc;
+  rc.train.model = "gpt-tiny";
+  rc.train.backend = "mpi";
+  rc.train.workers = 4;
+  rc.train.tensorParallel = 2;
+  rc.train.batchSize = 8;
+  const plan::Machine m = plan::parseMachine(kCluster, "cluster");
+  plan::SimulateOptions o;
+  o.hosts = 2;
+  rc.train.placement = "pack";
+  const plan::Prediction pack = plan::simulate(api::prepared(rc, api::sourcesFromValues(rc)), m, o);
+  rc.train.placement = "spread";
+  const plan::Prediction spread = plan::simulate(api::prepared(rc, api::sourcesFromValues(rc)), m, o);
+  EXPECT_GT(pack.samplesPerS, spread.samplesPerS);
+  // pack's replicas cross the link instead: one gradient allreduce per step.
+  EXPECT_EQ(pack.dominant.rfind("tensor-parallel sums", 0), std::string::npos) << pack.dominant;
+  EXPECT_EQ(spread.dominant.rfind("tensor-parallel sums", 0), 0u) << spread.dominant;
+}
+
+TEST(PlanSimulator, TimelineHasTheMeasuredNames) {
+  const std::string dir = test::tempDir();
+  std::ofstream(dir + "/m.json") << kCluster;
+  std::ofstream(dir + "/run.toml") << "[model]\nname = \"gpt-tiny\"\n[training]\nbatch_size = 4\n"
+                                      "[parallel]\nworkers = 4\npipeline_stages = 2\nmicro_batches = 2\n";
+  const auto r = test::runDtrain("simulate --config " + dir + "/run.toml --machine " + dir + "/m.json --timeline " +
+                                 dir + "/t.json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto line = nlohmann::json::parse(r.lastLine());
+  EXPECT_NEAR(line.at("step_s").get<double>(),
+              line.at("compute_s").get<double>() + line.at("bubble_s").get<double>() +
+                  line.at("exposed_comm_s").get<double>() + line.at("optimizer_s").get<double>(),
+              1e-12);
+  EXPECT_EQ(line.at("memory_per_rank").size(), 4u);
+  std::ifstream in(dir + "/t.json");
+  const auto trace = nlohmann::json::parse(in);
+  std::set<std::string> names;
+  for (const auto& e : trace.at("traceEvents")) names.insert(e.at("name").get<std::string>());
+  for (const char* n : {"F0", "F1", "B0", "B1", "allreduce", "optimizer"}) EXPECT_TRUE(names.count(n)) << n;
+}
