@@ -59,7 +59,7 @@ void expectWithin5Percent(api::RunConfig rc) {
   const auto& p = predicted.at("memory_per_rank");
   ASSERT_EQ(m.size(), p.size());
   for (size_t r = 0; r < m.size(); ++r)
-    for (const char* key : {"parameters", "gradients", "optimizer_state", "activations_peak", "peak"}) {
+    for (const char* key : {"parameters", "gradients", "optimizer_state", "activations_peak", "peak", "offloaded"}) {
       const double want = m[r].at(key).get<double>(), got = p[r].at(key).get<double>();
       // ZeRO 3's peak varies run to run (mlp: 4.16 or 4.57 MB): when the
       // gathered parameters are freed depends on the ranks' threads' timing.
@@ -98,6 +98,17 @@ TEST(PlanMemory, GptTinyTensorParallelAndRecomputeMatchTheTrainer) {
   rec.train.nLayer = 4;
   rec.train.recompute = "blocks";
   expectWithin5Percent(rec);
+}
+
+TEST(PlanMemory, OffloadMatchesTheTrainer) {
+  api::RunConfig optimizer = quick("mlp");
+  optimizer.train.offload = "optimizer";
+  expectWithin5Percent(optimizer);
+  api::RunConfig params = quick("mlp");
+  params.train.workers = 2;
+  params.train.zero = 3;
+  params.train.offload = "params";
+  expectWithin5Percent(params);
 }
 
 TEST(PlanProfile, AnalyticParameterCountsAreTheBuiltModules) {
