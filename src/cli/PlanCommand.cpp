@@ -89,15 +89,17 @@ void runPlan(const PlanFlags& f) {
   }
   const size_t k = static_cast<size_t>(std::max(1, f.top));
   if (f.json) {
-    for (size_t i = 0; i < chosen.size() && i < k; ++i) {
-      const auto& c = *chosen[i];
-      nlohmann::json line = plan::predictionJson(c.prediction);
-      line["rank"] = i + 1;
-      line["summary"] = c.summary;
-      if (!c.lossy.empty()) line["lossy"] = c.lossy;
-      line["config"] = api::configToToml(c.config);
-      std::cout << line.dump() << "\n";
-    }
+    // The K best, then (without --allow-lossy) the K best lossy ones, marked "lossy".
+    for (const auto* list : {&chosen, &lossy})
+      for (size_t i = 0; i < list->size() && i < k; ++i) {
+        const auto& c = *(*list)[i];
+        nlohmann::json line = plan::predictionJson(c.prediction);
+        line["rank"] = i + 1;
+        line["summary"] = c.summary;
+        if (!c.lossy.empty()) line["lossy"] = c.lossy;
+        line["config"] = api::configToToml(c.config);
+        std::cout << line.dump() << "\n";
+      }
     std::cout.flush();
     return;
   }

@@ -83,15 +83,19 @@ TEST(PlanPlanner, CliWritesAConfigThatTrainTakes) {
   ASSERT_EQ(r.code, 0) << r.err;
   std::istringstream lines(r.out);
   std::string line;
-  int n = 0;
+  int lossless = 0, lossy = 0;
   while (std::getline(lines, line)) {
     const auto j = nlohmann::json::parse(line);
     EXPECT_GT(j.at("samples_per_s").get<double>(), 0);
     EXPECT_TRUE(j.at("config").is_string());
     EXPECT_TRUE(j.at("memory_per_rank").is_array());
-    ++n;
+    // The lossless ones first, then the lossy ones, marked.
+    if (j.contains("lossy")) ++lossy;
+    else EXPECT_EQ(lossy, 0) << line;
+    if (!j.contains("lossy")) ++lossless;
   }
-  EXPECT_EQ(n, 3);
+  EXPECT_EQ(lossless, 3);
+  EXPECT_EQ(lossy, 3);
   const auto t = test::runDtrain("train --config " + best);
   ASSERT_EQ(t.code, 0) << t.err;
   EXPECT_EQ(nlohmann::json::parse(t.lastLine()).at("steps").get<int64_t>(), 2);
