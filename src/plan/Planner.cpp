@@ -181,6 +181,13 @@ PlanResult plan(const PlanRequest& r, const Machine& m) {
   DTRAIN_CHECK_USAGE(r.hosts >= 1 && r.ranksPerHost >= 1, "--hosts and --ranks-per-host must be >= 1");
   const auto t0 = std::chrono::steady_clock::now();
   PlanSearch s{r, m, {}, std::nullopt};
+  // An unknown model, or one without a cost profile, is the user's mistake
+  // (one line), not a search that finds nothing.
+  api::RunConfig probe = r.base;
+  probe.train.model = r.model;
+  api::Sources src = api::sourcesFromValues(probe);
+  for (const auto& [id, origin] : r.baseSources.where) src.where.emplace(id, origin);
+  s.profile = profileFor(api::prepared(probe, src), m.models.count(r.model) > 0);
   s.run();
   std::stable_sort(s.result.ranked.begin(), s.result.ranked.end(), [](const Candidate& a, const Candidate& b) {
     return a.prediction.samplesPerS > b.prediction.samplesPerS;
