@@ -35,6 +35,18 @@ bool gathersCompressed(const std::string& k) {
   return k == "topk" || k == "randomk" || k == "qsgd" || k == "onebit" || k == "signsgd";
 }
 
+// ZeRO 3 (parallel/zero): the units forward used last stay gathered into
+// backward (measured on the trainer's bytes_sent_per_worker): the last layer,
+// and for a language model the last block and the embedding (lm_head's tied
+// weight is used at the end of forward).
+double zero3RegatheredFraction(const ModelProfile& p, const Layout& l) {
+  if (l.pp > 1 || p.layers.empty()) return 1;
+  const size_t n = p.layers.size();
+  double kept = static_cast<double>(p.layers[n - 1].params());
+  if (p.languageModel && n >= 3) kept += static_cast<double>(p.layers[n - 2].params() + p.layers[0].params());
+  return 1 - kept / std::max(1.0, static_cast<double>(p.params()));
+}
+
 struct StageCompute {
   double forwardS = 0, backwardS = 0, recomputeS = 0;  // one micro-batch through the stage
   double params = 0;                                    // the rank's parameters (its tp slice)
@@ -182,9 +194,13 @@ Prediction simulate(const api::RunConfig& rc, const Machine& m, const ModelProfi
       dpS = allreduceTime(m, l.placement, g, bytes, c.allreduceAlgo);
       r.bytesPerRank += ringAllreduceBytesPerRank(l.dp, bytes);
     }
-    if (c.zero == 3) {  // the parameters gathered once more (forward and backward each gather, the update scatters)
-      dpS *= 1.5;
-      r.bytesPerRank += reduceScatterBytesPerRank(l.dp, bytes);
+    if (c.zero == 3) {
+      // Forward gathers every unit's parameters, backward gathers them again
+      // except those still whole from the end of forward; the update's
+      // reduce-scatter is the allreduce's first half: 1.5x at most.
+      const double again = zero3RegatheredFraction(p, l);
+      dpS *= 1 + again / 2;
+      r.bytesPerRank += again * reduceScatterBytesPerRank(l.dp, bytes);
     }
     if (l.strategy == "local-sgd") dpS /= static_cast<double>(std::max<int64_t>(1, c.syncEvery));
     // Overlapped with backward (buckets as gradients are ready), all but the last bucket.

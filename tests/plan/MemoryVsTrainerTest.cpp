@@ -1,6 +1,7 @@
 // The predicted memory_per_rank against the trainer's own accounting for
 // small runs (api::train, 2 steps): every category of every rank within 5%
-// (ZeRO 3's peak, which varies run to run, within 12%).
+// (ZeRO 3's peak, which varies run to run, within 12%); and the predicted
+// bytes per rank against the bytes the ranks sent, within 1%.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -55,6 +56,14 @@ void expectWithin5Percent(api::RunConfig rc) {
   const nlohmann::json measured = api::train(rc);
   const api::RunConfig prepared = api::prepared(rc, api::sourcesFromValues(rc));
   const nlohmann::json predicted = plan::predictionJson(plan::simulate(prepared, anyMachine()));
+  // The bytes a rank sends per step (gradients, ZeRO's gathers; the
+  // tensor-parallel sums), where the run reports them (more than one rank).
+  for (const char* key : {"bytes_sent_per_worker", "tp_bytes_sent_per_step"}) {
+    if (!measured.contains(key)) continue;
+    const double sent = measured.at(key).get<double>();
+    EXPECT_NEAR(predicted.at("bytes_per_rank").get<double>(), sent, 0.01 * sent + 64)
+        << key << " of " << rc.train.model << ", zero " << rc.train.zero << ", tp " << rc.train.tensorParallel;
+  }
   const auto& m = measured.at("memory_per_rank");
   const auto& p = predicted.at("memory_per_rank");
   ASSERT_EQ(m.size(), p.size());
