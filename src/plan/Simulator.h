@@ -7,7 +7,7 @@
 //              with recomputation; ranks sharing a host's cores share its rate.
 //   bubble     (p - 1) / v micro-batch times (GPipe, 1F1B; interleaved v > 1).
 //   comm       the gradient allreduce (ring or hierarchical, alpha-beta;
-//              ZeRO 1-2 reduce-scatter + allgather, ZeRO 3 one more allgather),
+//              ZeRO 1-2 reduce-scatter + allgather, ZeRO 3 gathering again in backward),
 //              hidden behind backward except its last bucket when overlapped;
 //              Megatron's tensor-parallel sums (2 per block forward, 2
 //              backward, 2 more when recomputing); pipeline activations and
