@@ -24,6 +24,23 @@ double hierarchicalAllreduceTime(int hosts, int perHost, double bytes, const Lin
   return local + ringAllreduceTime(hosts, bytes, inter);
 }
 
+namespace {
+
+// A calibrated fit measured at this group's shape: across hosts, one rank per
+// host alone on its link ("inter_host"), or several per host sharing it
+// ("inter_host_shared", the groups of a host running together as measured).
+const CollectiveFit* calibratedFit(const Machine& m, LinkKind kind, const RankGroup& g, const std::string& algo) {
+  // Other groups on the same links at once were not part of the measurement.
+  if (g.concurrentPerHost != 1) return nullptr;
+  auto matches = [&g](const CollectiveFit* f) { return f && f->ranks == g.size && f->ranksPerHost == g.perHost; };
+  if (const CollectiveFit* f = m.collective(kind, algo); matches(f)) return f;
+  if (kind == LinkKind::InterHost)
+    if (const CollectiveFit* f = m.collective(LinkKind::InterHostShared, algo); matches(f)) return f;
+  return nullptr;
+}
+
+}  // namespace
+
 LinkCost groupLink(const Machine& m, const Placement& p, const RankGroup& g) {
   if (g.hostsSpanned <= 1) return m.link(p.threads ? LinkKind::SameProcess : LinkKind::IntraHost);
   LinkCost l = m.link(LinkKind::InterHost);
@@ -38,9 +55,7 @@ double allreduceTime(const Machine& m, const Placement& p, const RankGroup& g, d
                         : p.threads        ? LinkKind::SameProcess
                                            : LinkKind::IntraHost;
   const bool hier = algo == "hier" || (algo == "auto" && g.hostsSpanned > 1 && g.perHost > 1);
-  const std::string fitName = hier ? "allreduce_hier" : "allreduce_ring";
-  if (const CollectiveFit* f = m.collective(kind, fitName);
-      f && f->ranks == g.size && f->ranksPerHost == g.perHost && g.concurrentPerHost == 1)
+  if (const CollectiveFit* f = calibratedFit(m, kind, g, hier ? "allreduce_hier" : "allreduce_ring"))
     return f->cost.time(bytes);
   if (hier && g.hostsSpanned > 1) {
     LinkCost inter = m.link(LinkKind::InterHost);
@@ -57,9 +72,7 @@ double allgatherTime(const Machine& m, const Placement& p, const RankGroup& g, d
   const LinkKind kind = g.hostsSpanned > 1 ? LinkKind::InterHost
                         : p.threads        ? LinkKind::SameProcess
                                            : LinkKind::IntraHost;
-  if (const CollectiveFit* f = m.collective(kind, "allgather_ring");
-      f && f->ranks == g.size && f->ranksPerHost == g.perHost && g.concurrentPerHost == 1)
-    return f->cost.time(bytes);
+  if (const CollectiveFit* f = calibratedFit(m, kind, g, "allgather_ring")) return f->cost.time(bytes);
   return reduceScatterTime(g.size, bytes, groupLink(m, p, g));
 }
 

@@ -71,6 +71,7 @@ struct MachineReader {
     if (key == "same_process") return LinkKind::SameProcess;
     if (key == "intra_host") return LinkKind::IntraHost;
     if (key == "inter_host") return LinkKind::InterHost;
+    if (key == "inter_host_shared") return LinkKind::InterHostShared;
     return std::nullopt;
   }
   static const std::set<std::string>& linkKeys() {
@@ -90,7 +91,7 @@ struct MachineReader {
   }
 
   void collectives(const json& c, Machine& m) const {
-    onlyKeys(c, "collectives", linkKeys());
+    onlyKeys(c, "collectives", {"same_process", "intra_host", "inter_host", "inter_host_shared"});
     static const std::set<std::string> algos{"allreduce_ring", "allreduce_hier", "allreduce_rhd",
                                              "allreduce_tree", "allgather_ring",
                                              "reduce_scatter_ring", "broadcast"};
@@ -133,9 +134,11 @@ struct MachineReader {
     if (!ms.is_object()) fail("models", "must be an object (model name -> calibration)");
     for (const auto& [model, cal] : ms.items()) {
       const std::string path = "models." + model;
-      onlyKeys(cal, path, {"precision", "threads", "micro_batches"});
+      onlyKeys(cal, path, {"precision", "threads", "optimizer", "params", "micro_batches"});
       ModelCalibration mc;
       if (cal.contains("precision")) mc.precision = text(cal, path, "precision");
+      if (cal.contains("optimizer")) mc.optimizer = text(cal, path, "optimizer");
+      if (cal.contains("params")) mc.params = integer(cal, path, "params");
       if (cal.contains("threads")) mc.threads = static_cast<int>(integer(cal, path, "threads"));
       if (!cal.contains("micro_batches") || !cal.at("micro_batches").is_object())
         fail(path + ".micro_batches", "missing (an object: micro-batch size -> times)");
@@ -185,6 +188,7 @@ const char* linkKindName(LinkKind k) {
   switch (k) {
     case LinkKind::SameProcess: return "same_process";
     case LinkKind::IntraHost: return "intra_host";
+    case LinkKind::InterHostShared: return "inter_host_shared";
     default: return "inter_host";
   }
 }
@@ -196,6 +200,7 @@ double Machine::flops(const std::string& precision) const {
 }
 
 const LinkCost& Machine::link(LinkKind k) const {
+  if (k == LinkKind::InterHostShared) k = LinkKind::InterHost;
   // A file without same_process uses intra_host for it, one without
   // intra_host (a single-device host) inter_host, and the reverse.
   static const LinkKind order[] = {LinkKind::SameProcess, LinkKind::IntraHost, LinkKind::InterHost};

@@ -32,7 +32,9 @@ struct CollectiveFit {
 };
 
 // Where two ranks talk: threads of one process, processes of one host, hosts.
-enum class LinkKind { SameProcess, IntraHost, InterHost };
+// InterHostShared: collectives only (calibrate's fits measured with several
+// ranks per host sharing each host's link and cores).
+enum class LinkKind { SameProcess, IntraHost, InterHost, InterHostShared };
 const char* linkKindName(LinkKind k);
 
 // Measured compute of one of dtrain's models at one micro-batch size.
@@ -49,6 +51,8 @@ struct ModelTime {
 struct ModelCalibration {
   std::string precision = "fp32";
   int threads = 1;
+  std::string optimizer;  // the optimizer update_s was measured with ("": not said)
+  int64_t params = 0;     // the model's parameters when measured (0: not said)
   std::map<int64_t, ModelTime> microBatches;  // by micro-batch size
 };
 

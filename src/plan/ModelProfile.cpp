@@ -37,12 +37,14 @@ ModelProfile gptProfile(const std::string& name, const GptShape& s) {
   p.recomputeExtraBytes = 4 * T * 7 * C;  // measured: the block's gradient temporaries
   LayerProfile emb;
   emb.name = "embedding";
+  emb.sequenceNames = {"embedding"};
   emb.tensors = {s.vocab * c, s.sequence * c};
   if (s.megatron) emb.tensorParallelParams = s.vocab * c;
   p.layers.push_back(emb);
   for (int64_t i = 0; i < s.layers; ++i) {
     LayerProfile b;
-    b.name = "blocks." + std::to_string(i);
+    b.name = "transformer.h." + std::to_string(i);
+    b.sequenceNames = {b.name};
     // ln_1, c_attn, c_proj, ln_2, c_fc, mlp.c_proj: 12C^2 + 13C.
     b.tensors = {c, c, 3 * c * c, 3 * c, c * c, c, c, c, 4 * c * c, 4 * c, 4 * c * c, c};
     // Column-parallel c_attn and c_fc (weights and biases), row-parallel
@@ -75,6 +77,7 @@ ModelProfile gptProfile(const std::string& name, const GptShape& s) {
   // ln_f, and lm_head: its weight is wte's (counted there), its product 2 C V per token.
   LayerProfile head;
   head.name = "head";
+  head.sequenceNames = {"head"};
   head.tensors = {c, c};
   head.forwardFlops = 2 * T * C * V;
   if (s.megatron) {  // its weight is the embedding's, cut with it (counted there)
@@ -98,7 +101,11 @@ ModelProfile mlpProfile(int64_t inputs, const std::vector<int64_t>& hidden, int6
   for (size_t i = 0; i + 1 < widths.size(); ++i) {
     const int64_t in = widths[i], out = widths[i + 1];
     LayerProfile l;
-    l.name = "layers." + std::to_string(2 * i);
+    // The sequence: 0 Flatten, then Linear and ReLU pairs, the last Linear alone.
+    l.name = std::to_string(2 * i + 1);
+    if (i == 0) l.sequenceNames.push_back("0");
+    l.sequenceNames.push_back(l.name);
+    if (i + 2 < widths.size()) l.sequenceNames.push_back(std::to_string(2 * i + 2));
     l.tensors = {out * in, out};
     // Megatron-style pairs: the first two Linears (column then row parallel).
     if (i < 2 && widths.size() > 3) l.tensorParallelParams = i == 0 ? out * in + out : out * in;

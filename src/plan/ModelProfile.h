@@ -14,7 +14,10 @@
 namespace dtrain::plan {
 
 struct LayerProfile {
-  std::string name;                 // "blocks.0", as calibrate's per-layer names
+  std::string name;                 // the layer sequence's name (nn/LayerSequence.h): "transformer.h.0"
+  // The layers of the model's sequence it stands for (calibrate times them
+  // one by one): mlp's Linear with its ReLU (and the first with Flatten).
+  std::vector<std::string> sequenceNames;
   std::vector<int64_t> tensors;     // parameter tensors' element counts
   int64_t tensorParallelParams = 0; // of these, the elements cut by tensor parallelism
   double forwardFlops = 0;          // per sample

@@ -87,13 +87,20 @@ std::vector<StageCompute> stageCompute(const api::RunConfig& rc, const Machine& 
       const double cut = layer.computeCut ? l.tp : 1;
       double f = 0, b = 0;
       if (t) {
-        // Measured: the layer's own times when calibrate recorded them, else its FLOP share.
-        const LayerTime* lt = nullptr;
+        // Measured: the layer's own times when calibrate recorded them (the
+        // sequence's layers it stands for), else its FLOP share of the whole.
+        bool found = false;
         for (const auto& x : t->layers)
-          if (x.name == layer.name) lt = &x;
+          for (const auto& n : layer.sequenceNames)
+            if (x.name == n) {
+              f += x.forwardS;
+              b += x.backwardS;
+              found = true;
+            }
         const double share1 = p.layers.size() == 1 ? 1 : layer.forwardFlops / totalFlops;
-        f = (lt ? lt->forwardS : t->forwardS * share1) * scale * share / cut;
-        b = (lt ? lt->backwardS : t->backwardS * share1) * scale * share / cut;
+        if (!found) f = t->forwardS * share1, b = t->backwardS * share1;
+        f *= scale * share / cut;
+        b *= scale * share / cut;
       } else {
         const double elementwise = layer.elementwiseBytes + layer.elementwiseBytesCut / cut;
         f = static_cast<double>(l.microBatchSize) * (layer.forwardFlops / cut / rate + elementwise / memRate);
@@ -108,7 +115,9 @@ std::vector<StageCompute> stageCompute(const api::RunConfig& rc, const Machine& 
     }
     if (s == l.pp - 1 && l.pp > 1) sc.params += static_cast<double>(l.tiedCopy);
   }
-  *updateS = t ? t->updateS * share : -1;
+  // The measured update counts only for the optimizer it was measured with.
+  const std::string& measuredWith = t ? m.models.at(c.model).optimizer : std::string();
+  *updateS = t && (measuredWith.empty() || measuredWith == c.optimizer) ? t->updateS * share : -1;
   return out;
 }
 

@@ -89,3 +89,35 @@ TEST(PlanSimulator, TimelineHasTheMeasuredNames) {
   for (const auto& e : trace.at("traceEvents")) names.insert(e.at("name").get<std::string>());
   for (const char* n : {"F0", "F1", "B0", "B1", "allreduce", "optimizer"}) EXPECT_TRUE(names.count(n)) << n;
 }
+
+TEST(PlanSimulator, CalibrateLayerNamesAndSharedHostFitsAreUsed) {
+  // calibrate's per-layer names are the model's layer sequence: mlp's
+  // 0 (Flatten), 1 (Linear), 2 (ReLU), ...; their times add up.
+  std::string text = kCluster;
+  std::string layers;
+  for (int i = 0; i < 6; ++i)
+    layers += std::string(i ? "," : "") + R"({"name": ")" + std::to_string(i) +
+              R"(", "params": 0, "forward_s": 0.001, "backward_s": 0.002, "activation_bytes": 0})";
+  text.insert(text.rfind('}'), R"(, "models": {"mlp": {"optimizer": "sgd", "params": 269322, "micro_batches": {
+      "16": {"forward_s": 1, "backward_s": 1, "update_s": 0.5, "layers": [)" + layers + "]}}}}");
+  text.insert(text.rfind('}'), R"(, "collectives": {"inter_host_shared": {"allreduce_hier":
+      {"ranks": 4, "ranks_per_host": 2, "alpha_s": 0.5, "bytes_per_s": 1e12}}})");
+  const plan::Machine m = plan::parseMachine(text, "calibrated");
+  api::RunConfig rc;
+  rc.train.model = "mlp";
+  rc.train.dataset = "synthetic";
+  rc.train.batchSize = 16;
+  const plan::Prediction one = plan::simulate(api::prepared(rc, api::sourcesFromValues(rc)), m);
+  EXPECT_NEAR(one.computeS, 6 * 0.003, 1e-9);  // the six layers, not the whole-model times
+  EXPECT_NEAR(one.optimizerS, 0.5, 1e-9);      // sgd: measured with it
+  rc.train.optimizer = "adam";
+  EXPECT_LT(plan::simulate(api::prepared(rc, api::sourcesFromValues(rc)), m).optimizerS, 0.5);
+  // 2 hosts x 2 ranks, auto allreduce: the hierarchical fit measured at that shape.
+  rc.train.optimizer = "sgd";
+  rc.train.backend = "mpi";
+  rc.train.workers = 4;
+  plan::SimulateOptions o;
+  o.hosts = 2;
+  const plan::Prediction four = plan::simulate(api::prepared(rc, api::sourcesFromValues(rc)), m, o);
+  EXPECT_NEAR(four.commS, 0.5 + 4.0 * 269322 / 1e12, 1e-6);
+}
