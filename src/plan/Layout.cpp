@@ -6,29 +6,12 @@
 
 #include "api/StrategyRegistry.h"
 #include "parallel/Mesh.h"
+#include "parallel/pipeline/Partition.h"
 
 namespace dtrain::plan {
 
-std::vector<std::vector<int>> balancedChunks(const std::vector<double>& cost, int chunks) {
-  const int n = static_cast<int>(cost.size());
-  chunks = std::max(1, std::min(chunks, n));
-  double total = 0;
-  for (double c : cost) total += c;
-  std::vector<std::vector<int>> out(chunks);
-  int layer = 0;
-  double done = 0;
-  for (int k = 0; k < chunks; ++k) {
-    const double target = total * (k + 1) / chunks;
-    // At least one layer per chunk, and leave one for each chunk after this one.
-    do {
-      out[k].push_back(layer);
-      done += cost[layer++];
-    } while (layer < n - (chunks - k - 1) && (k + 1 == chunks || done + cost[layer] / 2 <= target));
-  }
-  return out;
-}
-
-Layout layoutFor(const api::RunConfig& rc, const ModelProfile& profile, int hosts) {
+Layout layoutFor(const api::RunConfig& rc, const ModelProfile& profile, int hosts,
+                 const std::vector<double>& layerCost) {
   const auto& c = rc.train;
   Layout l;
   l.strategy = api::resolveStrategy(c);
@@ -55,14 +38,23 @@ Layout layoutFor(const api::RunConfig& rc, const ModelProfile& profile, int host
   l.placement.threads = c.backend != "mpi";
   l.placement.hosts = l.placement.threads ? 1 : std::max(1, hosts);
   l.placement.ranksPerHost = std::max(1, (l.ranks + l.placement.hosts - 1) / l.placement.hosts);
-  // Stages: the layers cut into pp x v chunks of about equal forward cost;
-  // stage s runs chunks s, s + pp, ...
-  std::vector<double> cost;
-  for (const auto& layer : profile.layers) cost.push_back(std::max(layer.forwardFlops, 1.0));
-  const auto chunks = balancedChunks(cost, l.pp * l.v);
+  // Stages: the layers cut into pp x v chunks; stage s runs chunks s, s + pp, ...
+  const int n = static_cast<int>(profile.layers.size());
+  const int chunks = std::min(l.pp * l.v, n);
+  std::vector<double> cost = layerCost;
+  if (cost.size() != profile.layers.size()) {
+    cost.clear();
+    for (const auto& layer : profile.layers) cost.push_back(std::max(layer.forwardFlops, 1.0));
+  }
+  bool sequence = true;  // the profile's layers are the model's layer sequence, one to one
+  for (const auto& layer : profile.layers) sequence = sequence && layer.sequenceNames.size() == 1;
+  const std::vector<int> cuts = !c.pipelineSplit.empty() && sequence && l.pp > 1
+                                    ? parallel::pipeline::cutsFromSplit(c.pipelineSplit, n, chunks)
+                                    : parallel::pipeline::balancedCuts(cost, chunks);
   l.stageLayers.assign(l.pp, {});
-  for (size_t k = 0; k < chunks.size(); ++k)
-    for (int layer : chunks[k]) l.stageLayers[k % l.pp].push_back(layer);
+  for (int k = 0; k < static_cast<int>(cuts.size()); ++k)
+    for (int layer = cuts[k]; layer < parallel::pipeline::stageEnd(cuts, k, n); ++layer)
+      l.stageLayers[k % l.pp].push_back(layer);
   // A tied lm_head on another stage than the embedding keeps its own copy.
   if (l.pp > 1 && profile.languageModel && !profile.layers.empty() && !profile.layers[0].tensors.empty())
     l.tiedCopy = profile.layers[0].tensors[0];

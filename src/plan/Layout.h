@@ -29,11 +29,12 @@ struct Layout {
   Placement placement;
 };
 
-// `hosts` 0: the machine file's, else one (backend local: always one).
-Layout layoutFor(const api::RunConfig& rc, const ModelProfile& profile, int hosts);
-
-// Cuts layers 0..n-1 into `chunks` contiguous runs of about equal cost.
-std::vector<std::vector<int>> balancedChunks(const std::vector<double>& cost, int chunks);
+// `hosts`: the hosts a backend mpi run spreads over (local: one). The stages
+// are cut as the trainer cuts them (parallel/pipeline/Partition.h): by hand
+// (--pipeline-split, where the profile's layers are the model's sequence), or
+// balanced by each layer's forward + backward time, `layerCost` (empty: FLOPs).
+Layout layoutFor(const api::RunConfig& rc, const ModelProfile& profile, int hosts,
+                 const std::vector<double>& layerCost = {});
 
 // The group of `rank`'s mesh neighbours along one dimension and how many such
 // groups cross a host's link at once.

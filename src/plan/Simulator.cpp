@@ -67,6 +67,47 @@ const ModelTime* calibrated(const Machine& m, const std::string& model, int64_t 
   return &best->second;
 }
 
+// One micro-batch of `mbs` samples through each layer, forward and backward,
+// on one rank whose rate is shared `share` ways, the layers cut by tensor
+// parallelism `tp` ways. Measured (the machine file's "models" entry: the
+// layer's own times when calibrate recorded them, the sequence's layers it
+// stands for; else its FLOP share of the whole) or FLOPs at the GEMM rate
+// plus elementwise bytes at the memory rate, backward twice the forward.
+std::vector<std::pair<double, double>> layerTimes(const api::RunConfig& rc, const Machine& m,
+                                                  const ModelProfile& p, int64_t mbs, int tp, double share) {
+  const auto& c = rc.train;
+  const double rate = m.flops(c.precision) / share;
+  const double memRate = m.memoryBytesPerS / share;
+  double scale = 1;
+  const ModelTime* t = calibrated(m, c.model, mbs, &scale);
+  const double totalFlops = std::max(p.forwardFlops(), 1.0);
+  std::vector<std::pair<double, double>> out;
+  for (const LayerProfile& layer : p.layers) {
+    const double cut = layer.computeCut ? tp : 1;
+    double f = 0, b = 0;
+    if (t) {
+      bool found = false;
+      for (const auto& x : t->layers)
+        for (const auto& n : layer.sequenceNames)
+          if (x.name == n) {
+            f += x.forwardS;
+            b += x.backwardS;
+            found = true;
+          }
+      const double part = p.layers.size() == 1 ? 1 : layer.forwardFlops / totalFlops;
+      if (!found) f = t->forwardS * part, b = t->backwardS * part;
+      f *= scale * share / cut;
+      b *= scale * share / cut;
+    } else {
+      const double elementwise = layer.elementwiseBytes + layer.elementwiseBytesCut / cut;
+      f = static_cast<double>(mbs) * (layer.forwardFlops / cut / rate + elementwise / memRate);
+      b = 2 * f;
+    }
+    out.emplace_back(f, b);
+  }
+  return out;
+}
+
 std::vector<StageCompute> stageCompute(const api::RunConfig& rc, const Machine& m, const ModelProfile& p,
                                        const Layout& l, double* updateS) {
   const auto& c = rc.train;
@@ -74,38 +115,13 @@ std::vector<StageCompute> stageCompute(const api::RunConfig& rc, const Machine& 
   // Ranks of one host share its cores: their rate divides when they outnumber them.
   const double share =
       std::max(1.0, static_cast<double>(l.placement.ranksPerHost) * c.threads / m.devicesPerHost);
-  const double rate = m.flops(c.precision) / share;
-  const double memRate = m.memoryBytesPerS / share;
-  double scale = 1;
-  const ModelTime* t = calibrated(m, c.model, l.microBatchSize, &scale);
-  const double totalFlops = std::max(p.forwardFlops(), 1.0);
+  const auto times = layerTimes(rc, m, p, l.microBatchSize, l.tp, share);
   std::vector<StageCompute> out(l.pp);
   for (int s = 0; s < l.pp; ++s) {
     StageCompute& sc = out[s];
     for (int i : l.stageLayers[s]) {
       const LayerProfile& layer = p.layers[i];
-      const double cut = layer.computeCut ? l.tp : 1;
-      double f = 0, b = 0;
-      if (t) {
-        // Measured: the layer's own times when calibrate recorded them (the
-        // sequence's layers it stands for), else its FLOP share of the whole.
-        bool found = false;
-        for (const auto& x : t->layers)
-          for (const auto& n : layer.sequenceNames)
-            if (x.name == n) {
-              f += x.forwardS;
-              b += x.backwardS;
-              found = true;
-            }
-        const double share1 = p.layers.size() == 1 ? 1 : layer.forwardFlops / totalFlops;
-        if (!found) f = t->forwardS * share1, b = t->backwardS * share1;
-        f *= scale * share / cut;
-        b *= scale * share / cut;
-      } else {
-        const double elementwise = layer.elementwiseBytes + layer.elementwiseBytesCut / cut;
-        f = static_cast<double>(l.microBatchSize) * (layer.forwardFlops / cut / rate + elementwise / memRate);
-        b = 2 * f;
-      }
+      const auto [f, b] = times[i];
       sc.forwardS += f;
       sc.backwardS += b;
       if (recompute && layer.recomputeKeptBytes > 0) sc.recomputeS += f;
@@ -116,6 +132,8 @@ std::vector<StageCompute> stageCompute(const api::RunConfig& rc, const Machine& 
     if (s == l.pp - 1 && l.pp > 1) sc.params += static_cast<double>(l.tiedCopy);
   }
   // The measured update counts only for the optimizer it was measured with.
+  double scale = 1;
+  const ModelTime* t = calibrated(m, c.model, l.microBatchSize, &scale);
   const std::string& measuredWith = t ? m.models.at(c.model).optimizer : std::string();
   *updateS = t && (measuredWith.empty() || measuredWith == c.optimizer) ? t->updateS * share : -1;
   return out;
@@ -131,7 +149,11 @@ Prediction simulate(const api::RunConfig& rc, const Machine& m, const ModelProfi
                     const SimulateOptions& o) {
   const auto& c = rc.train;
   Prediction r;
-  Layout& l = r.layout = layoutFor(rc, p, o.hosts > 0 ? o.hosts : m.hosts.value_or(1));
+  // Stages balanced as the trainer balances them: by each layer's time on one micro-batch.
+  std::vector<double> cost;
+  if (c.pipelineStages > 1)
+    for (const auto& [f, b] : layerTimes(rc, m, p, 1, 1, 1)) cost.push_back(f + b);
+  Layout& l = r.layout = layoutFor(rc, p, o.hosts > 0 ? o.hosts : m.hosts.value_or(1), cost);
   double calibratedUpdate = -1;
   const auto stages = stageCompute(rc, m, p, l, &calibratedUpdate);
   const double act = static_cast<double>(l.microBatchSize * p.tokensPerSample * p.width) * p.elementBytes;

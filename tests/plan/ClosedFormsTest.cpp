@@ -80,17 +80,3 @@ TEST(PlanClosedForms, RanksOfAHostShareItsLink) {
   const LinkCost shared = groupLink(m, l.placement, packed);
   EXPECT_DOUBLE_EQ(shared.bytesPerS, 1e8 / 4);
 }
-
-TEST(PlanClosedForms, BalancedChunksCoverEveryLayerOnce) {
-  const std::vector<double> cost{0, 1, 1, 1, 1, 0.5};
-  for (int k = 1; k <= 6; ++k) {
-    const auto chunks = balancedChunks(cost, k);
-    ASSERT_EQ(static_cast<int>(chunks.size()), k);
-    int next = 0;
-    for (const auto& c : chunks) {
-      ASSERT_FALSE(c.empty());
-      for (int layer : c) EXPECT_EQ(layer, next++);
-    }
-    EXPECT_EQ(next, 6);
-  }
-}

@@ -121,3 +121,26 @@ TEST(PlanSimulator, CalibrateLayerNamesAndSharedHostFitsAreUsed) {
   const plan::Prediction four = plan::simulate(api::prepared(rc, api::sourcesFromValues(rc)), m, o);
   EXPECT_NEAR(four.commS, 0.5 + 4.0 * 269322 / 1e12, 1e-6);
 }
+
+TEST(PlanSimulator, StagesAreCutAsTheTrainerCutsThem) {
+  // --pipeline-split by hand: embedding and both blocks on stage 0, the head
+  // (with its own copy of the tied embedding) on stage 1.
+  api::RunConfig rc;
+  rc.train.model = "gpt-tiny";
+  rc.train.workers = 2;
+  rc.train.pipelineStages = 2;
+  rc.train.microBatches = 2;
+  rc.train.batchSize = 4;
+  rc.train.pipelineSplit = {3};
+  const plan::Machine m = plan::parseMachine(kCluster, "cluster");
+  const plan::Prediction split = plan::simulate(api::prepared(rc, api::sourcesFromValues(rc)), m);
+  ASSERT_EQ(split.memory.size(), 2u);
+  EXPECT_DOUBLE_EQ(split.memory[0].parameters, 4.0 * (256 * 64 + 64 * 64 + 2 * (12 * 64 * 64 + 13 * 64)));
+  EXPECT_DOUBLE_EQ(split.memory[1].parameters, 4.0 * (2 * 64 + 256 * 64));
+  // Balanced: the two blocks (nearly all the time) on different stages.
+  rc.train.pipelineSplit.clear();
+  const plan::Prediction balanced = plan::simulate(api::prepared(rc, api::sourcesFromValues(rc)), m);
+  EXPECT_EQ(balanced.layout.stageLayers[0], (std::vector<int>{0, 1}));
+  EXPECT_EQ(balanced.layout.stageLayers[1], (std::vector<int>{2, 3}));
+  EXPECT_LT(balanced.stepS, split.stepS);
+}
