@@ -16,6 +16,8 @@
 #include "cli/ExportCommand.h"
 #include "cli/GenerateCommand.h"
 #include "cli/LaunchCommand.h"
+#include "cli/PlanCommand.h"
+#include "cli/SimulateCommand.h"
 #include "cli/TrainCommand.h"
 #include "comm/Registry.h"
 #include "core/Error.h"
@@ -54,6 +56,8 @@ int main(int argc, char** argv) {
   dtrain::cli::addGenerateCommand(app);
   dtrain::cli::addExportCommand(app);
   dtrain::cli::addLaunchCommand(app);
+  dtrain::cli::addSimulateCommand(app);
+  dtrain::cli::addPlanCommand(app);
   try {
     checkCommand(app, argc, argv);
     app.parse(argc, argv);

@@ -45,4 +45,8 @@ PY
 cp "$c/checkpoint/seed-adam.safetensors" "$c/safetensors/seed-checkpoint.safetensors"
 cp "$here"/../../configs/*.toml "$c/config/"
 for f in "$c"/config/*.toml; do mv "$f" "$c/config/seed-$(basename "$f")"; done
+# Machine files: the shipped cluster files (seed-calibrated.json, a calibrate-style
+# file with collectives and per-layer model times, is kept as written by hand).
+mkdir -p "$c/machinefile"
+for f in selene-a100 example-cpu; do cp "$here/../../plan/clusters/$f.json" "$c/machinefile/seed-$f.json"; done
 echo "seeds written under $c"

@@ -1,0 +1,143 @@
+#include "cli/PlanCommand.h"
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <string>
+
+#include "api/ConfigFile.h"
+#include "core/Error.h"
+#include "plan/Planner.h"
+
+namespace dtrain::cli {
+
+namespace {
+
+struct PlanFlags {
+  std::string model, globalBatch, machine, memory, writeConfig, base;
+  int hosts = 1, ranksPerHost = 1;
+  int top = 10;
+  bool allowLossy = false, json = false;
+};
+
+// "12e9", "16GiB", "80GB", "512MiB" -> bytes.
+double parseBytes(const std::string& text) {
+  size_t used = 0;
+  double x = 0;
+  try {
+    x = std::stod(text, &used);
+  } catch (const std::exception&) {
+    throw UsageError("--memory-per-rank " + text + ": not a size (e.g. 16GiB, 80GB, 12e9)");
+  }
+  const std::string unit = text.substr(used);
+  const std::pair<const char*, double> units[] = {{"", 1}, {"B", 1}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9},
+                                                  {"KiB", 1024.0}, {"MiB", 1048576.0},
+                                                  {"GiB", 1073741824.0}};
+  for (const auto& [name, factor] : units)
+    if (unit == name) {
+      DTRAIN_CHECK_USAGE(x > 0, "--memory-per-rank must be > 0 (got ", text, ")");
+      return x * factor;
+    }
+  throw UsageError("--memory-per-rank " + text + ": unknown unit '" + unit + "' (B, KB, MB, GB, KiB, MiB, GiB)");
+}
+
+std::string mib(double bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f MiB", bytes / 1048576.0);
+  return buf;
+}
+
+void printRow(size_t i, const plan::Candidate& c) {
+  std::printf("%3zu  %12.1f  %10.2f  %12s  %-26s %s\n", i + 1, c.prediction.samplesPerS, 1e3 * c.prediction.stepS,
+              mib(c.peakBytes).c_str(), c.prediction.dominant.c_str(), c.summary.c_str());
+}
+
+void runPlan(const PlanFlags& f) {
+  DTRAIN_CHECK_USAGE(f.globalBatch != "auto",
+                     "--global-batch auto is not implemented yet: give the global batch (samples per step)");
+  plan::PlanRequest r;
+  r.model = f.model;
+  try {
+    size_t used = 0;
+    r.globalBatch = std::stoll(f.globalBatch, &used);
+    DTRAIN_CHECK_USAGE(used == f.globalBatch.size(), "");
+  } catch (const std::exception&) {
+    throw UsageError("--global-batch " + f.globalBatch + ": not an integer");
+  }
+  r.hosts = f.hosts;
+  r.ranksPerHost = f.ranksPerHost;
+  r.allowLossy = f.allowLossy;
+  if (!f.memory.empty()) r.memoryPerRank = parseBytes(f.memory);
+  if (!f.base.empty()) {
+    api::loadConfigFile(f.base, r.base, r.baseSources);
+  }
+  const plan::Machine machine = plan::readMachine(f.machine);
+  const plan::PlanResult res = plan::plan(r, machine);
+  std::vector<const plan::Candidate*> chosen, lossy;
+  for (const auto& c : res.ranked) (c.lossy.empty() || f.allowLossy ? chosen : lossy).push_back(&c);
+  DTRAIN_CHECK_USAGE(!chosen.empty(), "no configuration of --model ", f.model, " fits ",
+                     r.memoryPerRank > 0 ? mib(r.memoryPerRank) : mib(static_cast<double>(machine.memoryPerDeviceBytes)),
+                     " per rank on ", f.hosts, " x ", f.ranksPerHost, " ranks (", res.enumerated,
+                     " tried, ", res.tooBig, " too big)");
+  if (!f.writeConfig.empty()) {
+    std::ofstream out(f.writeConfig);
+    DTRAIN_CHECK_USAGE(out.good(), "--write-config ", f.writeConfig, ": cannot be written");
+    out << "# dtrain plan's choice: " << chosen[0]->summary << "\n# predicted "
+        << chosen[0]->prediction.samplesPerS << " samples/s on " << machine.name << "\n"
+        << api::configToToml(chosen[0]->config);
+  }
+  const size_t k = static_cast<size_t>(std::max(1, f.top));
+  if (f.json) {
+    // The K best, then (without --allow-lossy) the K best lossy ones, marked "lossy".
+    for (const auto* list : {&chosen, &lossy})
+      for (size_t i = 0; i < list->size() && i < k; ++i) {
+        const auto& c = *(*list)[i];
+        nlohmann::json line = plan::predictionJson(c.prediction);
+        line["rank"] = i + 1;
+        line["summary"] = c.summary;
+        if (!c.lossy.empty()) line["lossy"] = c.lossy;
+        line["config"] = api::configToToml(c.config);
+        std::cout << line.dump() << "\n";
+      }
+    std::cout.flush();
+    return;
+  }
+  std::printf("dtrain plan: %s, global batch %lld, %d hosts x %d ranks on %s\n", f.model.c_str(),
+              static_cast<long long>(r.globalBatch), f.hosts, f.ranksPerHost, machine.name.c_str());
+  std::printf("%lld configurations tried in %.2f s: %lld refused by the configuration checker, %lld over "
+              "the memory limit, %zu ranked\n\n",
+              static_cast<long long>(res.enumerated), res.seconds, static_cast<long long>(res.rejected),
+              static_cast<long long>(res.tooBig), res.ranked.size());
+  std::printf("  #     samples/s     step ms   peak memory  why (dominant term)        configuration\n");
+  for (size_t i = 0; i < chosen.size() && i < k; ++i) printRow(i, *chosen[i]);
+  if (!lossy.empty()) {
+    std::printf("\nLossy (they change what is learned; --allow-lossy ranks them with the others):\n");
+    for (size_t i = 0; i < lossy.size() && i < std::min<size_t>(k, 5); ++i) printRow(i, *lossy[i]);
+  }
+  if (!f.writeConfig.empty()) std::printf("\nwrote %s (dtrain train --config %s)\n", f.writeConfig.c_str(), f.writeConfig.c_str());
+}
+
+}  // namespace
+
+void addPlanCommand(CLI::App& app) {
+  auto flags = std::make_shared<PlanFlags>();
+  CLI::App* sub = app.add_subcommand(
+      "plan", "Rank every configuration of a model on a cluster by predicted samples/s");
+  sub->add_option("--model", flags->model, "The model (mlp, gpt-tiny, gpt-small, gpt-base...)")->required();
+  sub->add_option("--global-batch", flags->globalBatch, "Samples per optimizer step, all ranks")->required();
+  sub->add_option("--hosts", flags->hosts, "Hosts (more than one: backend mpi)")->check(CLI::PositiveNumber);
+  sub->add_option("--ranks-per-host", flags->ranksPerHost, "Ranks on each host")->check(CLI::PositiveNumber);
+  sub->add_option("--machine", flags->machine, "Machine file (docs/guide/machine-files.md)")->required();
+  sub->add_option("--memory-per-rank", flags->memory,
+                  "Memory limit per rank (e.g. 16GiB; default: the machine file's memory per device)");
+  sub->add_option("--config", flags->base, "Options every candidate starts from (TOML: optimizer, data...)");
+  sub->add_flag("--allow-lossy", flags->allowLossy,
+                "Rank compression, asynchronous ps, Hogwild! and local SGD with the others");
+  sub->add_option("--top", flags->top, "Rows (JSON lines) to print")->check(CLI::PositiveNumber);
+  sub->add_flag("--json", flags->json, "One JSON line per candidate, with its configuration as TOML");
+  sub->add_option("--write-config", flags->writeConfig, "Write the best configuration (dtrain train --config)");
+  sub->callback([flags] { runPlan(*flags); });
+}
+
+}  // namespace dtrain::cli

@@ -1,0 +1,88 @@
+#include "plan/Collectives.h"
+
+#include <algorithm>
+
+namespace dtrain::plan {
+
+double ringAllreduceBytesPerRank(int n, double bytes) { return n <= 1 ? 0 : 2.0 * (n - 1) / n * bytes; }
+double reduceScatterBytesPerRank(int n, double bytes) { return n <= 1 ? 0 : 1.0 * (n - 1) / n * bytes; }
+
+double ringAllreduceTime(int n, double bytes, const LinkCost& link) {
+  if (n <= 1) return 0;
+  return 2.0 * (n - 1) * link.alphaS + ringAllreduceBytesPerRank(n, bytes) / link.bytesPerS;
+}
+
+double reduceScatterTime(int n, double bytes, const LinkCost& link) {
+  if (n <= 1) return 0;
+  return (n - 1) * link.alphaS + reduceScatterBytesPerRank(n, bytes) / link.bytesPerS;
+}
+
+double hierarchicalAllreduceTime(int hosts, int perHost, double bytes, const LinkCost& intra,
+                                 const LinkCost& inter) {
+  // Reduce to the host's leader and broadcast back: each a reduce-scatter's traffic.
+  const double local = perHost > 1 ? 2 * reduceScatterTime(perHost, bytes, intra) : 0;
+  return local + ringAllreduceTime(hosts, bytes, inter);
+}
+
+namespace {
+
+// A calibrated fit measured at this group's shape: across hosts, one rank per
+// host alone on its link ("inter_host"), or several per host sharing it
+// ("inter_host_shared", the groups of a host running together as measured).
+const CollectiveFit* calibratedFit(const Machine& m, LinkKind kind, const RankGroup& g, const std::string& algo) {
+  // Other groups on the same links at once were not part of the measurement.
+  if (g.concurrentPerHost != 1) return nullptr;
+  auto matches = [&g](const CollectiveFit* f) { return f && f->ranks == g.size && f->ranksPerHost == g.perHost; };
+  if (const CollectiveFit* f = m.collective(kind, algo); matches(f)) return f;
+  if (kind == LinkKind::InterHost)
+    if (const CollectiveFit* f = m.collective(LinkKind::InterHostShared, algo); matches(f)) return f;
+  return nullptr;
+}
+
+}  // namespace
+
+LinkCost groupLink(const Machine& m, const Placement& p, const RankGroup& g) {
+  if (g.hostsSpanned <= 1) return m.link(p.threads ? LinkKind::SameProcess : LinkKind::IntraHost);
+  LinkCost l = m.link(LinkKind::InterHost);
+  l.bytesPerS /= std::max(1, g.concurrentPerHost);
+  return l;
+}
+
+double allreduceTime(const Machine& m, const Placement& p, const RankGroup& g, double bytes,
+                     const std::string& algo) {
+  if (g.size <= 1) return 0;
+  const LinkKind kind = g.hostsSpanned > 1 ? LinkKind::InterHost
+                        : p.threads        ? LinkKind::SameProcess
+                                           : LinkKind::IntraHost;
+  const bool hier = algo == "hier" || (algo == "auto" && g.hostsSpanned > 1 && g.perHost > 1);
+  if (const CollectiveFit* f = calibratedFit(m, kind, g, hier ? "allreduce_hier" : "allreduce_ring"))
+    return f->cost.time(bytes);
+  if (hier && g.hostsSpanned > 1) {
+    LinkCost inter = m.link(LinkKind::InterHost);
+    // One leader per group and host: the groups on a host still share its link.
+    inter.bytesPerS /= std::max(1, g.concurrentPerHost);
+    return hierarchicalAllreduceTime(g.hostsSpanned, g.perHost, bytes,
+                                     m.link(p.threads ? LinkKind::SameProcess : LinkKind::IntraHost), inter);
+  }
+  return ringAllreduceTime(g.size, bytes, groupLink(m, p, g));
+}
+
+double allgatherTime(const Machine& m, const Placement& p, const RankGroup& g, double bytes) {
+  if (g.size <= 1) return 0;
+  const LinkKind kind = g.hostsSpanned > 1 ? LinkKind::InterHost
+                        : p.threads        ? LinkKind::SameProcess
+                                           : LinkKind::IntraHost;
+  if (const CollectiveFit* f = calibratedFit(m, kind, g, "allgather_ring")) return f->cost.time(bytes);
+  return reduceScatterTime(g.size, bytes, groupLink(m, p, g));
+}
+
+double p2pTime(const Machine& m, const Placement& p, int a, int b, double bytes, int sharing) {
+  if (p.host(a) != p.host(b)) {
+    LinkCost l = m.link(LinkKind::InterHost);
+    l.bytesPerS /= std::max(1, sharing);
+    return l.time(bytes);
+  }
+  return m.link(p.threads ? LinkKind::SameProcess : LinkKind::IntraHost).time(bytes);
+}
+
+}  // namespace dtrain::plan

@@ -1,0 +1,92 @@
+#include "plan/Layout.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "api/StrategyRegistry.h"
+#include "parallel/Mesh.h"
+#include "parallel/pipeline/Partition.h"
+
+namespace dtrain::plan {
+
+Layout layoutFor(const api::RunConfig& rc, const ModelProfile& profile, int hosts,
+                 const std::vector<double>& layerCost) {
+  const auto& c = rc.train;
+  Layout l;
+  l.strategy = api::resolveStrategy(c);
+  l.ranks = api::strategyEntry(l.strategy).worldSize ? api::strategyEntry(l.strategy).worldSize(c) : c.workers;
+  l.pp = c.pipelineStages;
+  l.tp = c.tensorParallel;
+  l.v = l.pp > 1 ? c.virtualStages : 1;
+  l.spread = c.placement == "spread";
+  if (l.strategy == "ps") {
+    l.servers = c.servers;
+    l.workers = c.workers;
+    l.dp = c.workers;
+  } else if (l.strategy == "sandblaster") {
+    l.workers = c.workers;
+    l.dp = c.workers;
+  } else {
+    l.dp = std::max(1, c.workers / (l.pp * l.tp));
+    l.workers = c.workers;
+  }
+  l.microBatches = l.pp > 1 ? c.microBatches : c.accumulate;
+  l.microBatchSize = l.pp > 1 ? std::max<int64_t>(1, c.batchSize / c.microBatches) : c.batchSize;
+  l.samplesPerStep = c.batchSize * l.dp * (l.pp > 1 ? 1 : c.accumulate);
+  // Placement: threads of one process (local), or mpirun's by-core mapping over the hosts.
+  l.placement.threads = c.backend != "mpi";
+  l.placement.hosts = l.placement.threads ? 1 : std::max(1, hosts);
+  l.placement.ranksPerHost = std::max(1, (l.ranks + l.placement.hosts - 1) / l.placement.hosts);
+  // Stages: the layers cut into pp x v chunks; stage s runs chunks s, s + pp, ...
+  const int n = static_cast<int>(profile.layers.size());
+  const int chunks = std::min(l.pp * l.v, n);
+  std::vector<double> cost = layerCost;
+  if (cost.size() != profile.layers.size()) {
+    cost.clear();
+    for (const auto& layer : profile.layers) cost.push_back(std::max(layer.forwardFlops, 1.0));
+  }
+  bool sequence = true;  // the profile's layers are the model's layer sequence, one to one
+  for (const auto& layer : profile.layers) sequence = sequence && layer.sequenceNames.size() == 1;
+  const std::vector<int> cuts = !c.pipelineSplit.empty() && sequence && l.pp > 1
+                                    ? parallel::pipeline::cutsFromSplit(c.pipelineSplit, n, chunks)
+                                    : parallel::pipeline::balancedCuts(cost, chunks);
+  l.stageLayers.assign(l.pp, {});
+  for (int k = 0; k < static_cast<int>(cuts.size()); ++k)
+    for (int layer = cuts[k]; layer < parallel::pipeline::stageEnd(cuts, k, n); ++layer)
+      l.stageLayers[k % l.pp].push_back(layer);
+  // A tied lm_head on another stage than the embedding keeps its own copy.
+  if (l.pp > 1 && profile.languageModel && !profile.layers.empty() && !profile.layers[0].tensors.empty())
+    l.tiedCopy = profile.layers[0].tensors[0];
+  return l;
+}
+
+RankGroup meshGroup(const Layout& l, MeshDim dim) {
+  const parallel::MeshShape shape{l.dp, l.pp, l.tp};
+  const int size = dim == MeshDim::Replicas ? l.dp : dim == MeshDim::Pipeline ? l.pp : l.tp;
+  RankGroup g;
+  g.size = size;
+  if (size <= 1) return g;
+  // Each group's key is the rank's coordinates without the dimension's own.
+  auto key = [&](int rank) {
+    parallel::MeshCoord c = parallel::meshCoord(rank, shape, l.spread);
+    if (dim == MeshDim::Replicas) c.replica = 0;
+    if (dim == MeshDim::Pipeline) c.stage = 0;
+    if (dim == MeshDim::Tensor) c.slice = 0;
+    return parallel::meshRank(c, shape, l.spread);
+  };
+  const int world = l.dp * l.pp * l.tp;
+  std::map<int, std::set<int>> hostsOf;  // group -> hosts
+  for (int r = 0; r < world; ++r) hostsOf[key(r)].insert(l.placement.host(r));
+  const auto& mine = hostsOf[key(0)];
+  g.hostsSpanned = static_cast<int>(mine.size());
+  g.perHost = std::max(1, size / g.hostsSpanned);
+  // Groups that cross host 0's link (rank 0's host) at the same time.
+  int crossing = 0;
+  for (const auto& [k, hosts] : hostsOf)
+    if (hosts.size() > 1 && hosts.count(0)) ++crossing;
+  g.concurrentPerHost = std::max(1, crossing);
+  return g;
+}
+
+}  // namespace dtrain::plan

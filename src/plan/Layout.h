@@ -1,0 +1,44 @@
+#pragma once
+// How a prepared configuration lays the model out on its ranks: the strategy,
+// the mesh (dp x pp x tp, pack or spread), the pipeline's stages and
+// micro-batches, and the parameter servers; what the cost model and the
+// memory model read instead of the raw options.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "api/RunConfig.h"
+#include "plan/Collectives.h"
+#include "plan/ModelProfile.h"
+
+namespace dtrain::plan {
+
+struct Layout {
+  std::string strategy;
+  int ranks = 1;
+  int dp = 1, pp = 1, tp = 1, v = 1;  // v: model chunks per stage (interleaved 1F1B)
+  bool spread = false;
+  int64_t microBatches = 1;     // per optimizer step (pipeline micro-batches or accumulate)
+  int64_t microBatchSize = 1;   // samples
+  int64_t samplesPerStep = 1;   // the global batch
+  int servers = 0, workers = 1; // ps
+  // Layers of each stage (its v chunks together), indices into the profile.
+  std::vector<std::vector<int>> stageLayers;
+  // Elements the last stage holds twice (the tied embedding of lm_head).
+  int64_t tiedCopy = 0;
+  Placement placement;
+};
+
+// `hosts`: the hosts a backend mpi run spreads over (local: one). The stages
+// are cut as the trainer cuts them (parallel/pipeline/Partition.h): by hand
+// (--pipeline-split, where the profile's layers are the model's sequence), or
+// balanced by each layer's forward + backward time, `layerCost` (empty: FLOPs).
+Layout layoutFor(const api::RunConfig& rc, const ModelProfile& profile, int hosts,
+                 const std::vector<double>& layerCost = {});
+
+// The group of `rank`'s mesh neighbours along one dimension and how many such
+// groups cross a host's link at once.
+enum class MeshDim { Replicas, Pipeline, Tensor };
+RankGroup meshGroup(const Layout& l, MeshDim dim);
+
+}  // namespace dtrain::plan

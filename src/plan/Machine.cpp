@@ -1,0 +1,239 @@
+#include "plan/Machine.h"
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/Error.h"
+
+namespace dtrain::plan {
+
+namespace {
+
+using nlohmann::json;
+
+// Walks one JSON object of the file: every key must be known, every value of
+// the type asked; messages name the file and the key's path.
+struct MachineReader {
+  std::string file;
+
+  [[noreturn]] void fail(const std::string& path, const std::string& problem) const {
+    throw UsageError("machine file " + file + ": " + (path.empty() ? "" : path + ": ") + problem);
+  }
+  void onlyKeys(const json& obj, const std::string& path, const std::set<std::string>& known) const {
+    if (!obj.is_object()) fail(path, "must be an object");
+    for (const auto& [key, value] : obj.items()) {
+      if (known.count(key)) continue;
+      std::string names;
+      for (const auto& k : known) names += (names.empty() ? "" : ", ") + k;
+      fail(path.empty() ? key : path + "." + key, "unknown key (known: " + names + ")");
+    }
+  }
+  static std::string join(const std::string& path, const std::string& key) {
+    return path.empty() ? key : path + "." + key;
+  }
+  double number(const json& obj, const std::string& path, const std::string& key, bool positive) const {
+    const std::string p = join(path, key);
+    if (!obj.contains(key)) fail(p, "missing");
+    const json& v = obj.at(key);
+    if (!v.is_number()) fail(p, "must be a number, got " + std::string(v.type_name()));
+    const double x = v.get<double>();
+    if (positive && !(x > 0)) fail(p, "must be > 0, got " + v.dump());
+    if (!positive && x < 0) fail(p, "must be >= 0, got " + v.dump());
+    return x;
+  }
+  int64_t integer(const json& obj, const std::string& path, const std::string& key) const {
+    const std::string p = join(path, key);
+    if (!obj.contains(key)) fail(p, "missing");
+    const json& v = obj.at(key);
+    if (!v.is_number_integer() && !(v.is_number() && v.get<double>() == static_cast<int64_t>(v.get<double>())))
+      fail(p, "must be an integer, got " + v.dump());
+    const auto x = static_cast<int64_t>(v.get<double>());
+    if (x < 1) fail(p, "must be >= 1, got " + v.dump());
+    return x;
+  }
+  std::string text(const json& obj, const std::string& path, const std::string& key) const {
+    const std::string p = join(path, key);
+    if (!obj.contains(key)) fail(p, "missing");
+    if (!obj.at(key).is_string()) fail(p, "must be a string, got " + std::string(obj.at(key).type_name()));
+    return obj.at(key).get<std::string>();
+  }
+
+  LinkCost link(const json& obj, const std::string& path, bool fitKeys = false) const {
+    if (fitKeys) onlyKeys(obj, path, {"ranks", "ranks_per_host", "alpha_s", "bytes_per_s"});
+    else onlyKeys(obj, path, {"alpha_s", "bytes_per_s"});
+    return {number(obj, path, "alpha_s", false), number(obj, path, "bytes_per_s", true)};
+  }
+
+  static std::optional<LinkKind> kind(const std::string& key) {
+    if (key == "same_process") return LinkKind::SameProcess;
+    if (key == "intra_host") return LinkKind::IntraHost;
+    if (key == "inter_host") return LinkKind::InterHost;
+    if (key == "inter_host_shared") return LinkKind::InterHostShared;
+    return std::nullopt;
+  }
+  static const std::set<std::string>& linkKeys() {
+    static const std::set<std::string> k{"same_process", "intra_host", "inter_host"};
+    return k;
+  }
+
+  void compute(const json& c, Machine& m) const {
+    onlyKeys(c, "compute", {"flops_per_s", "memory_bytes_per_s"});
+    if (!c.contains("flops_per_s")) fail("compute.flops_per_s", "missing");
+    const json& f = c.at("flops_per_s");
+    onlyKeys(f, "compute.flops_per_s", {"fp32", "bf16", "fp16"});
+    for (const auto& [precision, v] : f.items())
+      m.flopsPerS[precision] = number(f, "compute.flops_per_s", precision, true);
+    if (m.flopsPerS.empty()) fail("compute.flops_per_s", "needs at least one precision (fp32, bf16, fp16)");
+    m.memoryBytesPerS = number(c, "compute", "memory_bytes_per_s", true);
+  }
+
+  void collectives(const json& c, Machine& m) const {
+    onlyKeys(c, "collectives", {"same_process", "intra_host", "inter_host", "inter_host_shared"});
+    static const std::set<std::string> algos{"allreduce_ring", "allreduce_hier", "allreduce_rhd",
+                                             "allreduce_tree", "allgather_ring",
+                                             "reduce_scatter_ring", "broadcast"};
+    for (const auto& [where, fits] : c.items()) {
+      const std::string path = "collectives." + where;
+      onlyKeys(fits, path, algos);
+      for (const auto& [algo, fit] : fits.items()) {
+        const std::string p = path + "." + algo;
+        CollectiveFit cf;
+        cf.cost = link(fit, p, true);
+        cf.ranks = static_cast<int>(integer(fit, p, "ranks"));
+        cf.ranksPerHost = static_cast<int>(integer(fit, p, "ranks_per_host"));
+        m.collectives[*kind(where)][algo] = cf;
+      }
+    }
+  }
+
+  ModelTime modelTime(const json& t, const std::string& path) const {
+    onlyKeys(t, path, {"forward_s", "backward_s", "update_s", "layers"});
+    ModelTime mt{number(t, path, "forward_s", false), number(t, path, "backward_s", false),
+                 number(t, path, "update_s", false), {}};
+    if (!t.contains("layers")) return mt;
+    if (!t.at("layers").is_array()) fail(path + ".layers", "must be an array");
+    int i = 0;
+    for (const json& l : t.at("layers")) {
+      const std::string p = path + ".layers[" + std::to_string(i++) + "]";
+      onlyKeys(l, p, {"name", "params", "forward_s", "backward_s", "activation_bytes"});
+      LayerTime lt;
+      lt.name = text(l, p, "name");
+      lt.params = static_cast<int64_t>(number(l, p, "params", false));
+      lt.forwardS = number(l, p, "forward_s", false);
+      lt.backwardS = number(l, p, "backward_s", false);
+      lt.activationBytes = static_cast<int64_t>(number(l, p, "activation_bytes", false));
+      mt.layers.push_back(lt);
+    }
+    return mt;
+  }
+
+  void models(const json& ms, Machine& m) const {
+    if (!ms.is_object()) fail("models", "must be an object (model name -> calibration)");
+    for (const auto& [model, cal] : ms.items()) {
+      const std::string path = "models." + model;
+      onlyKeys(cal, path, {"precision", "threads", "optimizer", "params", "micro_batches"});
+      ModelCalibration mc;
+      if (cal.contains("precision")) mc.precision = text(cal, path, "precision");
+      if (cal.contains("optimizer")) mc.optimizer = text(cal, path, "optimizer");
+      if (cal.contains("params")) mc.params = integer(cal, path, "params");
+      if (cal.contains("threads")) mc.threads = static_cast<int>(integer(cal, path, "threads"));
+      if (!cal.contains("micro_batches") || !cal.at("micro_batches").is_object())
+        fail(path + ".micro_batches", "missing (an object: micro-batch size -> times)");
+      for (const auto& [size, t] : cal.at("micro_batches").items()) {
+        int64_t b = 0;
+        try {
+          size_t used = 0;
+          b = std::stoll(size, &used);
+          if (used != size.size()) b = 0;
+        } catch (const std::exception&) {}
+        if (b < 1) fail(path + ".micro_batches." + size, "the key must be a micro-batch size (an integer >= 1)");
+        mc.microBatches[b] = modelTime(t, path + ".micro_batches." + size);
+      }
+      m.models[model] = mc;
+    }
+  }
+
+  Machine read(const json& j) const {
+    onlyKeys(j, "", {"format", "name", "hosts", "devices_per_host", "memory_per_device_bytes",
+                     "compute", "links", "collectives", "models"});
+    if (!j.contains("format")) fail("format", std::string("missing (expected \"") + kMachineFormat + "\")");
+    const std::string format = text(j, "", "format");
+    if (format != kMachineFormat)
+      fail("format", "is \"" + format + "\", expected \"" + kMachineFormat + "\"");
+    Machine m;
+    if (j.contains("name")) m.name = text(j, "", "name");
+    if (j.contains("hosts")) m.hosts = static_cast<int>(integer(j, "", "hosts"));
+    m.devicesPerHost = static_cast<int>(integer(j, "", "devices_per_host"));
+    m.memoryPerDeviceBytes = static_cast<int64_t>(number(j, "", "memory_per_device_bytes", true));
+    if (!j.contains("compute")) fail("compute", "missing");
+    compute(j.at("compute"), m);
+    if (!j.contains("links")) fail("links", "missing");
+    const json& links = j.at("links");
+    onlyKeys(links, "links", linkKeys());
+    for (const auto& [where, l] : links.items()) m.links[*kind(where)] = link(l, "links." + where);
+    if (!m.links.count(LinkKind::InterHost) && !m.links.count(LinkKind::IntraHost))
+      fail("links", "needs intra_host or inter_host");
+    if (j.contains("collectives")) collectives(j.at("collectives"), m);
+    if (j.contains("models")) models(j.at("models"), m);
+    return m;
+  }
+};
+
+}  // namespace
+
+const char* linkKindName(LinkKind k) {
+  switch (k) {
+    case LinkKind::SameProcess: return "same_process";
+    case LinkKind::IntraHost: return "intra_host";
+    case LinkKind::InterHostShared: return "inter_host_shared";
+    default: return "inter_host";
+  }
+}
+
+double Machine::flops(const std::string& precision) const {
+  if (auto it = flopsPerS.find(precision); it != flopsPerS.end()) return it->second;
+  if (auto it = flopsPerS.find("fp32"); it != flopsPerS.end()) return it->second;
+  return flopsPerS.begin()->second;
+}
+
+const LinkCost& Machine::link(LinkKind k) const {
+  if (k == LinkKind::InterHostShared) k = LinkKind::InterHost;
+  // A file without same_process uses intra_host for it, one without
+  // intra_host (a single-device host) inter_host, and the reverse.
+  static const LinkKind order[] = {LinkKind::SameProcess, LinkKind::IntraHost, LinkKind::InterHost};
+  for (int i = static_cast<int>(k); i < 3; ++i)
+    if (auto it = links.find(order[i]); it != links.end()) return it->second;
+  for (int i = static_cast<int>(k); i >= 0; --i)
+    if (auto it = links.find(order[i]); it != links.end()) return it->second;
+  throw UsageError("machine file: no link described");
+}
+
+const CollectiveFit* Machine::collective(LinkKind k, const std::string& algo) const {
+  auto it = collectives.find(k);
+  if (it == collectives.end()) return nullptr;
+  auto a = it->second.find(algo);
+  return a == it->second.end() ? nullptr : &a->second;
+}
+
+Machine parseMachine(const std::string& text, const std::string& name) {
+  json j;
+  try {
+    j = json::parse(text, nullptr, true, /*ignore_comments=*/true);
+  } catch (const json::parse_error& e) {
+    throw UsageError("machine file " + name + ": not JSON (" + e.what() + ")");
+  }
+  return MachineReader{name}.read(j);
+}
+
+Machine readMachine(const std::string& path) {
+  std::ifstream in(path);
+  DTRAIN_CHECK_USAGE(in.good(), "machine file ", path, ": cannot be read (missing?)");
+  std::stringstream text;
+  text << in.rdbuf();
+  return parseMachine(text.str(), path);
+}
+
+}  // namespace dtrain::plan

@@ -1,0 +1,85 @@
+#pragma once
+// The machine file (docs/guide/machine-files.md, format "dtrain-machine-1"):
+// what `dtrain calibrate` measured, or a hand-written description of a
+// cluster (plan/clusters/*.json), read by `dtrain simulate` and `dtrain plan`.
+// Every time in seconds, size in bytes, rate per second; a message of b bytes
+// costs alpha_s + b / bytes_per_s. Reading refuses what a typo or a wrong
+// number would silently turn into a wrong prediction: unknown keys, wrong
+// types, negative or zero rates, another format tag (one line, UsageError).
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace dtrain::plan {
+
+inline constexpr const char* kMachineFormat = "dtrain-machine-1";
+
+// alpha-beta: the time of one message of b bytes is alphaS + b / bytesPerS.
+struct LinkCost {
+  double alphaS = 0;
+  double bytesPerS = 0;
+  double time(double bytes) const { return alphaS + bytes / bytesPerS; }
+};
+
+// A calibrated fit of a whole collective at the ranks it was measured on.
+struct CollectiveFit {
+  int ranks = 0, ranksPerHost = 0;
+  LinkCost cost;
+};
+
+// Where two ranks talk: threads of one process, processes of one host, hosts.
+// InterHostShared: collectives only (calibrate's fits measured with several
+// ranks per host sharing each host's link and cores).
+enum class LinkKind { SameProcess, IntraHost, InterHost, InterHostShared };
+const char* linkKindName(LinkKind k);
+
+// Measured compute of one of dtrain's models at one micro-batch size.
+struct LayerTime {
+  std::string name;
+  int64_t params = 0;
+  double forwardS = 0, backwardS = 0;
+  int64_t activationBytes = 0;
+};
+struct ModelTime {
+  double forwardS = 0, backwardS = 0, updateS = 0;
+  std::vector<LayerTime> layers;
+};
+struct ModelCalibration {
+  std::string precision = "fp32";
+  int threads = 1;
+  std::string optimizer;  // the optimizer update_s was measured with ("": not said)
+  int64_t params = 0;     // the model's parameters when measured (0: not said)
+  std::map<int64_t, ModelTime> microBatches;  // by micro-batch size
+};
+
+struct Machine {
+  std::string name;
+  std::optional<int> hosts;
+  int devicesPerHost = 1;
+  int64_t memoryPerDeviceBytes = 0;
+  std::map<std::string, double> flopsPerS;  // by precision: fp32, bf16, fp16
+  double memoryBytesPerS = 0;
+  std::map<LinkKind, LinkCost> links;
+  // collectives[link][algorithm], e.g. [InterHost]["allreduce_ring"].
+  std::map<LinkKind, std::map<std::string, CollectiveFit>> collectives;
+  std::map<std::string, ModelCalibration> models;
+
+  // The GEMM rate at `precision` (fp32 when the file has no other).
+  double flops(const std::string& precision) const;
+  // The link, falling back to the next slower kind the file describes.
+  const LinkCost& link(LinkKind k) const;
+  // The calibrated fit of `algo` over `k`, if the file has one.
+  const CollectiveFit* collective(LinkKind k, const std::string& algo) const;
+};
+
+// Reads and validates a machine file; one-line UsageError naming the file and
+// the key on any problem (a missing file too).
+Machine readMachine(const std::string& path);
+// The same from JSON text; `name` stands for the file in messages.
+Machine parseMachine(const std::string& text, const std::string& name);
+
+}  // namespace dtrain::plan

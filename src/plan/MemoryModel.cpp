@@ -1,0 +1,118 @@
+#include "plan/MemoryModel.h"
+
+#include <algorithm>
+
+#include "parallel/Mesh.h"
+#include "plan/PipelineSim.h"
+
+namespace dtrain::plan {
+
+double zeroPaperBytes(int stage, double psi, int n, double k) {
+  switch (stage) {
+    case 0: return (2 + 2 + k) * psi;
+    case 1: return 4 * psi + k * psi / n;
+    case 2: return 2 * psi + (2 + k) * psi / n;
+    default: return (4 + k) * psi / n;
+  }
+}
+
+double optimizerBytesPerParam(const runtime::TrainConfig& c) {
+  const std::string& o = c.optimizer;
+  if (o == "adam" || o == "adamw" || o == "lamb") return 8;
+  if (o == "sgd" || o == "lars") return c.momentum.value_or(0.9) > 0 ? 4 : 0;
+  if (o == "adagrad") return 4;
+  return 0;  // lbfgs keeps its history pairs: not modelled
+}
+
+namespace {
+
+// Parameters of one stage's slice (tensor parallelism cuts part of them).
+double stageParams(const Layout& l, const ModelProfile& p, int stage) {
+  double n = 0;
+  for (int i : l.stageLayers[stage]) {
+    const auto& layer = p.layers[i];
+    const double whole = static_cast<double>(layer.params() - layer.tensorParallelParams);
+    n += whole + static_cast<double>(layer.tensorParallelParams) / l.tp;
+  }
+  if (stage == l.pp - 1 && l.pp > 1) n += static_cast<double>(l.tiedCopy);
+  return n;
+}
+
+// Activations one micro-batch of one sample leaves on a stage until its
+// backward. With recomputation a block keeps only its input, and its backward
+// holds the recomputed block (plus temporaries) after the layers above it have
+// freed theirs: the larger of the two counts (measured on the trainer).
+double stageActivations(const api::RunConfig& rc, const Layout& l, const ModelProfile& p, int stage) {
+  const bool recompute = rc.train.recompute != "none";
+  double kept = 0, whole = 0, biggest = 0;
+  for (int i : l.stageLayers[stage]) {
+    const auto& layer = p.layers[i];
+    const double full = layer.activationBytes + layer.activationBytesCut / l.tp;
+    if (recompute && layer.recomputeKeptBytes > 0) {
+      kept += layer.recomputeKeptBytes;
+      biggest = std::max(biggest, full + p.recomputeExtraBytes);
+    } else {
+      whole += full;
+    }
+  }
+  return kept + std::max(whole, biggest);
+}
+
+}  // namespace
+
+std::vector<RankMemory> predictMemory(const api::RunConfig& rc, const Layout& l, const ModelProfile& p) {
+  const auto& c = rc.train;
+  const double opt = optimizerBytesPerParam(c);
+  std::vector<RankMemory> out;
+  const int meshRanks = l.dp * l.pp * l.tp;
+  const bool ps = l.strategy == "ps";
+  for (int r = 0; r < l.ranks; ++r) {
+    RankMemory m;
+    if (ps && r < l.servers) {
+      // A server holds its shard of the parameters and of the optimizer's state.
+      const double shard = static_cast<double>(p.params()) / l.servers;
+      m.parameters = 4 * shard;
+      m.optimizerState = opt * shard;
+      m.peak = m.modelStates();
+      out.push_back(m);
+      continue;
+    }
+    const int stage = ps || r >= meshRanks ? 0 : parallel::meshCoord(r, {l.dp, l.pp, l.tp}, l.spread).stage;
+    const double psi = stageParams(l, p, stage);
+    const int n = l.dp;
+    const int zero = l.strategy == "ps" ? 0 : c.zero;
+    m.parameters = 4 * psi / (zero >= 3 ? n : 1);
+    m.gradients = 4 * psi / (zero >= 2 ? n : 1);
+    m.optimizerState = opt * psi / (zero >= 1 ? n : 1);
+    if (c.offload == "optimizer" || c.offload == "params") std::swap(m.offloaded, m.optimizerState);
+    if (c.offload == "params") {
+      m.offloaded += m.parameters;
+      m.parameters = 0;
+    }
+    const double perSample = stageActivations(rc, l, p, stage);
+    // Micro-batches whose activations a stage holds at once: all of them
+    // (GPipe), 1F1B's warm-up depth, one without a pipeline.
+    // dtrain's own schedule says how many (micro-batch, chunk) pairs it holds.
+    double inFlight = 1;
+    if (l.pp > 1)
+      inFlight = pipelineInFlight(c.pipelineSchedule, stage, l.pp, static_cast<int>(l.microBatches), l.v) /
+                 static_cast<double>(l.v);
+    m.activationsPeak = static_cast<double>(l.microBatchSize) * perSample * inFlight;
+    // The peak: the states and the larger of the activations (end of
+    // forward) and what the step's collectives hold for a moment (around the
+    // update), measured on the trainer: ZeRO 1 a gradient shard, ZeRO 2 the
+    // full gradient (during backward, with the activations), ZeRO 3 the
+    // gathered parameters with the activations, or gathered parameters and
+    // gradients at the update.
+    const double whole = 4 * psi;
+    double extra = m.activationsPeak;
+    if (zero == 1) extra = std::max(m.activationsPeak, whole / n);
+    if (zero == 2) extra = m.activationsPeak + whole;
+    if (zero == 3) extra = std::max(m.activationsPeak + whole, 2 * whole + whole / (2.0 * n));
+    m.peak = m.modelStates() + extra + 2048;
+    out.push_back(m);
+  }
+  return out;
+}
+
+}  // namespace dtrain::plan

@@ -1,0 +1,33 @@
+#pragma once
+// Memory per rank, two ways:
+//  - ZeRO's formulas (Rajbhandari et al. 2020, Figure 1): mixed-precision
+//    Adam keeps 2 bytes of fp16 parameters, 2 of fp16 gradients and K = 12 of
+//    fp32 master weights, momentum and variance per parameter (Psi):
+//    baseline (2 + 2 + K) Psi, stage 1 4 Psi + K Psi / N, stage 2
+//    2 Psi + (2 + K) Psi / N, stage 3 (4 + K) Psi / N.
+//  - dtrain's own categories as the trainer reports them in memory_per_rank
+//    (fp32 parameters and gradients, the optimizer's fp32 state), per rank of
+//    the configuration's layout, with activations from the model profile.
+#include <vector>
+
+#include "api/RunConfig.h"
+#include "plan/Layout.h"
+#include "plan/ModelProfile.h"
+
+namespace dtrain::plan {
+
+double zeroPaperBytes(int stage, double params, int ranks, double k = 12);
+
+struct RankMemory {
+  double parameters = 0, gradients = 0, optimizerState = 0, activationsPeak = 0, peak = 0,
+         offloaded = 0;
+  double modelStates() const { return parameters + gradients + optimizerState; }
+};
+
+// fp32 optimizer state bytes per parameter (sgd with momentum 4, adam 8...).
+double optimizerBytesPerParam(const runtime::TrainConfig& c);
+
+// One entry per rank, in rank order.
+std::vector<RankMemory> predictMemory(const api::RunConfig& rc, const Layout& l, const ModelProfile& p);
+
+}  // namespace dtrain::plan

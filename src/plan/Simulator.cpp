@@ -1,0 +1,272 @@
+#include "plan/Simulator.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "parallel/Mesh.h"
+#include "plan/Collectives.h"
+#include "plan/PipelineSim.h"
+
+namespace dtrain::plan {
+
+double compressionRatio(const runtime::TrainConfig& c, double width) {
+  const std::string& k = c.compress;
+  if (k == "none") return 1;
+  if (k == "fp16" || k == "bf16") return 0.5;
+  if (k == "qsgd") return c.compressBits / 32.0;
+  if (k == "topk" || k == "randomk") return std::min(1.0, 2 * c.compressRatio);  // value + index
+  if (k == "onebit" || k == "signsgd") return 1 / 32.0;
+  if (k == "powersgd") return std::min(1.0, 1.25 * c.compressRank / std::max(1.0, width));  // P, Q of [C, 4C]
+  return 1;
+}
+
+std::string lossyChoice(const runtime::TrainConfig& c) {
+  if (c.compress != "none") return "--compress " + c.compress;
+  if (c.strategy == "hogwild") return "--strategy hogwild";
+  if (c.strategy == "local-sgd") return "--strategy local-sgd";
+  if (c.strategy == "ps" && c.consistency != "sync") return "--consistency " + c.consistency;
+  return "";
+}
+
+namespace {
+
+// Allgather-based compressors (topk, qsgd...) gather every rank's message.
+bool gathersCompressed(const std::string& k) {
+  return k == "topk" || k == "randomk" || k == "qsgd" || k == "onebit" || k == "signsgd";
+}
+
+// ZeRO 3 (parallel/zero): the units forward used last stay gathered into
+// backward (measured on the trainer's bytes_sent_per_worker): the last layer,
+// and for a language model the last block and the embedding (lm_head's tied
+// weight is used at the end of forward).
+double zero3RegatheredFraction(const ModelProfile& p, const Layout& l) {
+  if (l.pp > 1 || p.layers.empty()) return 1;
+  const size_t n = p.layers.size();
+  double kept = static_cast<double>(p.layers[n - 1].params());
+  if (p.languageModel && n >= 3) kept += static_cast<double>(p.layers[n - 2].params() + p.layers[0].params());
+  return 1 - kept / std::max(1.0, static_cast<double>(p.params()));
+}
+
+struct StageCompute {
+  double forwardS = 0, backwardS = 0, recomputeS = 0;  // one micro-batch through the stage
+  double params = 0;                                    // the rank's parameters (its tp slice)
+  int tensorSums = 0;
+};
+
+// Measured times of the machine file's "models" section at the nearest micro-batch size.
+const ModelTime* calibrated(const Machine& m, const std::string& model, int64_t mbs, double* scale) {
+  auto it = m.models.find(model);
+  if (it == m.models.end() || it->second.microBatches.empty()) return nullptr;
+  const auto& sizes = it->second.microBatches;
+  auto best = sizes.begin();
+  for (auto s = sizes.begin(); s != sizes.end(); ++s)
+    if (std::abs(std::log(static_cast<double>(s->first) / mbs)) <
+        std::abs(std::log(static_cast<double>(best->first) / mbs)))
+      best = s;
+  *scale = static_cast<double>(mbs) / static_cast<double>(best->first);
+  return &best->second;
+}
+
+// One micro-batch of `mbs` samples through each layer, forward and backward,
+// on one rank whose rate is shared `share` ways, the layers cut by tensor
+// parallelism `tp` ways. Measured (the machine file's "models" entry: the
+// layer's own times when calibrate recorded them, the sequence's layers it
+// stands for; else its FLOP share of the whole) or FLOPs at the GEMM rate
+// plus elementwise bytes at the memory rate, backward twice the forward.
+std::vector<std::pair<double, double>> layerTimes(const api::RunConfig& rc, const Machine& m,
+                                                  const ModelProfile& p, int64_t mbs, int tp, double share) {
+  const auto& c = rc.train;
+  const double rate = m.flops(c.precision) / share;
+  const double memRate = m.memoryBytesPerS / share;
+  double scale = 1;
+  const ModelTime* t = calibrated(m, c.model, mbs, &scale);
+  const double totalFlops = std::max(p.forwardFlops(), 1.0);
+  std::vector<std::pair<double, double>> out;
+  for (const LayerProfile& layer : p.layers) {
+    const double cut = layer.computeCut ? tp : 1;
+    double f = 0, b = 0;
+    if (t) {
+      bool found = false;
+      for (const auto& x : t->layers)
+        for (const auto& n : layer.sequenceNames)
+          if (x.name == n) {
+            f += x.forwardS;
+            b += x.backwardS;
+            found = true;
+          }
+      const double part = p.layers.size() == 1 ? 1 : layer.forwardFlops / totalFlops;
+      if (!found) f = t->forwardS * part, b = t->backwardS * part;
+      f *= scale * share / cut;
+      b *= scale * share / cut;
+    } else {
+      const double elementwise = layer.elementwiseBytes + layer.elementwiseBytesCut / cut;
+      f = static_cast<double>(mbs) * (layer.forwardFlops / cut / rate + elementwise / memRate);
+      b = 2 * f;
+    }
+    out.emplace_back(f, b);
+  }
+  return out;
+}
+
+std::vector<StageCompute> stageCompute(const api::RunConfig& rc, const Machine& m, const ModelProfile& p,
+                                       const Layout& l, double* updateS) {
+  const auto& c = rc.train;
+  const bool recompute = c.recompute != "none";
+  // Ranks of one host share its cores: their rate divides when they outnumber them.
+  const double share =
+      std::max(1.0, static_cast<double>(l.placement.ranksPerHost) * c.threads / m.devicesPerHost);
+  const auto times = layerTimes(rc, m, p, l.microBatchSize, l.tp, share);
+  std::vector<StageCompute> out(l.pp);
+  for (int s = 0; s < l.pp; ++s) {
+    StageCompute& sc = out[s];
+    for (int i : l.stageLayers[s]) {
+      const LayerProfile& layer = p.layers[i];
+      const auto [f, b] = times[i];
+      sc.forwardS += f;
+      sc.backwardS += b;
+      if (recompute && layer.recomputeKeptBytes > 0) sc.recomputeS += f;
+      sc.params += static_cast<double>(layer.params() - layer.tensorParallelParams) +
+                   static_cast<double>(layer.tensorParallelParams) / l.tp;
+      sc.tensorSums += layer.tensorParallelSums;
+    }
+    if (s == l.pp - 1 && l.pp > 1) sc.params += static_cast<double>(l.tiedCopy);
+  }
+  // The measured update counts only for the optimizer it was measured with.
+  double scale = 1;
+  const ModelTime* t = calibrated(m, c.model, l.microBatchSize, &scale);
+  const std::string& measuredWith = t ? m.models.at(c.model).optimizer : std::string();
+  *updateS = t && (measuredWith.empty() || measuredWith == c.optimizer) ? t->updateS * share : -1;
+  return out;
+}
+
+}  // namespace
+
+Prediction simulate(const api::RunConfig& rc, const Machine& m, const SimulateOptions& o) {
+  return simulate(rc, m, profileFor(rc, m.models.count(rc.train.model) > 0), o);
+}
+
+Prediction simulate(const api::RunConfig& rc, const Machine& m, const ModelProfile& p,
+                    const SimulateOptions& o) {
+  const auto& c = rc.train;
+  Prediction r;
+  // Stages balanced as the trainer balances them: by each layer's time on one micro-batch.
+  std::vector<double> cost;
+  if (c.pipelineStages > 1)
+    for (const auto& [f, b] : layerTimes(rc, m, p, 1, 1, 1)) cost.push_back(f + b);
+  Layout& l = r.layout = layoutFor(rc, p, o.hosts > 0 ? o.hosts : m.hosts.value_or(1), cost);
+  double calibratedUpdate = -1;
+  const auto stages = stageCompute(rc, m, p, l, &calibratedUpdate);
+  const double act = static_cast<double>(l.microBatchSize * p.tokensPerSample * p.width) * p.elementBytes;
+  // Tensor-parallel sums per micro-batch, on the stage's critical path.
+  const RankGroup tpGroup = meshGroup(l, MeshDim::Tensor);
+  const double tpSum = l.tp > 1 ? allreduceTime(m, l.placement, tpGroup, act, "ring") : 0;
+  const int sumsPerLayer = c.recompute != "none" ? 3 : 2;  // forward, backward, recomputed forward
+  std::vector<double> fwd(l.pp), bwd(l.pp);
+  double slowest = 0, slowestTp = 0, tpBytes = 0;
+  for (int s = 0; s < l.pp; ++s) {
+    const double tpS = tpSum * stages[s].tensorSums * sumsPerLayer;
+    fwd[s] = (stages[s].forwardS + tpSum * stages[s].tensorSums) / l.v;
+    bwd[s] = (stages[s].backwardS + stages[s].recomputeS + tpS - tpSum * stages[s].tensorSums) / l.v;
+    const double compute = stages[s].forwardS + stages[s].backwardS + stages[s].recomputeS;
+    if (compute > slowest) slowest = compute, slowestTp = tpS;
+    tpBytes = std::max(tpBytes, ringAllreduceBytesPerRank(l.tp, act) * stages[s].tensorSums * sumsPerLayer);
+  }
+  const double mb = static_cast<double>(l.microBatches);
+  r.computeS = mb * slowest;
+  double tpExposed = mb * slowestTp, p2pExposed = 0;
+  r.bytesPerRank = tpBytes * mb;
+  if (l.pp > 1) {
+    const RankGroup pipe = meshGroup(l, MeshDim::Pipeline);
+    const double p2p = p2pTime(m, l.placement, 0, pipe.hostsSpanned > 1 ? l.placement.ranksPerHost : 0, act,
+                               pipe.concurrentPerHost);
+    const int micro = static_cast<int>(l.microBatches);
+    const double bare = simulatePipeline(c.pipelineSchedule, l.pp, micro, l.v, fwd, bwd, 0, false).makespan;
+    const PipelineRun run = simulatePipeline(c.pipelineSchedule, l.pp, micro, l.v, fwd, bwd, p2p, true);
+    r.bubbleS = std::max(0.0, bare - r.computeS - tpExposed);
+    p2pExposed = run.makespan - bare;
+    r.bytesPerRank += 2 * mb * l.v * act;
+    for (const auto& op : run.ops) {
+      const int rank = parallel::meshRank({0, op.stage, 0}, {l.dp, l.pp, l.tp}, l.spread);
+      r.spans.push_back({rank, 0, std::string(op.forward ? "F" : "B") + std::to_string(op.micro), "pipeline",
+                         op.start * 1e6, (op.end - op.start) * 1e6});
+    }
+  }
+  // Gradients across replicas (or to the parameter servers).
+  double gradParams = 0;
+  for (const auto& s : stages) gradParams = std::max(gradParams, s.params);
+  const double ratio = compressionRatio(c, static_cast<double>(p.width));
+  const double gradBytes = 4 * gradParams;
+  double dpS = 0, dpExposed = 0;
+  const double lastBackward = stages.back().backwardS + stages.back().recomputeS;
+  if (l.strategy == "ps") {
+    // Every worker pushes its gradient and pulls the parameters; the servers'
+    // host link carries all workers' traffic, a worker host's link its workers'.
+    const int hostsUsed = l.placement.hosts;
+    const int serverHostWorkers = std::max(0, std::min(l.placement.ranksPerHost - l.servers, l.workers));
+    const double remoteWorkers = hostsUsed > 1 ? l.workers - serverHostWorkers : 0;
+    const LinkCost inter = m.link(LinkKind::InterHost);
+    const LinkCost local = m.link(l.placement.threads ? LinkKind::SameProcess : LinkKind::IntraHost);
+    const double pushBytes = gradBytes * ratio, pullBytes = gradBytes;
+    const double serverSide = remoteWorkers * (pushBytes + pullBytes) / inter.bytesPerS +
+                              (l.workers - remoteWorkers) * (pushBytes + pullBytes) / l.servers / local.bytesPerS;
+    const double workerSide = hostsUsed > 1 ? l.placement.ranksPerHost * (pushBytes + pullBytes) / inter.bytesPerS
+                                            : (pushBytes + pullBytes) / local.bytesPerS;
+    dpS = 2 * (hostsUsed > 1 ? inter.alphaS : local.alphaS) + std::max(serverSide, workerSide);
+    const bool async = c.consistency != "sync";
+    dpExposed = async ? std::max(0.0, dpS / c.pushEvery - r.computeS) : dpS;
+    r.bytesPerRank += pushBytes;
+  } else if (l.dp > 1 && l.strategy != "hogwild") {
+    const RankGroup g = meshGroup(l, MeshDim::Replicas);
+    const double bytes = gradBytes * ratio;
+    if (gathersCompressed(c.compress)) {
+      dpS = allgatherTime(m, l.placement, g, bytes * l.dp);
+      r.bytesPerRank += bytes * (l.dp - 1);
+    } else {
+      dpS = allreduceTime(m, l.placement, g, bytes, c.allreduceAlgo);
+      r.bytesPerRank += ringAllreduceBytesPerRank(l.dp, bytes);
+    }
+    if (c.zero == 3) {
+      // Forward gathers every unit's parameters, backward gathers them again
+      // except those still whole from the end of forward; the update's
+      // reduce-scatter is the allreduce's first half: 1.5x at most.
+      const double again = zero3RegatheredFraction(p, l);
+      dpS *= 1 + again / 2;
+      r.bytesPerRank += again * reduceScatterBytesPerRank(l.dp, bytes);
+    }
+    if (l.strategy == "local-sgd") dpS /= static_cast<double>(std::max<int64_t>(1, c.syncEvery));
+    // Overlapped with backward (buckets as gradients are ready), all but the last bucket.
+    const bool overlaps = c.overlap && c.zero == 0 && l.strategy == "allreduce" && c.compress == "none";
+    const double bucket = allreduceTime(m, l.placement, g, std::min(bytes, c.fusionMb * 1048576.0), c.allreduceAlgo);
+    dpExposed = overlaps ? std::max(bucket, dpS - lastBackward) : dpS;
+  }
+  // The update: parameters, gradients and state read, parameters and state written.
+  const double opt = optimizerBytesPerParam(c);
+  const double updated = gradParams / (c.zero >= 1 && l.strategy != "ps" ? l.dp : 1);
+  const double touched = (12 + 2 * opt) * updated;
+  r.optimizerS = calibratedUpdate >= 0 ? calibratedUpdate * updated / std::max(1.0, static_cast<double>(p.params()))
+                                       : touched / m.memoryBytesPerS;
+  if (c.offload != "none") r.optimizerS += 2 * opt * updated / m.memoryBytesPerS;
+  if (c.offload == "params") r.optimizerS += 2 * 4 * updated / m.memoryBytesPerS;
+  r.exposedCommS = tpExposed + p2pExposed + dpExposed;
+  r.commS = tpExposed + p2pExposed + dpS;
+  r.stepS = r.computeS + r.bubbleS + r.exposedCommS + r.optimizerS;
+  const double samples = static_cast<double>(l.strategy == "ps" ? c.batchSize * l.workers : l.samplesPerStep);
+  r.samplesPerS = samples / r.stepS;
+  r.flopsPerStep = samples * (3 * p.forwardFlops());
+  for (const auto& layer : p.layers)
+    if (c.recompute != "none" && layer.recomputeKeptBytes > 0) r.flopsPerStep += samples * layer.forwardFlops;
+  r.memory = predictMemory(rc, l, p);
+  // Why: the largest term.
+  const std::pair<double, std::string> terms[] = {
+      {r.computeS, "compute"},
+      {r.bubbleS, "pipeline bubble"},
+      {dpExposed, l.strategy == "ps" ? "parameter-server traffic" : "gradient sync"},
+      {tpExposed, "tensor-parallel sums"},
+      {p2pExposed, "pipeline messages"},
+      {r.optimizerS, "optimizer"}};
+  const auto* top = std::max_element(std::begin(terms), std::end(terms));
+  r.dominant = top->second + " " + std::to_string(static_cast<int>(std::lround(100 * top->first / r.stepS))) + "%";
+  return r;
+}
+
+}  // namespace dtrain::plan

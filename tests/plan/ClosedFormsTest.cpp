@@ -1,0 +1,82 @@
+// The simulator's pieces against their closed forms: ring allreduce traffic,
+// the pipeline bubble of dtrain's own schedules, ZeRO's memory formulas
+// (Figure 1 of Rajbhandari et al. 2020 to the printed digit), and the shared
+// host link of pack vs spread placement.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "plan/Collectives.h"
+#include "plan/Layout.h"
+#include "plan/MemoryModel.h"
+#include "plan/PipelineSim.h"
+
+using namespace dtrain::plan;
+
+TEST(PlanClosedForms, RingAllreduceSendsTwoNMinusOneOverNBytes) {
+  for (int n : {2, 3, 4, 8, 64}) {
+    EXPECT_DOUBLE_EQ(ringAllreduceBytesPerRank(n, 1000.0), 2.0 * (n - 1) / n * 1000.0);
+    EXPECT_DOUBLE_EQ(reduceScatterBytesPerRank(n, 1000.0), 1.0 * (n - 1) / n * 1000.0);
+    const LinkCost link{1e-3, 1e6};
+    // 2(n-1) steps of latency, then the bytes at the link's rate.
+    EXPECT_NEAR(ringAllreduceTime(n, 1e6, link), 2.0 * (n - 1) * 1e-3 + 2.0 * (n - 1) / n, 1e-12);
+  }
+  EXPECT_EQ(ringAllreduceTime(1, 1e6, {1e-3, 1e6}), 0);
+}
+
+TEST(PlanClosedForms, BubbleIsPMinusOneOverMForGpipeAnd1f1b) {
+  for (const char* schedule : {"gpipe", "1f1b"})
+    for (int p : {2, 4, 8})
+      for (int m : {1, 4, 8, 16}) {
+        const std::vector<double> f(p, 1.0), b(p, 2.0);
+        const double makespan = simulatePipeline(schedule, p, m, 1, f, b, 0, false).makespan;
+        const double compute = m * 3.0;
+        EXPECT_NEAR((makespan - compute) / compute, (p - 1.0) / m, 1e-9) << schedule << " p " << p << " m " << m;
+      }
+}
+
+TEST(PlanClosedForms, InterleavingShrinksTheBubbleVFold) {
+  for (int p : {2, 4})
+    for (int v : {2, 4})
+      for (int m : {p, 2 * p, 4 * p}) {
+        // One chunk takes 1/v of a stage's time.
+        const std::vector<double> f(p, 1.0 / v), b(p, 2.0 / v);
+        const double makespan = simulatePipeline("1f1b", p, m, v, f, b, 0, false).makespan;
+        const double compute = m * 3.0;
+        EXPECT_NEAR((makespan - compute) / compute, (p - 1.0) / (v * m), 1e-9) << "p " << p << " v " << v << " m " << m;
+      }
+}
+
+TEST(PlanClosedForms, ZeroFigure1MemoryPerDevice) {
+  // 7.5B parameters, 64 GPUs, mixed-precision Adam (K = 12): 120, 31.4, 16.6, 1.9 GB.
+  const double psi = 7.5e9;
+  const double printed[] = {120, 31.4, 16.6, 1.9};
+  for (int stage = 0; stage <= 3; ++stage)
+    EXPECT_NEAR(zeroPaperBytes(stage, psi, 64) / 1e9, printed[stage], 0.05) << "stage " << stage;
+  // The formulas themselves: 16 Psi, 4 Psi + 12 Psi / N, 2 Psi + 14 Psi / N, 16 Psi / N.
+  EXPECT_DOUBLE_EQ(zeroPaperBytes(1, 100, 4), 4 * 100 + 12 * 100 / 4.0);
+  EXPECT_DOUBLE_EQ(zeroPaperBytes(2, 100, 4), 2 * 100 + 14 * 100 / 4.0);
+  EXPECT_DOUBLE_EQ(zeroPaperBytes(3, 100, 4), 16 * 100 / 4.0);
+}
+
+TEST(PlanClosedForms, RanksOfAHostShareItsLink) {
+  // 4 hosts x 4 ranks, dp 4 x tp 4. pack: a tensor group on one host, each
+  // replica group spans the 4 hosts and the host's 4 groups cross its link together.
+  Layout l;
+  l.dp = 4;
+  l.tp = 4;
+  l.placement = {4, 4, false};
+  const RankGroup packed = meshGroup(l, MeshDim::Replicas);
+  EXPECT_EQ(packed.hostsSpanned, 4);
+  EXPECT_EQ(packed.concurrentPerHost, 4);
+  EXPECT_EQ(meshGroup(l, MeshDim::Tensor).hostsSpanned, 1);
+  // spread: the replicas are neighbours, the tensor groups cross hosts.
+  l.spread = true;
+  EXPECT_EQ(meshGroup(l, MeshDim::Replicas).hostsSpanned, 1);
+  EXPECT_EQ(meshGroup(l, MeshDim::Tensor).hostsSpanned, 4);
+  Machine m;
+  m.links[LinkKind::InterHost] = {1e-4, 1e8};
+  m.links[LinkKind::IntraHost] = {1e-6, 1e10};
+  const LinkCost shared = groupLink(m, l.placement, packed);
+  EXPECT_DOUBLE_EQ(shared.bytesPerS, 1e8 / 4);
+}

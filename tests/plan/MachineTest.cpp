@@ -1,0 +1,115 @@
+// Machine files: the shipped cluster files read; each kind of mistake refused
+// with one line naming the file and the key (the library's UsageError, and
+// the CLI's exit code 2).
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "cli/CliRunner.h"
+#include "core/Error.h"
+#include "plan/Machine.h"
+
+using namespace dtrain;
+using namespace dtrain::plan;
+
+namespace {
+
+const char* kGoodMachine = R"({
+  "format": "dtrain-machine-1", "name": "test", "hosts": 4, "devices_per_host": 2,
+  "memory_per_device_bytes": 12884901888,
+  "compute": {"flops_per_s": {"fp32": 1.0e11}, "memory_bytes_per_s": 2.0e10},
+  "links": {"same_process": {"alpha_s": 2e-6, "bytes_per_s": 8e9},
+            "inter_host": {"alpha_s": 2e-4, "bytes_per_s": 1.2e7}},
+  "collectives": {"inter_host": {"allreduce_ring": {"ranks": 4, "ranks_per_host": 1, "alpha_s": 1e-3, "bytes_per_s": 6e6}}},
+  "models": {"gpt-small": {"precision": "fp32", "threads": 1, "micro_batches": {"8": {
+      "forward_s": 0.012, "backward_s": 0.025, "update_s": 0.004,
+      "layers": [{"name": "blocks.0", "params": 123, "forward_s": 0.001, "backward_s": 0.002, "activation_bytes": 456}]}}}}
+})";
+
+// kGoodMachine with `from` replaced by `to`.
+std::string edited(const std::string& from, const std::string& to) {
+  std::string s = kGoodMachine;
+  const size_t at = s.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  return s.replace(at, from.size(), to);
+}
+
+std::string refusal(const std::string& text) {
+  try {
+    parseMachine(text, "m.json");
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+  return "(accepted)";
+}
+
+}  // namespace
+
+TEST(PlanMachine, ReadsEverySection) {
+  const Machine m = parseMachine(kGoodMachine, "m.json");
+  EXPECT_EQ(m.hosts.value_or(0), 4);
+  EXPECT_EQ(m.devicesPerHost, 2);
+  EXPECT_DOUBLE_EQ(m.flops("fp32"), 1e11);
+  EXPECT_DOUBLE_EQ(m.flops("bf16"), 1e11);  // falls back to fp32
+  EXPECT_DOUBLE_EQ(m.link(LinkKind::InterHost).bytesPerS, 1.2e7);
+  EXPECT_DOUBLE_EQ(m.link(LinkKind::IntraHost).bytesPerS, 1.2e7);  // no intra_host: the next slower
+  ASSERT_NE(m.collective(LinkKind::InterHost, "allreduce_ring"), nullptr);
+  EXPECT_EQ(m.collective(LinkKind::InterHost, "allreduce_ring")->ranks, 4);
+  const auto& cal = m.models.at("gpt-small").microBatches.at(8);
+  EXPECT_DOUBLE_EQ(cal.backwardS, 0.025);
+  ASSERT_EQ(cal.layers.size(), 1u);
+  EXPECT_EQ(cal.layers[0].activationBytes, 456);
+}
+
+TEST(PlanMachine, ShippedClusterFilesRead) {
+  for (const char* name : {"selene-a100.json", "dgx2-v100.json", "example-cpu.json"}) {
+    const Machine m = readMachine(std::string(DTRAIN_PLAN_CLUSTERS) + "/" + name);
+    EXPECT_GT(m.flops("bf16"), 0) << name;
+    EXPECT_GT(m.memoryPerDeviceBytes, 0) << name;
+  }
+  const Machine selene = readMachine(std::string(DTRAIN_PLAN_CLUSTERS) + "/selene-a100.json");
+  EXPECT_EQ(selene.devicesPerHost, 8);
+  EXPECT_DOUBLE_EQ(selene.flops("bf16"), 312e12);
+}
+
+TEST(PlanMachine, RefusesMistakesInOneLineNamingTheKey) {
+  const std::pair<std::string, std::string> cases[] = {
+      {edited("\"hosts\"", "\"hostz\""), "m.json: hostz: unknown key"},
+      {edited("\"alpha_s\": 2e-4", "\"alpha_s\": \"fast\""), "links.inter_host.alpha_s: must be a number"},
+      {edited("\"bytes_per_s\": 1.2e7", "\"bytes_per_s\": -5"), "links.inter_host.bytes_per_s: must be > 0"},
+      {edited("dtrain-machine-1", "dtrain-machine-0"), "format: is \"dtrain-machine-0\", expected \"dtrain-machine-1\""},
+      {edited("\"fp32\": 1.0e11", "\"fp64\": 1.0e11"), "compute.flops_per_s.fp64: unknown key"},
+      {edited("\"devices_per_host\": 2", "\"devices_per_host\": 2.5"), "devices_per_host: must be an integer"},
+      {edited("\"8\": {", "\"eight\": {"), "micro_batches.eight: the key must be a micro-batch size"},
+      {edited("\"ranks\": 4", "\"rank\": 4"), "allreduce_ring.rank: unknown key"},
+      {"{\"format\": ", "not JSON"}};
+  for (const auto& [text, needle] : cases) {
+    const std::string why = refusal(text);
+    EXPECT_NE(why.find(needle), std::string::npos) << why;
+    EXPECT_EQ(why.find('\n'), std::string::npos) << why;
+  }
+  try {
+    readMachine("/nonexistent/machine.json");
+    FAIL() << "a missing file was read";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("/nonexistent/machine.json: cannot be read"), std::string::npos);
+  }
+}
+
+TEST(PlanMachine, CliRefusesABadMachineFileWithExitCode2) {
+  const std::string dir = test::tempDir();
+  const std::string config = dir + "/run.toml", machine = dir + "/machine.json";
+  std::ofstream(config) << "[model]\nname = \"mlp\"\n[data]\nname = \"synthetic\"\n";
+  std::ofstream(machine) << edited("\"bytes_per_s\": 1.2e7", "\"bytes_per_s\": -5");
+  test::expectError(test::runDtrain("simulate --config " + config + " --machine " + machine), 2,
+                    "links.inter_host.bytes_per_s: must be > 0");
+  test::expectError(test::runDtrain("simulate --config " + config + " --machine " + dir + "/none.json"), 2,
+                    "none.json: cannot be read");
+  test::expectError(test::runDtrain("plan --model mlp --global-batch 8 --machine " + machine), 2,
+                    "must be > 0");
+  // A good file: one JSON line with the prediction.
+  std::ofstream(machine, std::ios::trunc) << kGoodMachine;
+  const auto ok = test::runDtrain("simulate --config " + config + " --machine " + machine);
+  EXPECT_EQ(ok.code, 0) << ok.err;
+  EXPECT_NE(ok.lastLine().find("\"samples_per_s\""), std::string::npos) << ok.out;
+}

@@ -1,0 +1,145 @@
+// The predicted memory_per_rank against the trainer's own accounting for
+// small runs (api::train, 2 steps): every category of every rank within 5%
+// (ZeRO 3's peak, which varies run to run, within 12%); and the predicted
+// bytes per rank against the bytes the ranks sent, within 1%.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+
+#include "api/Train.h"
+#include "cli/CliRunner.h"
+#include "plan/Simulator.h"
+
+using namespace dtrain;
+
+namespace {
+
+plan::Machine anyMachine() {
+  return plan::parseMachine(R"({"format": "dtrain-machine-1", "devices_per_host": 2,
+      "memory_per_device_bytes": 4e9, "compute": {"flops_per_s": {"fp32": 1e10}, "memory_bytes_per_s": 1e10},
+      "links": {"intra_host": {"alpha_s": 1e-5, "bytes_per_s": 1e9}}})", "test");
+}
+
+std::string textFile() {
+  static const std::string path = [] {
+    const std::string p = test::tempDir() + "/text.txt";
+    std::ofstream f(p);
+    for (int i = 0; i < 400; ++i) f << "in the beginning god created the heaven and the earth. ";
+    return p;
+  }();
+  return path;
+}
+
+api::RunConfig quick(const std::string& model) {
+  api::RunConfig rc;
+  auto& c = rc.train;
+  c.model = model;
+  c.maxSteps = 2;
+  c.progress = runtime::TrainConfig::Progress::Off;
+  c.optimizer = "adam";
+  c.lr = 1e-3;
+  if (model == "mlp") {
+    c.dataset = "synthetic";
+    c.syntheticSize = 256;
+    c.batchSize = 16;
+    c.evalBatch = 256;
+  } else {
+    c.textFile = textFile();
+    c.evalBatches = 1;
+    c.batchSize = 4;
+  }
+  return rc;
+}
+
+void expectWithin5Percent(api::RunConfig rc) {
+  const nlohmann::json measured = api::train(rc);
+  const api::RunConfig prepared = api::prepared(rc, api::sourcesFromValues(rc));
+  const nlohmann::json predicted = plan::predictionJson(plan::simulate(prepared, anyMachine()));
+  // The bytes a rank sends per step (gradients, ZeRO's gathers; the
+  // tensor-parallel sums), where the run reports them (more than one rank).
+  for (const char* key : {"bytes_sent_per_worker", "tp_bytes_sent_per_step"}) {
+    if (!measured.contains(key)) continue;
+    const double sent = measured.at(key).get<double>();
+    EXPECT_NEAR(predicted.at("bytes_per_rank").get<double>(), sent, 0.01 * sent + 64)
+        << key << " of " << rc.train.model << ", zero " << rc.train.zero << ", tp " << rc.train.tensorParallel;
+  }
+  const auto& m = measured.at("memory_per_rank");
+  const auto& p = predicted.at("memory_per_rank");
+  ASSERT_EQ(m.size(), p.size());
+  for (size_t r = 0; r < m.size(); ++r)
+    for (const char* key : {"parameters", "gradients", "optimizer_state", "activations_peak", "peak", "offloaded"}) {
+      const double want = m[r].at(key).get<double>(), got = p[r].at(key).get<double>();
+      // ZeRO 3's peak varies run to run (mlp: 4.16 or 4.57 MB): when the
+      // gathered parameters are freed depends on the ranks' threads' timing.
+      const double tolerance = rc.train.zero == 3 && std::string(key) == "peak" ? 0.12 : 0.05;
+      EXPECT_NEAR(got, want, tolerance * want + 64) << key << " of rank " << r << " (" << rc.train.model << ", zero "
+                                               << rc.train.zero << ", tp " << rc.train.tensorParallel << ")";
+    }
+}
+
+}  // namespace
+
+TEST(PlanMemory, MlpZeroStagesMatchTheTrainer) {
+  for (int zero : {0, 1, 2, 3}) {
+    api::RunConfig rc = quick("mlp");
+    rc.train.workers = 2;
+    rc.train.zero = zero;
+    expectWithin5Percent(rc);
+  }
+}
+
+TEST(PlanMemory, GptTinyZeroStagesMatchTheTrainer) {
+  for (int zero : {0, 1, 2, 3}) {
+    api::RunConfig rc = quick("gpt-tiny");
+    rc.train.workers = 2;
+    rc.train.zero = zero;
+    expectWithin5Percent(rc);
+  }
+}
+
+TEST(PlanMemory, GptTinyTensorParallelAndRecomputeMatchTheTrainer) {
+  api::RunConfig tp = quick("gpt-tiny");
+  tp.train.workers = 2;
+  tp.train.tensorParallel = 2;
+  expectWithin5Percent(tp);
+  api::RunConfig rec = quick("gpt-tiny");
+  rec.train.nLayer = 4;
+  rec.train.recompute = "blocks";
+  expectWithin5Percent(rec);
+}
+
+TEST(PlanMemory, OffloadMatchesTheTrainer) {
+  api::RunConfig optimizer = quick("mlp");
+  optimizer.train.offload = "optimizer";
+  expectWithin5Percent(optimizer);
+  api::RunConfig params = quick("mlp");
+  params.train.workers = 2;
+  params.train.zero = 3;
+  params.train.offload = "params";
+  expectWithin5Percent(params);
+}
+
+TEST(PlanProfile, AnalyticParameterCountsAreTheBuiltModules) {
+  for (const char* model : {"mlp", "gpt-tiny", "gpt-small", "gpt-base"}) {
+    api::RunConfig rc = quick(model);
+    EXPECT_EQ(plan::profileFor(rc).params(), plan::builtModelParams(rc)) << model;
+  }
+  api::RunConfig wide = quick("gpt-tiny");
+  wide.train.nLayer = 3;
+  wide.train.nEmbd = 96;
+  wide.train.nHead = 3;
+  wide.train.blockSize = 48;
+  EXPECT_EQ(plan::profileFor(wide).params(), plan::builtModelParams(wide));
+  api::RunConfig mlp = quick("mlp");
+  mlp.train.mlpHidden = {64, 32, 16};
+  EXPECT_EQ(plan::profileFor(mlp).params(), plan::builtModelParams(mlp));
+}
+
+TEST(PlanProfile, GptFlopsAreMegatronsFormula) {
+  // Per sequence, forward + backward (3x forward): 72 s l h^2 (1 + s/(6h) + V/(12 l h)).
+  const plan::GptShape s{24, 24, 2304, 2048, 51200};
+  const plan::ModelProfile p = plan::gptProfile("gpt-1.7b", s);
+  const double l = 24, h = 2304, seq = 2048, V = 51200;
+  EXPECT_NEAR(3 * p.forwardFlops(), 72 * seq * l * h * h * (1 + seq / (6 * h) + V / (12 * l * h)), 1e-6 * p.forwardFlops());
+}

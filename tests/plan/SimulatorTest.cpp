@@ -1,0 +1,146 @@
+// The simulator end to end on small configurations: a machine file's measured
+// model times replace the FLOP count; pack beats spread when the tensor-parallel
+// sums would otherwise cross a slow host link; the predicted timeline is a
+// Chrome trace with the measured timeline's names.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "api/Train.h"
+#include "cli/CliRunner.h"
+#include "plan/PredictionOutput.h"
+#include "plan/Simulator.h"
+
+using namespace dtrain;
+
+namespace {
+
+const char* kCluster = R"({"format": "dtrain-machine-1", "devices_per_host": 2,
+  "memory_per_device_bytes": 4e9, "compute": {"flops_per_s": {"fp32": 1e10}, "memory_bytes_per_s": 1e10},
+  "links": {"intra_host": {"alpha_s": 1e-5, "bytes_per_s": 1e9}, "inter_host": {"alpha_s": 2e-4, "bytes_per_s": 1.25e7}}})";
+
+api::RunConfig gptTiny(int64_t batch) {
+  api::RunConfig rc;
+  rc.train.model = "gpt-tiny";
+  rc.train.batchSize = batch;
+  rc.train.optimizer = "adam";
+  return api::prepared(rc, api::sourcesFromValues(rc));
+}
+
+}  // namespace
+
+TEST(PlanSimulator, CalibratedModelTimesReplaceTheFlopCount) {
+  std::string text = kCluster;
+  text.insert(text.rfind('}'), R"(, "models": {"gpt-tiny": {"micro_batches": {
+      "4": {"forward_s": 0.01, "backward_s": 0.02, "update_s": 0.003}}}})");
+  const plan::Machine m = plan::parseMachine(text, "calibrated");
+  const plan::Prediction at4 = plan::simulate(gptTiny(4), m);
+  EXPECT_NEAR(at4.computeS, 0.03, 1e-9);
+  EXPECT_NEAR(at4.optimizerS, 0.003, 1e-9);
+  // Another micro-batch size: the nearest measured one, scaled linearly.
+  EXPECT_NEAR(plan::simulate(gptTiny(8), m).computeS, 0.06, 1e-9);
+  // Without the entry: FLOPs at the machine's rate (forward + 2x backward).
+  const plan::Prediction flops = plan::simulate(gptTiny(4), plan::parseMachine(kCluster, "plain"));
+  EXPECT_GT(flops.computeS, 0);
+  EXPECT_NE(flops.computeS, 0.03);
+}
+
+TEST(PlanSimulator, PackKeepsTensorParallelSumsOnTheHost) {
+  // dp 2 x tp 2 on 2 hosts of 2 ranks: pack keeps each tensor-parallel group
+  // on one host; spread sends its sums (6 per block) over the slow link.
+  api::RunConfig rc;
+  rc.train.model = "gpt-tiny";
+  rc.train.backend = "mpi";
+  rc.train.workers = 4;
+  rc.train.tensorParallel = 2;
+  rc.train.batchSize = 8;
+  const plan::Machine m = plan::parseMachine(kCluster, "cluster");
+  plan::SimulateOptions o;
+  o.hosts = 2;
+  rc.train.placement = "pack";
+  const plan::Prediction pack = plan::simulate(api::prepared(rc, api::sourcesFromValues(rc)), m, o);
+  rc.train.placement = "spread";
+  const plan::Prediction spread = plan::simulate(api::prepared(rc, api::sourcesFromValues(rc)), m, o);
+  EXPECT_GT(pack.samplesPerS, spread.samplesPerS);
+  // pack's replicas cross the link instead: one gradient allreduce per step.
+  EXPECT_EQ(pack.dominant.rfind("tensor-parallel sums", 0), std::string::npos) << pack.dominant;
+  EXPECT_EQ(spread.dominant.rfind("tensor-parallel sums", 0), 0u) << spread.dominant;
+}
+
+TEST(PlanSimulator, TimelineHasTheMeasuredNames) {
+  const std::string dir = test::tempDir();
+  std::ofstream(dir + "/m.json") << kCluster;
+  std::ofstream(dir + "/run.toml") << "[model]\nname = \"gpt-tiny\"\n[training]\nbatch_size = 4\n"
+                                      "[parallel]\nworkers = 4\npipeline_stages = 2\nmicro_batches = 2\n";
+  const auto r = test::runDtrain("simulate --config " + dir + "/run.toml --machine " + dir + "/m.json --timeline " +
+                                 dir + "/t.json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto line = nlohmann::json::parse(r.lastLine());
+  EXPECT_NEAR(line.at("step_s").get<double>(),
+              line.at("compute_s").get<double>() + line.at("bubble_s").get<double>() +
+                  line.at("exposed_comm_s").get<double>() + line.at("optimizer_s").get<double>(),
+              1e-12);
+  EXPECT_EQ(line.at("memory_per_rank").size(), 4u);
+  std::ifstream in(dir + "/t.json");
+  const auto trace = nlohmann::json::parse(in);
+  std::set<std::string> names;
+  for (const auto& e : trace.at("traceEvents")) names.insert(e.at("name").get<std::string>());
+  for (const char* n : {"F0", "F1", "B0", "B1", "allreduce", "optimizer"}) EXPECT_TRUE(names.count(n)) << n;
+}
+
+TEST(PlanSimulator, CalibrateLayerNamesAndSharedHostFitsAreUsed) {
+  // calibrate's per-layer names are the model's layer sequence: mlp's
+  // 0 (Flatten), 1 (Linear), 2 (ReLU), ...; their times add up.
+  std::string text = kCluster;
+  std::string layers;
+  for (int i = 0; i < 6; ++i)
+    layers += std::string(i ? "," : "") + R"({"name": ")" + std::to_string(i) +
+              R"(", "params": 0, "forward_s": 0.001, "backward_s": 0.002, "activation_bytes": 0})";
+  text.insert(text.rfind('}'), R"(, "models": {"mlp": {"optimizer": "sgd", "params": 269322, "micro_batches": {
+      "16": {"forward_s": 1, "backward_s": 1, "update_s": 0.5, "layers": [)" + layers + "]}}}}");
+  text.insert(text.rfind('}'), R"(, "collectives": {"inter_host_shared": {"allreduce_hier":
+      {"ranks": 4, "ranks_per_host": 2, "alpha_s": 0.5, "bytes_per_s": 1e12}}})");
+  const plan::Machine m = plan::parseMachine(text, "calibrated");
+  api::RunConfig rc;
+  rc.train.model = "mlp";
+  rc.train.dataset = "synthetic";
+  rc.train.batchSize = 16;
+  const plan::Prediction one = plan::simulate(api::prepared(rc, api::sourcesFromValues(rc)), m);
+  EXPECT_NEAR(one.computeS, 6 * 0.003, 1e-9);  // the six layers, not the whole-model times
+  EXPECT_NEAR(one.optimizerS, 0.5, 1e-9);      // sgd: measured with it
+  rc.train.optimizer = "adam";
+  EXPECT_LT(plan::simulate(api::prepared(rc, api::sourcesFromValues(rc)), m).optimizerS, 0.5);
+  // 2 hosts x 2 ranks, auto allreduce: the hierarchical fit measured at that shape.
+  rc.train.optimizer = "sgd";
+  rc.train.backend = "mpi";
+  rc.train.workers = 4;
+  plan::SimulateOptions o;
+  o.hosts = 2;
+  const plan::Prediction four = plan::simulate(api::prepared(rc, api::sourcesFromValues(rc)), m, o);
+  EXPECT_NEAR(four.commS, 0.5 + 4.0 * 269322 / 1e12, 1e-6);
+}
+
+TEST(PlanSimulator, StagesAreCutAsTheTrainerCutsThem) {
+  // --pipeline-split by hand: embedding and both blocks on stage 0, the head
+  // (with its own copy of the tied embedding) on stage 1.
+  api::RunConfig rc;
+  rc.train.model = "gpt-tiny";
+  rc.train.workers = 2;
+  rc.train.pipelineStages = 2;
+  rc.train.microBatches = 2;
+  rc.train.batchSize = 4;
+  rc.train.pipelineSplit = {3};
+  const plan::Machine m = plan::parseMachine(kCluster, "cluster");
+  const plan::Prediction split = plan::simulate(api::prepared(rc, api::sourcesFromValues(rc)), m);
+  ASSERT_EQ(split.memory.size(), 2u);
+  EXPECT_DOUBLE_EQ(split.memory[0].parameters, 4.0 * (256 * 64 + 64 * 64 + 2 * (12 * 64 * 64 + 13 * 64)));
+  EXPECT_DOUBLE_EQ(split.memory[1].parameters, 4.0 * (2 * 64 + 256 * 64));
+  // Balanced: the two blocks (nearly all the time) on different stages.
+  rc.train.pipelineSplit.clear();
+  const plan::Prediction balanced = plan::simulate(api::prepared(rc, api::sourcesFromValues(rc)), m);
+  EXPECT_EQ(balanced.layout.stageLayers[0], (std::vector<int>{0, 1}));
+  EXPECT_EQ(balanced.layout.stageLayers[1], (std::vector<int>{2, 3}));
+  EXPECT_LT(balanced.stepS, split.stepS);
+}
