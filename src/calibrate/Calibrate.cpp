@@ -94,19 +94,37 @@ std::string tempFile(const std::string& tag) {
   return "/tmp/dtrain-calibrate-" + std::to_string(::getpid()) + "-" + tag + ".json";
 }
 
-void describeProbe(const char* kind, const ProbeResult& r) {
+// The largest relative distance of a sample from its fit: how well the
+// alpha-beta line describes the measurements.
+double worstResidual(const AlphaBeta& fit, const std::vector<Sample>& samples) {
+  double worst = 0;
+  for (const Sample& s : samples) worst = std::max(worst, std::abs(fit.seconds(s.bytes) / s.seconds - 1));
+  return worst;
+}
+
+void describeProbe(const char* kind, const ProbeResult& r, json* samples) {
   if (r.pointToPoint.bytesPerS > 0)
-    progress("%s point-to-point: alpha %.1f us, %.3g B/s", kind, r.pointToPoint.alphaS * 1e6,
-             r.pointToPoint.bytesPerS);
+    progress("%s point-to-point: alpha %.1f us, %.3g B/s (fit within %.0f%%)", kind,
+             r.pointToPoint.alphaS * 1e6, r.pointToPoint.bytesPerS,
+             100 * worstResidual(r.pointToPoint, r.pointToPointSamples));
   for (const auto& c : r.collectives)
-    progress("%s %s (%d ranks, %d per host): alpha %.1f us, %.3g B/s", kind, c.name.c_str(),
-             c.ranks, c.ranksPerHost, c.fit.alphaS * 1e6, c.fit.bytesPerS);
+    progress("%s %s (%d ranks, %d per host): alpha %.1f us, %.3g B/s (fit within %.0f%%)", kind,
+             c.name.c_str(), c.ranks, c.ranksPerHost, c.fit.alphaS * 1e6, c.fit.bytesPerS,
+             100 * worstResidual(c.fit, c.samples));
+  if (!samples) return;
+  json j = toJson(r);
+  if (r.pointToPoint.bytesPerS == 0) j.erase("point_to_point");
+  if (samples->contains(kind)) {
+    (*samples)[kind]["collectives"].update(j["collectives"]);
+  } else {
+    (*samples)[kind] = j;
+  }
 }
 
 // Across hosts: 1 rank per host, then 2 (sharing each host's link and cores).
 // `launch(np, rph, cmd)`: the shell command that starts np ranks, rph per host.
 void probeAcrossHosts(const CalibrateConfig& c, int hosts, const std::vector<size_t>& sizes,
-                      json& links, json& collectives) {
+                      json& links, json& collectives, json* samples) {
   const std::string one = tempFile("inter1"), two = tempFile("inter2");
   std::string script;
   if (c.netsimHosts > 0) {
@@ -132,8 +150,8 @@ void probeAcrossHosts(const CalibrateConfig& c, int hosts, const std::vector<siz
            sizes.size(), sizes.back());
   runShell(script, "the measurement across hosts");
   const ProbeResult r1 = readProbe(one), r2 = readProbe(two);
-  describeProbe("inter_host", r1);
-  describeProbe("inter_host_shared", r2);
+  describeProbe("inter_host", r1, samples);
+  describeProbe("inter_host_shared", r2, samples);
   links["inter_host"] = linkJson(r1.pointToPoint);
   collectives["inter_host"] = collectivesJson(r1);
   // The hierarchical allreduce needs several ranks per host: from the second run.
@@ -206,7 +224,8 @@ nlohmann::json runCalibrate(const CalibrateConfig& c) {
     for (const auto& model : c.models) {
       json entry = {{"precision", c.precision}, {"threads", c.threads}};
       for (int64_t mb : c.microBatches) {
-        const ModelTimes t = profileModel({.model = model, .microBatch = mb, .repeats = c.repeats});
+        const ModelTimes t = profileModel(
+            {.model = model, .microBatch = mb, .repeats = c.repeats, .minSeconds = c.small ? 0 : 1.0});
         entry["optimizer"] = t.optimizer;
         entry["params"] = t.params;
         entry["micro_batches"][std::to_string(mb)] = modelTimesJson(t);
@@ -218,17 +237,19 @@ nlohmann::json runCalibrate(const CalibrateConfig& c) {
     }
   }
 
-  json links, collectives;
+  json links, collectives, samples;
   const std::vector<size_t> sizes = messageSizes(4096, c.maxBytes);
-  ProbeConfig local{.sizes = sizes, .ranksPerHost = 2};
+  ProbeConfig local{.sizes = sizes, .ranksPerHost = 2, .secondsPerRun = 0.03, .runs = 5};
   const ProbeResult threads2 = probeLocal(2, local);
-  describeProbe("same_process", threads2);
+  describeProbe("same_process", threads2, &samples);
   links["same_process"] = linkJson(threads2.pointToPoint);
   collectives["same_process"] = collectivesJson(threads2);
   // The hierarchical allreduce: 4 threads in groups of 2.
-  ProbeConfig hier{.sizes = sizes, .ranksPerHost = 2, .pointToPoint = false, .hierOnly = true};
+  ProbeConfig hier = local;
+  hier.pointToPoint = false;
+  hier.hierOnly = true;
   const ProbeResult threads4 = probeLocal(4, hier);
-  describeProbe("same_process", threads4);
+  describeProbe("same_process", threads4, &samples);
   collectives["same_process"].update(collectivesJson(threads4));
 
   if (c.mpi) {
@@ -238,7 +259,7 @@ nlohmann::json runCalibrate(const CalibrateConfig& c) {
                  rankCommand(c, out, sizes, 2),
              "mpirun on this host");
     const ProbeResult intra = readProbe(out);
-    describeProbe("intra_host", intra);
+    describeProbe("intra_host", intra, &samples);
     links["intra_host"] = linkJson(intra.pointToPoint);
     collectives["intra_host"] = collectivesJson(intra);
   }
@@ -249,11 +270,16 @@ nlohmann::json runCalibrate(const CalibrateConfig& c) {
     size_t maxBytes = c.maxBytes;
     if (rate > 0)
       while (maxBytes > 262144 && static_cast<double>(maxBytes) > 0.15 * rate) maxBytes /= 4;
-    probeAcrossHosts(c, hosts, messageSizes(4096, maxBytes), links, collectives);
+    probeAcrossHosts(c, hosts, messageSizes(4096, maxBytes), links, collectives, &samples);
   }
   m["links"] = links;
   m["collectives"] = collectives;
   checkMachineJson(m);
+  if (!c.samplesFile.empty()) {
+    std::ofstream out(c.samplesFile);
+    out << samples.dump(1) << "\n";
+    DTRAIN_CHECK(out.good(), "calibrate: cannot write --samples ", c.samplesFile);
+  }
   progress("done in %.0f s", total.seconds());
   return m;
 }

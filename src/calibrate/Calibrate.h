@@ -26,6 +26,7 @@ struct CalibrateConfig {
   std::string self;                  // the dtrain binary, for mpirun
   std::string netsimScript;          // scripts/netsim.sh
   std::string lockFile = "/tmp/netsim.lock";
+  std::string samplesFile;           // also write the measured (bytes, seconds) points here
 };
 
 // Throws UsageError for a bad configuration (unknown model or precision,

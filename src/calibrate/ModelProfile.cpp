@@ -114,9 +114,15 @@ ModelTimes profileModel(const ModelProfileConfig& c) {
   const size_t n = layers.size();
   std::vector<std::vector<double>> fwd(n), bwd(n), held(n);
   std::vector<double> totalF, totalB, update;
-  for (int step = 0; step < c.warmup + c.repeats; ++step) {
+  Timer timed;
+  for (int step = 0;; ++step) {
+    const int done = step - c.warmup;  // timed steps so far
+    if (done >= c.repeats && (timed.seconds() >= c.minSeconds || done >= 4 * c.repeats)) break;
     StepTimes s = timedStep(layers, x, y, *opt);
-    if (step < c.warmup) continue;
+    if (step < c.warmup) {
+      timed.reset();
+      continue;
+    }
     double f = 0, b = 0;
     for (size_t i = 0; i < n; ++i) {
       fwd[i].push_back(s.forward[i]);

@@ -31,7 +31,8 @@ struct ModelProfileConfig {
   std::string model = "mlp";
   int64_t microBatch = 8;
   int warmup = 2;
-  int repeats = 5;              // timed steps (the median of each time is kept)
+  int repeats = 5;              // timed steps at least (the median of each time is kept)
+  double minSeconds = 0;        // and more, up to 4 x repeats, until the timed ones took this long
 };
 
 // Builds the model (seed 1, default data shape), runs warm-up and timed

@@ -89,6 +89,8 @@ void addCalibrateCommand(CLI::App& app) {
                   "emulated hosts (scripts/netsim.sh, as root; holds flock /tmp/netsim.lock)");
   sub->add_option("--rate", f->cfg.rate, "--netsim link rate, e.g. 100mbit, 1gbit");
   sub->add_option("--hosts", f->hosts, "real hosts H1,H2,... (mpirun --host), instead of --netsim");
+  sub->add_option("--samples", f->cfg.samplesFile,
+                  "also write the measured (bytes, seconds) points behind every fit (JSON)");
   sub->add_option("--devices-per-host", f->cfg.devicesPerHost,
                   "devices (cores) per host in the file (default: this machine's cores)");
   // The ranks' side of the MPI measurements (mpirun starts this binary so).
