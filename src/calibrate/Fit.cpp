@@ -15,35 +15,40 @@ double median(std::vector<double> v) {
 }
 
 AlphaBeta fitAlphaBeta(const std::vector<Sample>& samples) {
-  double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
-  double minX = INFINITY, maxX = -INFINITY;
-  const Sample* largest = nullptr;
-  for (const Sample& s : samples) {
+  std::vector<Sample> sorted = samples;
+  std::sort(sorted.begin(), sorted.end(), [](const Sample& a, const Sample& b) { return a.bytes < b.bytes; });
+  for (const Sample& s : sorted)
     DTRAIN_CHECK(s.seconds > 0 && std::isfinite(s.seconds) && s.bytes >= 0,
                  "alpha-beta fit: bad sample (", s.bytes, " bytes, ", s.seconds, " s)");
+  DTRAIN_CHECK(sorted.size() >= 2 && sorted.back().bytes > sorted.front().bytes,
+               "alpha-beta fit needs samples of at least 2 different sizes");
+  // The slope: least squares over the larger half (at least 2 samples, 2 sizes).
+  size_t first = sorted.size() - std::max<size_t>(2, sorted.size() / 2);
+  while (first > 0 && sorted[first].bytes == sorted.back().bytes) --first;
+  double mx = 0, my = 0;
+  const double k = static_cast<double>(sorted.size() - first);
+  for (size_t i = first; i < sorted.size(); ++i) {
+    mx += sorted[i].bytes / k;
+    my += sorted[i].seconds / k;
+  }
+  double sxy = 0, sxx = 0;
+  for (size_t i = first; i < sorted.size(); ++i) {
+    sxy += (sorted[i].bytes - mx) * (sorted[i].seconds - my);
+    sxx += (sorted[i].bytes - mx) * (sorted[i].bytes - mx);
+  }
+  double slope = sxy / sxx;
+  if (!(slope > 0) || !std::isfinite(slope))
+    slope = sorted.back().seconds / std::max(sorted.back().bytes, 1.0);
+  // The intercept: relative least squares given the slope.
+  double sw = 0, swr = 0, smallest = INFINITY;
+  for (const Sample& s : sorted) {
     const double w = 1.0 / (s.seconds * s.seconds);
     sw += w;
-    sx += w * s.bytes;
-    sy += w * s.seconds;
-    sxx += w * s.bytes * s.bytes;
-    sxy += w * s.bytes * s.seconds;
-    minX = std::min(minX, s.bytes);
-    maxX = std::max(maxX, s.bytes);
-    if (!largest || s.bytes > largest->bytes) largest = &s;
+    swr += w * (s.seconds - s.bytes * slope);
+    smallest = std::min(smallest, s.seconds);
   }
-  DTRAIN_CHECK(samples.size() >= 2 && maxX > minX,
-               "alpha-beta fit needs samples of at least 2 different sizes");
-  const double det = sw * sxx - sx * sx;
-  double slope = (sw * sxy - sx * sy) / det;
-  double alpha = (sy - slope * sx) / sw;
-  if (!(slope > 0) || !std::isfinite(slope)) {
-    slope = largest->seconds / std::max(largest->bytes, 1.0);
-    alpha = 0;
-  } else if (alpha < 1e-9) {
-    // Negative intercept: the best line through (near) the origin instead.
-    slope = sxy / sxx;
-    alpha = 0;
-  }
+  double alpha = swr / sw;
+  if (!(alpha > 0)) alpha = smallest / 2;
   return {std::max(alpha, 1e-9), 1.0 / slope};
 }
 

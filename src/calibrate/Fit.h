@@ -16,12 +16,16 @@ struct AlphaBeta {
   double seconds(double bytes) const { return alphaS + bytes / bytesPerS; }
 };
 
-// Least squares of time = alpha + bytes * (1/beta) over the samples, each
-// weighted by 1/time^2 (relative errors): a plain fit over 4 KiB..16 MiB lets the
-// largest message decide everything and leaves alpha to noise, often negative.
-// Both results are kept positive and finite: alpha at least 1 ns, and a slope
-// that comes out <= 0 (a flat, noise-only series) becomes the rate of the
-// largest sample. Throws dtrain::Error for fewer than 2 distinct sizes.
+// Hockney's reading of the two terms: beta is the asymptotic rate, the
+// least-squares slope over the larger half of the sizes (past the caches and a
+// token bucket's burst, which make smaller messages faster than the link's
+// rate); alpha, given that slope, is the intercept that minimizes the relative
+// errors (weights 1/time^2, so the small messages decide it). Where the small
+// messages ran faster than the asymptotic rate allows (alpha <= 0: a burst,
+// a cache), alpha is half the smallest measured time. A slope <= 0 (a flat,
+// noise-only series) becomes the rate of the largest sample. Exact points on a
+// line are recovered exactly. Throws dtrain::Error for fewer than 2 distinct
+// sizes or a time that is not positive and finite.
 AlphaBeta fitAlphaBeta(const std::vector<Sample>& samples);
 
 // The median of `values` (0 when empty); `values` is reordered.

@@ -36,18 +36,21 @@ TEST(AlphaBetaFit, NoisyPointsStayClose) {
 }
 
 TEST(AlphaBetaFit, KeepsBothPositiveOnBadData) {
-  // Points on a line with a negative intercept (-0.1 ms at 1 GB/s): a line
-  // through the origin instead.
+  // Points on a line with a negative intercept (-0.1 ms at 1 GB/s, a token
+  // bucket's burst): the rate stays, alpha becomes half the smallest time.
   std::vector<Sample> s;
   for (double b : {1 << 20, 4 << 20, 16 << 20}) s.push_back({b, -1e-4 + b / 1e9});
   AlphaBeta f = fitAlphaBeta(s);
-  EXPECT_GT(f.alphaS, 0);
-  EXPECT_GT(f.bytesPerS, 0);
-  EXPECT_NEAR(f.bytesPerS, 1e9, 0.05e9);
+  EXPECT_NEAR(f.bytesPerS, 1e9, 1e9 * 1e-6);
+  EXPECT_NEAR(f.alphaS, s[0].seconds / 2, 1e-12);
   // Flat (noise only): a slope <= 0 becomes the largest sample's rate.
   f = fitAlphaBeta({{4096, 2e-3}, {65536, 1.9e-3}, {1 << 20, 1.8e-3}});
   EXPECT_GT(f.alphaS, 0);
   EXPECT_NEAR(f.bytesPerS, (1 << 20) / 1.8e-3, 1);
+  // A cache cliff: small messages fast, the largest out of cache: the rate is
+  // the large messages' (what a big gradient bucket gets).
+  f = fitAlphaBeta({{4096, 1e-4}, {65536, 1.1e-4}, {1 << 20, 3e-4}, {4 << 20, 1e-3}, {16 << 20, 6e-3}});
+  EXPECT_LT(f.bytesPerS, (16 << 20) / 5e-3);
 }
 
 TEST(AlphaBetaFit, RefusesTooFewSizesAndBadSamples) {
