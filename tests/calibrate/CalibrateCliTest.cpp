@@ -50,6 +50,27 @@ TEST(CalibrateCli, QuickRunWritesAValidMachineFile) {
   EXPECT_EQ(mlp["micro_batches"]["1"]["layers"].size(), 6u);  // Flatten, Linear, ReLU, ...
 }
 
+#ifdef DTRAIN_WITH_MPI
+// The processes-on-this-host part: mpirun starts this binary's hidden
+// --internal-comm mode, whose rank 0 hands its fits back.
+TEST(CalibrateCli, MpiRanksOnThisHostGiveIntraHostFits) {
+  const std::string path = tempDir() + "/machine.json";
+  std::string cmd = kQuick;
+  cmd.erase(cmd.find(" --no-mpi"));
+  const CliResult r = runDtrain(cmd + " --out " + path);
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::ifstream in(path);
+  const auto m = nlohmann::json::parse(in);
+  EXPECT_NO_THROW(calibrate::checkMachineJson(m));
+  ASSERT_TRUE(m["links"].contains("intra_host")) << m.dump();
+  EXPECT_GT(m["links"]["intra_host"]["bytes_per_s"].get<double>(), 0);
+  for (const char* c : {"allreduce_ring", "allgather_ring", "reduce_scatter_ring", "broadcast"}) {
+    ASSERT_TRUE(m["collectives"]["intra_host"].contains(c)) << c;
+    EXPECT_EQ(m["collectives"]["intra_host"][c]["ranks"], 2);
+  }
+}
+#endif
+
 TEST(CalibrateCli, UnwritableOutIsExit1AndLeavesNothing) {
   const CliResult r = runDtrain(std::string(kQuick) + " --out /nonexistent-dir/m.json");
   EXPECT_EQ(r.code, 1) << r.err;
