@@ -5,6 +5,8 @@
 #include <fstream>
 #include <mutex>
 #include <regex>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <thread>
 
 #include "autograd/Precision.h"
@@ -86,8 +88,10 @@ ProbeResult readProbe(const std::string& file) {
 }
 
 void runShell(const std::string& cmd, const std::string& what) {
-  const int rc = std::system(cmd.c_str());
-  DTRAIN_CHECK(rc == 0, "calibrate: ", what, " failed (exit status ", rc, "): ", cmd);
+  const int status = std::system(cmd.c_str());
+  const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  DTRAIN_CHECK(status == 0, "calibrate: ", what, " failed (exit code ", code,
+               "; its own error is on the lines above)");
 }
 
 std::string tempFile(const std::string& tag) {
@@ -129,12 +133,16 @@ void probeAcrossHosts(const CalibrateConfig& c, int hosts, const std::vector<siz
   std::string script;
   if (c.netsimHosts > 0) {
     const std::string ns = "bash " + shellQuote(c.netsimScript);
-    script = "set -e; trap " + shellQuote(ns + " down >/dev/null") + " EXIT; " + ns + " up " +
+    script = "set -e; trap " + shellQuote(ns + " down >/dev/null 2>&1") + " EXIT; " + ns + " up " +
              std::to_string(hosts) + " --rate " + shellQuote(c.rate) + " >&2; " + ns +
              " mpirun -np " + std::to_string(hosts) + " --ranks-per-host 1 -- " +
              rankCommand(c, one, sizes, 1) + "; " + ns + " mpirun -np " +
              std::to_string(2 * hosts) + " --ranks-per-host 2 -- " + rankCommand(c, two, sizes, 2);
-    script = "flock " + shellQuote(c.lockFile) + " bash -c " + shellQuote(script);
+    // Another user's emulated network would be torn down by ours: wait for its lock.
+    const std::string lock = shellQuote(c.lockFile);
+    script = "flock -n " + lock + " true || echo 'calibrate: waiting for " + c.lockFile +
+             " (another user holds the emulated network)' >&2; flock " + lock + " bash -c " +
+             shellQuote(script);
   } else {
     auto hostList = [&](int slots) {
       std::string s;
@@ -154,10 +162,12 @@ void probeAcrossHosts(const CalibrateConfig& c, int hosts, const std::vector<siz
   describeProbe("inter_host_shared", r2, samples);
   links["inter_host"] = linkJson(r1.pointToPoint);
   collectives["inter_host"] = collectivesJson(r1);
-  // The hierarchical allreduce needs several ranks per host: from the second run.
+  // The format holds one fit per collective and link kind: those of 1 rank per
+  // host, and the hierarchical allreduce (which needs several) from the second
+  // run. The second run's other fits (2 ranks sharing each host's link) go to
+  // the progress lines and --samples only.
   json shared = collectivesJson(r2);
   if (shared.contains("allreduce_hier")) collectives["inter_host"]["allreduce_hier"] = shared["allreduce_hier"];
-  collectives["inter_host_shared"] = shared;
 }
 
 }  // namespace
@@ -226,8 +236,6 @@ nlohmann::json runCalibrate(const CalibrateConfig& c) {
       for (int64_t mb : c.microBatches) {
         const ModelTimes t = profileModel(
             {.model = model, .microBatch = mb, .repeats = c.repeats, .minSeconds = c.small ? 0 : 1.0});
-        entry["optimizer"] = t.optimizer;
-        entry["params"] = t.params;
         entry["micro_batches"][std::to_string(mb)] = modelTimesJson(t);
         progress("%s micro-batch %lld: forward %.2f ms, backward %.2f ms, %s update %.2f ms",
                  model.c_str(), static_cast<long long>(mb), t.forwardS * 1e3, t.backwardS * 1e3,

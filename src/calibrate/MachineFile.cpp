@@ -75,12 +75,17 @@ void checkMachineJson(const nlohmann::json& m) {
   positive(flops, "compute.flops_per_s.", "fp32");
   for (const auto& [p, v] : flops.items()) positive(flops, "compute.flops_per_s.", p);
   positive(compute, "compute.", "memory_bytes_per_s");
+  static const std::set<std::string> linkKinds = {"same_process", "intra_host", "inter_host"};
   const auto& links = need(m, "", "links");
   need(links, "links.", "same_process");
-  for (const auto& [kind, fit] : links.items()) checkFit(fit, "links." + kind + ".");
+  for (const auto& [kind, fit] : links.items()) {
+    DTRAIN_CHECK(linkKinds.count(kind), "machine file: unknown link kind 'links.", kind, "'");
+    checkFit(fit, "links." + kind + ".");
+  }
   if (m.contains("collectives"))
     for (const auto& [kind, entries] : m.at("collectives").items())
       for (const auto& [name, c] : entries.items()) {
+        DTRAIN_CHECK(linkKinds.count(kind), "machine file: unknown link kind 'collectives.", kind, "'");
         const std::string path = "collectives." + kind + "." + name + ".";
         checkFit(c, path);
         positive(c, path, "ranks");

@@ -46,6 +46,7 @@ TEST(CalibrateCli, QuickRunWritesAValidMachineFile) {
     EXPECT_TRUE(m["collectives"]["same_process"].contains(c)) << c;
   const auto& mlp = m["models"]["mlp"];
   EXPECT_EQ(mlp["precision"], "fp32");
+  EXPECT_EQ(mlp.size(), 3u) << mlp.dump();  // precision, threads, micro_batches: the format's keys
   ASSERT_TRUE(mlp["micro_batches"].contains("1"));
   EXPECT_EQ(mlp["micro_batches"]["1"]["layers"].size(), 6u);  // Flatten, Linear, ReLU, ...
 }
