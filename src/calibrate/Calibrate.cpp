@@ -212,7 +212,9 @@ nlohmann::json runCalibrate(const CalibrateConfig& c) {
   json m;
   const int hosts = c.netsimHosts > 0 ? c.netsimHosts : std::max<int>(1, static_cast<int>(c.hosts.size()));
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const int devices = c.devicesPerHost > 0 ? c.devicesPerHost : cores;
+  // Emulated hosts all live in this machine: they share its cores and memory.
+  const int hostsHere = c.netsimHosts > 0 ? c.netsimHosts : 1;
+  const int devices = c.devicesPerHost > 0 ? c.devicesPerHost : std::max(1, cores / hostsHere);
   std::string name = procField("/proc/cpuinfo", "model name") + ", " + std::to_string(cores) + " vCPUs";
   if (c.netsimHosts > 0) name += "; " + std::to_string(hosts) + " emulated hosts at " + c.rate;
   if (!c.hosts.empty()) name += "; " + std::to_string(hosts) + " hosts";
@@ -221,7 +223,7 @@ nlohmann::json runCalibrate(const CalibrateConfig& c) {
   m["hosts"] = hosts;
   m["devices_per_host"] = devices;
   const double memKiB = std::atof(procField("/proc/meminfo", "MemTotal").c_str());
-  m["memory_per_device_bytes"] = static_cast<int64_t>(memKiB * 1024 / devices);
+  m["memory_per_device_bytes"] = static_cast<int64_t>(memKiB * 1024 / (devices * hostsHere));
 
   const ComputeRates rates = measureCompute(c.small);
   progress("GEMM fp32 %.1f GFLOP/s, bf16 %.1f GFLOP/s, stream %.1f GB/s (%d thread%s)",

@@ -22,7 +22,7 @@ struct CalibrateConfig {
   int netsimHosts = 0;               // > 0: emulated hosts (scripts/netsim.sh)
   std::string rate;                  // their link rate, e.g. 100mbit
   std::vector<std::string> hosts;    // real hosts (mpirun --host), instead of netsim
-  int devicesPerHost = 0;            // 0: this machine's cores
+  int devicesPerHost = 0;            // 0: this machine's cores (--netsim: divided among the hosts)
   std::string self;                  // the dtrain binary, for mpirun
   std::string netsimScript;          // scripts/netsim.sh
   std::string lockFile = "/tmp/netsim.lock";

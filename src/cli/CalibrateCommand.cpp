@@ -92,7 +92,8 @@ void addCalibrateCommand(CLI::App& app) {
   sub->add_option("--samples", f->cfg.samplesFile,
                   "also write the measured (bytes, seconds) points behind every fit (JSON)");
   sub->add_option("--devices-per-host", f->cfg.devicesPerHost,
-                  "devices (cores) per host in the file (default: this machine's cores)");
+                  "devices (cores) per host in the file (default: this machine's cores; with --netsim "
+                  "divided among the emulated hosts, at least 1)");
   // The ranks' side of the MPI measurements (mpirun starts this binary so).
   sub->add_option("--internal-comm", f->internalOut)->group("");
   sub->add_option("--internal-sizes", f->internalSizes)->group("");
