@@ -126,7 +126,8 @@ void describeProbe(const char* kind, const ProbeResult& r, json* samples) {
 }
 
 // Across hosts: 1 rank per host, then 2 (sharing each host's link and cores).
-// `launch(np, rph, cmd)`: the shell command that starts np ranks, rph per host.
+// Rank 0 writes the fits to this machine's /tmp: with --hosts, the first host
+// must be this one (and the binary at the same path on every host).
 void probeAcrossHosts(const CalibrateConfig& c, int hosts, const std::vector<size_t>& sizes,
                       json& links, json& collectives, json* samples) {
   const std::string one = tempFile("inter1"), two = tempFile("inter2");

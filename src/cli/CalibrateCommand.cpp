@@ -88,7 +88,8 @@ void addCalibrateCommand(CLI::App& app) {
   sub->add_option("--netsim", f->cfg.netsimHosts,
                   "emulated hosts (scripts/netsim.sh, as root; holds flock /tmp/netsim.lock)");
   sub->add_option("--rate", f->cfg.rate, "--netsim link rate, e.g. 100mbit, 1gbit");
-  sub->add_option("--hosts", f->hosts, "real hosts H1,H2,... (mpirun --host), instead of --netsim");
+  sub->add_option("--hosts", f->hosts, "real hosts H1,H2,... (mpirun --host; H1 = this machine, dtrain at the same path "
+                  "on each), instead of --netsim");
   sub->add_option("--samples", f->cfg.samplesFile,
                   "also write the measured (bytes, seconds) points behind every fit (JSON)");
   sub->add_option("--devices-per-host", f->cfg.devicesPerHost,
