@@ -261,7 +261,9 @@ nlohmann::json runCalibrate(const CalibrateConfig& c) {
   hier.hierOnly = true;
   const ProbeResult threads4 = probeLocal(4, hier);
   describeProbe("same_process", threads4, &samples);
-  collectives["same_process"].update(collectivesJson(threads4));
+  json hierFit = collectivesJson(threads4);
+  for (auto& [name, fit] : hierFit.items()) fit["ranks_per_host"] = 4;  // all on this host
+  collectives["same_process"].update(hierFit);
 
   if (c.mpi) {
     const std::string out = tempFile("intra");

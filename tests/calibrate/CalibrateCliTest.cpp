@@ -44,6 +44,9 @@ TEST(CalibrateCli, QuickRunWritesAValidMachineFile) {
   for (const char* c : {"allreduce_ring", "allreduce_hier", "allgather_ring", "reduce_scatter_ring",
                         "broadcast"})
     EXPECT_TRUE(m["collectives"]["same_process"].contains(c)) << c;
+  // Threads all run on this host: ranks_per_host is the whole group.
+  EXPECT_EQ(m["collectives"]["same_process"]["allreduce_hier"]["ranks"], 4);
+  EXPECT_EQ(m["collectives"]["same_process"]["allreduce_hier"]["ranks_per_host"], 4);
   const auto& mlp = m["models"]["mlp"];
   EXPECT_EQ(mlp["precision"], "fp32");
   EXPECT_EQ(mlp.size(), 3u) << mlp.dump();  // precision, threads, micro_batches: the format's keys
