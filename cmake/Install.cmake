@@ -5,7 +5,7 @@
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
-set(DTRAIN_LAYERS core tensor autograd nn optim data comm parallel runtime federated api plan cli)
+set(DTRAIN_LAYERS core tensor autograd nn optim data comm parallel runtime federated calibrate api plan cli)
 
 # dtrain::dtrain: one name for every layer. (The target is dtrain_all here:
 # `dtrain` is the executable's name.)

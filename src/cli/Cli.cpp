@@ -13,6 +13,7 @@
 #include "cli/Cli.h"
 
 #include "cli/BenchCommand.h"
+#include "cli/CalibrateCommand.h"
 #include "cli/ExportCommand.h"
 #include "cli/GenerateCommand.h"
 #include "cli/LaunchCommand.h"
@@ -56,6 +57,7 @@ int main(int argc, char** argv) {
   dtrain::cli::addGenerateCommand(app);
   dtrain::cli::addExportCommand(app);
   dtrain::cli::addLaunchCommand(app);
+  dtrain::cli::addCalibrateCommand(app);
   dtrain::cli::addSimulateCommand(app);
   dtrain::cli::addPlanCommand(app);
   try {

@@ -1,0 +1,312 @@
+#include "calibrate/Calibrate.h"
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <mutex>
+#include <regex>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <thread>
+
+#include "autograd/Precision.h"
+#include "calibrate/CommProbe.h"
+#include "calibrate/MachineFile.h"
+#include "comm/Registry.h"
+#include "comm/local/Local.h"
+#include "core/Error.h"
+#include "core/Timer.h"
+#include "nn/ModelRegistry.h"
+#include "tensor/cpu/Blas.h"
+
+namespace dtrain::calibrate {
+
+using nlohmann::json;
+
+namespace {
+
+void progress(const char* fmt, auto... args) {
+  std::fprintf(stderr, "calibrate: ");
+  std::fprintf(stderr, fmt, args...);
+  std::fprintf(stderr, "\n");
+  std::fflush(stderr);
+}
+
+std::string procField(const char* file, const std::string& key) {
+  std::ifstream in(file);
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind(key, 0) == 0) {
+      auto colon = line.find(':');
+      auto start = line.find_first_not_of(" \t", colon + 1);
+      return start == std::string::npos ? "" : line.substr(start);
+    }
+  return "";
+}
+
+std::string shellQuote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+std::string joinSizes(const std::vector<size_t>& sizes) {
+  std::string s;
+  for (size_t b : sizes) {
+    if (!s.empty()) s += ',';
+    s += std::to_string(b);
+  }
+  return s;
+}
+
+ProbeResult probeLocal(int ranks, const ProbeConfig& cfg) {
+  ProbeResult result;
+  std::mutex m;
+  comm::local::runLocal(ranks, [&](comm::Communicator& c) {
+    ProbeResult r = probeComm(c, cfg);
+    if (c.rank() == 0) {
+      std::lock_guard<std::mutex> lock(m);
+      result = std::move(r);
+    }
+  });
+  return result;
+}
+
+// The rank command mpirun starts: this binary in its internal mode.
+std::string rankCommand(const CalibrateConfig& c, const std::string& out,
+                        const std::vector<size_t>& sizes, int ranksPerHost) {
+  return shellQuote(c.self) + " calibrate --internal-comm " + shellQuote(out) + " --internal-sizes " +
+         joinSizes(sizes) + " --internal-ranks-per-host " + std::to_string(ranksPerHost);
+}
+
+ProbeResult readProbe(const std::string& file) {
+  std::ifstream in(file);
+  DTRAIN_CHECK(in, "calibrate: the MPI ranks left no results in ", file);
+  json j = json::parse(in, nullptr, false);
+  DTRAIN_CHECK(!j.is_discarded(), "calibrate: unreadable MPI results in ", file);
+  std::remove(file.c_str());
+  return probeFromJson(j);
+}
+
+void runShell(const std::string& cmd, const std::string& what) {
+  const int status = std::system(cmd.c_str());
+  const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  DTRAIN_CHECK(status == 0, "calibrate: ", what, " failed (exit code ", code,
+               "; its own error is on the lines above)");
+}
+
+std::string tempFile(const std::string& tag) {
+  return "/tmp/dtrain-calibrate-" + std::to_string(::getpid()) + "-" + tag + ".json";
+}
+
+// The largest relative distance of a sample from its fit: how well the
+// alpha-beta line describes the measurements.
+double worstResidual(const AlphaBeta& fit, const std::vector<Sample>& samples) {
+  double worst = 0;
+  for (const Sample& s : samples) worst = std::max(worst, std::abs(fit.seconds(s.bytes) / s.seconds - 1));
+  return worst;
+}
+
+void describeProbe(const char* kind, const ProbeResult& r, json* samples) {
+  if (r.pointToPoint.bytesPerS > 0)
+    progress("%s point-to-point: alpha %.1f us, %.3g B/s (fit within %.0f%%)", kind,
+             r.pointToPoint.alphaS * 1e6, r.pointToPoint.bytesPerS,
+             100 * worstResidual(r.pointToPoint, r.pointToPointSamples));
+  for (const auto& c : r.collectives)
+    progress("%s %s (%d ranks, %d per host): alpha %.1f us, %.3g B/s (fit within %.0f%%)", kind,
+             c.name.c_str(), c.ranks, c.ranksPerHost, c.fit.alphaS * 1e6, c.fit.bytesPerS,
+             100 * worstResidual(c.fit, c.samples));
+  if (!samples) return;
+  json j = toJson(r);
+  if (r.pointToPoint.bytesPerS == 0) j.erase("point_to_point");
+  if (samples->contains(kind)) {
+    (*samples)[kind]["collectives"].update(j["collectives"]);
+  } else {
+    (*samples)[kind] = j;
+  }
+}
+
+// Across hosts: 1 rank per host, then 2 (sharing each host's link and cores).
+// Rank 0 writes the fits to this machine's /tmp: with --hosts, the first host
+// must be this one (and the binary at the same path on every host).
+void probeAcrossHosts(const CalibrateConfig& c, int hosts, const std::vector<size_t>& sizes,
+                      json& links, json& collectives, json* samples) {
+  const std::string one = tempFile("inter1"), two = tempFile("inter2");
+  std::string script;
+  if (c.netsimHosts > 0) {
+    const std::string ns = "bash " + shellQuote(c.netsimScript);
+    script = "set -e; trap " + shellQuote(ns + " down >/dev/null 2>&1") + " EXIT; " + ns + " up " +
+             std::to_string(hosts) + " --rate " + shellQuote(c.rate) + " >&2; " + ns +
+             " mpirun -np " + std::to_string(hosts) + " --ranks-per-host 1 -- " +
+             rankCommand(c, one, sizes, 1) + "; " + ns + " mpirun -np " +
+             std::to_string(2 * hosts) + " --ranks-per-host 2 -- " + rankCommand(c, two, sizes, 2);
+    // Another user's emulated network would be torn down by ours: wait for its lock.
+    const std::string lock = shellQuote(c.lockFile);
+    script = "flock -n " + lock + " true || echo 'calibrate: waiting for " + c.lockFile +
+             " (another user holds the emulated network)' >&2; flock " + lock + " bash -c " +
+             shellQuote(script);
+  } else {
+    auto hostList = [&](int slots) {
+      std::string s;
+      for (const auto& h : c.hosts) s += (s.empty() ? "" : ",") + h + ":" + std::to_string(slots);
+      return s;
+    };
+    const std::string mpirun = "mpirun --allow-run-as-root --map-by slot --bind-to none";
+    script = mpirun + " -np " + std::to_string(hosts) + " --host " + hostList(1) + " " +
+             rankCommand(c, one, sizes, 1) + " && " + mpirun + " -np " + std::to_string(2 * hosts) +
+             " --host " + hostList(2) + " " + rankCommand(c, two, sizes, 2);
+  }
+  progress("across %d hosts: %zu sizes up to %zu bytes, 1 then 2 ranks per host", hosts,
+           sizes.size(), sizes.back());
+  runShell(script, "the measurement across hosts");
+  const ProbeResult r1 = readProbe(one), r2 = readProbe(two);
+  describeProbe("inter_host", r1, samples);
+  describeProbe("inter_host_shared", r2, samples);
+  links["inter_host"] = linkJson(r1.pointToPoint);
+  collectives["inter_host"] = collectivesJson(r1);
+  // The format holds one fit per collective and link kind: those of 1 rank per
+  // host, and the hierarchical allreduce (which needs several) from the second
+  // run. The second run's other fits (2 ranks sharing each host's link) go to
+  // the progress lines and --samples only.
+  json shared = collectivesJson(r2);
+  if (shared.contains("allreduce_hier")) collectives["inter_host"]["allreduce_hier"] = shared["allreduce_hier"];
+}
+
+}  // namespace
+
+double rateBytesPerS(const std::string& rate) {
+  static const std::regex re(R"(^([0-9]+(\.[0-9]+)?)(bit|kbit|mbit|gbit|bps|kbps|mbps|gbps)$)");
+  std::smatch m;
+  if (!std::regex_match(rate, m, re)) return 0;
+  const double n = std::stod(m[1].str());
+  const std::string u = m[3].str();
+  const double mult = u == "bit" ? 1 / 8.0 : u == "kbit" ? 1e3 / 8 : u == "mbit" ? 1e6 / 8
+                    : u == "gbit" ? 1e9 / 8 : u == "bps" ? 1 : u == "kbps" ? 1e3
+                    : u == "mbps" ? 1e6 : 1e9;
+  return n * mult;
+}
+
+void validate(const CalibrateConfig& c) {
+  DTRAIN_CHECK_USAGE(!c.models.empty(), "--models needs at least one model");
+  for (const auto& m : c.models) nn::modelInfo(m);  // UsageError naming the known models
+  DTRAIN_CHECK_USAGE(!c.microBatches.empty(), "--micro-batches needs at least one size");
+  for (int64_t b : c.microBatches)
+    DTRAIN_CHECK_USAGE(b >= 1, "--micro-batches: sizes must be >= 1 (got ", b, ")");
+  autograd::parsePrecision(c.precision);
+  DTRAIN_CHECK_USAGE(c.threads >= 1, "--threads must be >= 1 (got ", c.threads, ")");
+  DTRAIN_CHECK_USAGE(c.repeats >= 1, "--repeats must be >= 1 (got ", c.repeats, ")");
+  DTRAIN_CHECK_USAGE(c.maxBytes >= 16384 && c.maxBytes % 4 == 0,
+                     "--max-bytes must be a multiple of 4 and at least 16384 (got ", c.maxBytes, ")");
+  DTRAIN_CHECK_USAGE(c.netsimHosts >= 0, "--netsim must be >= 0 hosts");
+  DTRAIN_CHECK_USAGE(c.netsimHosts == 0 || c.hosts.empty(), "--netsim and --hosts exclude each other");
+  DTRAIN_CHECK_USAGE(c.netsimHosts != 1, "--netsim needs at least 2 hosts");
+  DTRAIN_CHECK_USAGE(c.netsimHosts == 0 || rateBytesPerS(c.rate) > 0,
+                     "--netsim needs --rate (e.g. 100mbit, 1gbit), got '", c.rate, "'");
+  DTRAIN_CHECK_USAGE(c.netsimHosts > 0 || c.rate.empty(), "--rate applies to --netsim");
+  DTRAIN_CHECK_USAGE(c.hosts.empty() || c.hosts.size() >= 2, "--hosts needs at least 2 hosts");
+  DTRAIN_CHECK_USAGE(c.devicesPerHost >= 0, "--devices-per-host must be >= 0");
+}
+
+nlohmann::json runCalibrate(const CalibrateConfig& c) {
+  validate(c);
+  Timer total;
+  kernels::configureKernels(c.threads, kernels::GemmBackend::Auto);
+  json m;
+  const int hosts = c.netsimHosts > 0 ? c.netsimHosts : std::max<int>(1, static_cast<int>(c.hosts.size()));
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  // Emulated hosts all live in this machine: they share its cores and memory.
+  const int hostsHere = c.netsimHosts > 0 ? c.netsimHosts : 1;
+  const int devices = c.devicesPerHost > 0 ? c.devicesPerHost : std::max(1, cores / hostsHere);
+  std::string name = procField("/proc/cpuinfo", "model name") + ", " + std::to_string(cores) + " vCPUs";
+  if (c.netsimHosts > 0) name += "; " + std::to_string(hosts) + " emulated hosts at " + c.rate;
+  if (!c.hosts.empty()) name += "; " + std::to_string(hosts) + " hosts";
+  m["format"] = kMachineFormat;
+  m["name"] = name;
+  m["hosts"] = hosts;
+  m["devices_per_host"] = devices;
+  const double memKiB = std::atof(procField("/proc/meminfo", "MemTotal").c_str());
+  m["memory_per_device_bytes"] = static_cast<int64_t>(memKiB * 1024 / (devices * hostsHere));
+
+  const ComputeRates rates = measureCompute(c.small);
+  progress("GEMM fp32 %.1f GFLOP/s, bf16 %.1f GFLOP/s, stream %.1f GB/s (%d thread%s)",
+           rates.fp32FlopsPerS / 1e9, rates.bf16FlopsPerS / 1e9, rates.memoryBytesPerS / 1e9,
+           c.threads, c.threads == 1 ? "" : "s");
+  m["compute"] = computeJson(rates);
+
+  {
+    autograd::PrecisionScope precision(autograd::parsePrecision(c.precision));
+    for (const auto& model : c.models) {
+      json entry = {{"precision", c.precision}, {"threads", c.threads}};
+      for (int64_t mb : c.microBatches) {
+        const ModelTimes t = profileModel(
+            {.model = model, .microBatch = mb, .repeats = c.repeats, .minSeconds = c.small ? 0 : 1.0});
+        entry["micro_batches"][std::to_string(mb)] = modelTimesJson(t);
+        progress("%s micro-batch %lld: forward %.2f ms, backward %.2f ms, %s update %.2f ms",
+                 model.c_str(), static_cast<long long>(mb), t.forwardS * 1e3, t.backwardS * 1e3,
+                 t.optimizer.c_str(), t.updateS * 1e3);
+      }
+      m["models"][model] = entry;
+    }
+  }
+
+  json links, collectives, samples;
+  const std::vector<size_t> sizes = messageSizes(4096, c.maxBytes);
+  ProbeConfig local{.sizes = sizes, .ranksPerHost = 2, .secondsPerRun = 0.03, .runs = 5};
+  const ProbeResult threads2 = probeLocal(2, local);
+  describeProbe("same_process", threads2, &samples);
+  links["same_process"] = linkJson(threads2.pointToPoint);
+  collectives["same_process"] = collectivesJson(threads2);
+  // The hierarchical allreduce: 4 threads in groups of 2.
+  ProbeConfig hier = local;
+  hier.pointToPoint = false;
+  hier.hierOnly = true;
+  const ProbeResult threads4 = probeLocal(4, hier);
+  describeProbe("same_process", threads4, &samples);
+  json hierFit = collectivesJson(threads4);
+  for (auto& [name, fit] : hierFit.items()) fit["ranks_per_host"] = 4;  // all on this host
+  collectives["same_process"].update(hierFit);
+
+  if (c.mpi) {
+    const std::string out = tempFile("intra");
+    progress("processes on this host: mpirun -np 2, %zu sizes up to %zu bytes", sizes.size(), sizes.back());
+    runShell("mpirun --allow-run-as-root --oversubscribe --bind-to none -np 2 " +
+                 rankCommand(c, out, sizes, 2),
+             "mpirun on this host");
+    const ProbeResult intra = readProbe(out);
+    describeProbe("intra_host", intra, &samples);
+    links["intra_host"] = linkJson(intra.pointToPoint);
+    collectives["intra_host"] = collectivesJson(intra);
+  }
+
+  if (hosts > 1) {
+    // Messages that take at most ~0.15 s each at the link rate (real hosts: 16 MiB).
+    const double rate = c.netsimHosts > 0 ? rateBytesPerS(c.rate) : 0;
+    size_t maxBytes = c.maxBytes;
+    if (rate > 0)
+      while (maxBytes > 262144 && static_cast<double>(maxBytes) > 0.15 * rate) maxBytes /= 4;
+    probeAcrossHosts(c, hosts, messageSizes(4096, maxBytes), links, collectives, &samples);
+  }
+  m["links"] = links;
+  m["collectives"] = collectives;
+  checkMachineJson(m);
+  if (!c.samplesFile.empty()) {
+    std::ofstream out(c.samplesFile);
+    out << samples.dump(1) << "\n";
+    DTRAIN_CHECK(out.good(), "calibrate: cannot write --samples ", c.samplesFile);
+  }
+  progress("done in %.0f s", total.seconds());
+  return m;
+}
+
+void runCommRank(const std::string& outFile, const std::vector<size_t>& sizes, int ranksPerHost) {
+  auto comm = comm::makeCommunicator("mpi");
+  const int n = comm->size();
+  ProbeConfig cfg{.sizes = sizes, .ranksPerHost = ranksPerHost,
+                  .hier = ranksPerHost >= 2 && n > ranksPerHost && n % ranksPerHost == 0};
+  const ProbeResult r = probeComm(*comm, cfg);
+  if (comm->rank() != 0) return;
+  std::ofstream out(outFile);
+  out << toJson(r).dump() << "\n";
+  DTRAIN_CHECK(out.good(), "calibrate: cannot write ", outFile);
+}
+
+}  // namespace dtrain::calibrate

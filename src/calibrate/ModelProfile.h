@@ -1,0 +1,43 @@
+#pragma once
+// Measured compute of one of dtrain's models at one micro-batch size: forward,
+// backward and optimizer-update times, whole and per layer of its layer
+// sequence (nn/LayerSequence.h: the unit a pipeline cuts into stages), with
+// each layer's parameters and the activation bytes its forward keeps for
+// backward. Times are medians over timed steps after warm-up ones.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace dtrain::calibrate {
+
+struct LayerTimes {
+  std::string name;
+  int64_t params = 0;           // a module shared by layers (gpt's tied wte) counts in the first
+  double forwardS = 0;
+  double backwardS = 0;
+  int64_t activationBytes = 0;  // allocated by the forward and held until backward
+};
+
+struct ModelTimes {
+  std::string optimizer;        // what `dtrain train` uses for this model by default
+  int64_t params = 0;
+  double forwardS = 0;          // the loss included (in the last layer's times too)
+  double backwardS = 0;
+  double updateS = 0;
+  std::vector<LayerTimes> layers;
+};
+
+struct ModelProfileConfig {
+  std::string model = "mlp";
+  int64_t microBatch = 8;
+  int warmup = 2;
+  int repeats = 5;              // timed steps at least (the median of each time is kept)
+  double minSeconds = 0;        // and more, up to 4 x repeats, until the timed ones took this long
+};
+
+// Builds the model (seed 1, default data shape), runs warm-up and timed
+// steps on random inputs under the current precision and kernel threads.
+// Throws UsageError for an unknown model.
+ModelTimes profileModel(const ModelProfileConfig& config);
+
+}  // namespace dtrain::calibrate

@@ -1,0 +1,85 @@
+// `dtrain calibrate` as a user runs it: bad flags refused with one line (exit
+// 2), and a short real run (mlp, one micro-batch, threads only) writes a
+// valid machine file.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "calibrate/MachineFile.h"
+#include "cli/CliRunner.h"
+
+namespace dtrain::test {
+namespace {
+
+const char* kQuick = "calibrate --models mlp --micro-batches 1 --quick --max-bytes 65536 --repeats 1 --no-mpi";
+
+TEST(CalibrateCli, BadFlagsAreOneLineExit2) {
+  const std::string out = " --out " + tempDir() + "/m.json";
+  expectError(runDtrain("calibrate --models mlp"), 2, "calibrate needs --out");
+  expectError(runDtrain("calibrate --models nope" + out), 2, "nope");
+  expectError(runDtrain("calibrate --micro-batches 1,0" + out), 2, "--micro-batches: '0'");
+  expectError(runDtrain("calibrate --micro-batches 1,,2" + out), 2, "empty entry");
+  expectError(runDtrain("calibrate --precision fp64" + out), 2, "fp64");
+  expectError(runDtrain("calibrate --threads 0" + out), 2, "--threads must be >= 1");
+  expectError(runDtrain("calibrate --threads abc" + out), 2, "--threads");
+  expectError(runDtrain("calibrate --netsim 4" + out), 2, "--netsim needs --rate");
+  expectError(runDtrain("calibrate --netsim 4 --rate fast" + out), 2, "--rate");
+  expectError(runDtrain("calibrate --rate 1gbit" + out), 2, "--rate applies to --netsim");
+  expectError(runDtrain("calibrate --netsim 2 --rate 1gbit --hosts a,b" + out), 2, "exclude");
+  expectError(runDtrain("calibrate --max-bytes 1000" + out), 2, "--max-bytes");
+}
+
+TEST(CalibrateCli, QuickRunWritesAValidMachineFile) {
+  const std::string path = tempDir() + "/machine.json";
+  const CliResult r = runDtrain(std::string(kQuick) + " --out " + path);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("calibrate: wrote " + path), std::string::npos) << r.err;
+  std::ifstream in(path);
+  const auto m = nlohmann::json::parse(in);
+  EXPECT_NO_THROW(calibrate::checkMachineJson(m));
+  EXPECT_EQ(m["format"], "dtrain-machine-1");
+  EXPECT_EQ(m["hosts"], 1);
+  EXPECT_TRUE(m["links"].contains("same_process"));
+  EXPECT_FALSE(m["links"].contains("intra_host"));  // --no-mpi
+  for (const char* c : {"allreduce_ring", "allreduce_hier", "allgather_ring", "reduce_scatter_ring",
+                        "broadcast"})
+    EXPECT_TRUE(m["collectives"]["same_process"].contains(c)) << c;
+  // Threads all run on this host: ranks_per_host is the whole group.
+  EXPECT_EQ(m["collectives"]["same_process"]["allreduce_hier"]["ranks"], 4);
+  EXPECT_EQ(m["collectives"]["same_process"]["allreduce_hier"]["ranks_per_host"], 4);
+  const auto& mlp = m["models"]["mlp"];
+  EXPECT_EQ(mlp["precision"], "fp32");
+  EXPECT_EQ(mlp.size(), 3u) << mlp.dump();  // precision, threads, micro_batches: the format's keys
+  ASSERT_TRUE(mlp["micro_batches"].contains("1"));
+  EXPECT_EQ(mlp["micro_batches"]["1"]["layers"].size(), 6u);  // Flatten, Linear, ReLU, ...
+}
+
+#ifdef DTRAIN_WITH_MPI
+// The processes-on-this-host part: mpirun starts this binary's hidden
+// --internal-comm mode, whose rank 0 hands its fits back.
+TEST(CalibrateCli, MpiRanksOnThisHostGiveIntraHostFits) {
+  const std::string path = tempDir() + "/machine.json";
+  std::string cmd = kQuick;
+  cmd.erase(cmd.find(" --no-mpi"));
+  const CliResult r = runDtrain(cmd + " --out " + path);
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::ifstream in(path);
+  const auto m = nlohmann::json::parse(in);
+  EXPECT_NO_THROW(calibrate::checkMachineJson(m));
+  ASSERT_TRUE(m["links"].contains("intra_host")) << m.dump();
+  EXPECT_GT(m["links"]["intra_host"]["bytes_per_s"].get<double>(), 0);
+  for (const char* c : {"allreduce_ring", "allgather_ring", "reduce_scatter_ring", "broadcast"}) {
+    ASSERT_TRUE(m["collectives"]["intra_host"].contains(c)) << c;
+    EXPECT_EQ(m["collectives"]["intra_host"][c]["ranks"], 2);
+  }
+}
+#endif
+
+TEST(CalibrateCli, UnwritableOutIsExit1AndLeavesNothing) {
+  const CliResult r = runDtrain(std::string(kQuick) + " --out /nonexistent-dir/m.json");
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_NE(r.err.find("writing machine file"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace dtrain::test
