@@ -112,3 +112,31 @@ def test_mpirun_two_processes_train_a_python_model(tmp_path):
     lines = [json.loads(l) for l in out.stdout.splitlines() if l.startswith("{")]
     assert len(lines) == 1 and lines[0]["workers"] == 2 and lines[0]["backend"] == "mpi"
     assert lines[0]["changed"] and lines[0]["acc"] > 0.9
+
+
+STRATEGIES = {
+    "single": quick(),
+    "allreduce": quick(parallel={"workers": 2}),
+    "zero-3": quick(parallel={"workers": 2}, memory={"zero": 3}),
+    "ps": quick(parallel={"strategy": "ps", "workers": 2}),
+    "hogwild": quick(parallel={"strategy": "hogwild", "workers": 2}),
+    "local-sgd": quick(parallel={"strategy": "local-sgd", "workers": 2}),
+    "sandblaster": quick(parallel={"strategy": "sandblaster", "workers": 2}, optimizer={"name": "lbfgs"},
+                         training={"max_steps": 10}),
+    "fedavg": dtrain.Config(parallel={"strategy": "fedavg", "workers": 2}, federated={"rounds": 3},
+                            logging={"progress": "off"}),
+}
+
+
+@pytest.mark.parametrize("strategy", sorted(STRATEGIES))
+@pytest.mark.parametrize("make", [TwoLayer, mlp_sequential], ids=["python-forward", "sequential"])
+def test_every_strategy_trains_a_script_model(strategy, make):
+    data, test = blobs(600, 1), blobs(200, 2)
+    model = make()
+    before = model.state_dict()
+    result = dtrain.train(model, data=data, test=test, config=STRATEGIES[strategy])
+    assert result["strategy"] == ("allreduce" if strategy == "zero-3" else strategy)
+    after = model.state_dict()
+    assert any(not np.array_equal(before[k], after[k]) for k in before)  # the trained weights came back
+    logits = np.asarray(model.eval()(dtrain.tensor(test[0])))
+    assert (logits.argmax(1) == test[1]).mean() == pytest.approx(result["test_accuracy"], abs=1e-6)
