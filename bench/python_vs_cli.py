@@ -3,9 +3,13 @@ CLI: samples/s (the result line's, training steps only) for
   builtin   dtrain.train(Config(model mlp|lenet))          vs  dtrain train --model mlp|lenet
   seq       dtrain.train(Sequential(the mlp's layers), ...) vs  dtrain train --model mlp
   module    dtrain.train(a Module whose forward is Python)  vs  dtrain train --model mlp
-on Fashion-MNIST, 1 worker. Runs alternate (CLI, then each Python form) and the
-table gives medians; the per-step Python cost is batch/sps(module) - batch/sps(CLI).
-    PYTHONPATH=build/python /usr/bin/python3 bench/python_vs_cli.py [--reps 5] [--steps 400] [--batch 64]"""
+on Fashion-MNIST, 1 worker, 1 thread. Runs alternate (CLI, then each Python
+form, then PyTorch's torch_train.py with --torch) and the table gives medians.
+The Python forward's own cost is timed directly: a forward of the Module minus
+one of the Sequential with the same layers (the fastest of 15 rounds each, so
+that the other work on a shared machine counts least).
+    PYTHONPATH=build/python /usr/bin/python3 bench/python_vs_cli.py [--reps 5] [--steps 600] [--batch 64]
+        [--torch ../shared/bench/torch_train.py]"""
 import argparse
 import json
 import statistics
@@ -37,43 +41,45 @@ def sequential_mlp():
 def groups(model, steps, batch):
     return {"model": {"name": model}, "data": {"name": "fashion-mnist"},
             "training": {"max_steps": steps, "batch_size": batch, "epochs": 100, "seed": 1},
-            "parallel": {"workers": 1}, "logging": {"progress": "off"}}
+            "parallel": {"workers": 1}, "logging": {"progress": "off"}} | {"training": {
+            "max_steps": steps, "batch_size": batch, "epochs": 100, "seed": 1, "threads": 1}}
 
 
 def cli(model, steps, batch, binary):
     out = subprocess.run([binary, "train", "--model", model, "--dataset", "fashion-mnist", "--max-steps", str(steps),
-                          "--batch-size", str(batch), "--epochs", "100", "--seed", "1", "--workers", "1",
+                          "--batch-size", str(batch), "--epochs", "100", "--seed", "1", "--workers", "1", "--threads", "1",
                           "--progress", "off"], capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])["samples_per_s"]
 
 
-def forward_cost_us(batch, calls=300, reps=7):
-    """The Python forward's own cost: one forward of PythonMlp minus one of the
-    Sequential with the same layers (both C++ kernels), batch `batch`, medians."""
+def forward_cost_us(batch, calls=200, rounds=15):
+    """One forward of PythonMlp minus one of the Sequential with the same layers
+    (both run the same C++ kernels): microseconds, the fastest round of each."""
     import time
     import numpy as np
     x = dtrain.tensor(np.random.default_rng(0).normal(size=(batch, 1, 28, 28)).astype(np.float32))
-    py, seq = PythonMlp(), sequential_mlp()
-    diffs = []
-    for _ in range(reps):
-        times = []
-        for m in (py, seq):
+    models = {"module": PythonMlp(), "seq": sequential_mlp()}
+    best = {k: float("inf") for k in models}
+    for _ in range(rounds):
+        for k, m in models.items():
             t = time.perf_counter()
             for _ in range(calls):
                 m(x)
-            times.append((time.perf_counter() - t) / calls * 1e6)
-        diffs.append(times[0] - times[1])
-    return statistics.median(diffs)
+            best[k] = min(best[k], (time.perf_counter() - t) / calls * 1e6)
+    return best["module"] - best["seq"], best["seq"]
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=5)
-    ap.add_argument("--steps", type=int, default=400)
+    ap.add_argument("--steps", type=int, default=600)
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--cli", default="build/dtrain")
+    ap.add_argument("--torch", default="", help="torch_train.py: PyTorch's run of the same networks, 1 thread")
     a = ap.parse_args()
     runs = {k: [] for k in ["cli-mlp", "py-mlp", "seq", "module", "cli-lenet", "py-lenet"]}
+    if a.torch:
+        runs.update({"torch-mlp": [], "torch-lenet": []})
     for _ in range(a.reps):
         runs["cli-mlp"].append(cli("mlp", a.steps, a.batch, a.cli))
         runs["py-mlp"].append(dtrain.train(dtrain.Config(**groups("mlp", a.steps, a.batch)))["samples_per_s"])
@@ -83,15 +89,22 @@ def main():
         runs["module"].append(dtrain.train(PythonMlp(), config=dtrain.Config(**cfg))["samples_per_s"])
         runs["cli-lenet"].append(cli("lenet", a.steps // 4, a.batch, a.cli))
         runs["py-lenet"].append(dtrain.train(dtrain.Config(**groups("lenet", a.steps // 4, a.batch)))["samples_per_s"])
+        if a.torch:
+            for m in ("mlp", "lenet"):
+                out = subprocess.run(["/usr/bin/python3", a.torch, m, "1", "1"], capture_output=True, text=True,
+                                     check=True).stdout
+                runs["torch-" + m].append(float(out.split("samples_per_s=")[1].split()[0]))
     med = {k: statistics.median(v) for k, v in runs.items()}
     print("| run | samples/s (median of %d) | runs | vs CLI |" % a.reps)
     print("|---|---|---|---|")
     for k, base in [("cli-mlp", "cli-mlp"), ("py-mlp", "cli-mlp"), ("seq", "cli-mlp"), ("module", "cli-mlp"),
-                    ("cli-lenet", "cli-lenet"), ("py-lenet", "cli-lenet")]:
+                    ("cli-lenet", "cli-lenet"), ("py-lenet", "cli-lenet")] + (
+                    [("torch-mlp", "cli-mlp"), ("torch-lenet", "cli-lenet")] if a.torch else []):
         print("| %s | %.0f | %s | %.3f |" % (k, med[k], " ".join("%.0f" % v for v in runs[k]), med[k] / med[base]))
     step_us = lambda sps: a.batch / sps * 1e6
-    print("Python forward's own cost (forward of the Module minus the Sequential's, batch %d): %.1f us"
-          % (a.batch, forward_cost_us(a.batch)))
+    cost, seq_us = forward_cost_us(a.batch)
+    print("Python forward's own cost: %.1f us per forward (the Sequential's forward: %.0f us; batch %d)"
+          % (cost, seq_us, a.batch))
     print("per-step time: CLI mlp %.0f us, Python-forward Module %.0f us: Python cost %.0f us per step (batch %d)"
           % (step_us(med["cli-mlp"]), step_us(med["module"]), step_us(med["module"]) - step_us(med["cli-mlp"]), a.batch))
 
