@@ -95,18 +95,26 @@ def main():
                                      check=True).stdout
                 runs["torch-" + m].append(float(out.split("samples_per_s=")[1].split()[0]))
     med = {k: statistics.median(v) for k, v in runs.items()}
-    print("| run | samples/s (median of %d) | runs | vs CLI |" % a.reps)
-    print("|---|---|---|---|")
+    best = {k: max(v) for k, v in runs.items()}
+    # On a shared machine the load changes between rounds: the ratio within each
+    # round (runs seconds apart) is steadier than the ratio of the medians.
+    paired = lambda k, base: statistics.median(x / y for x, y in zip(runs[k], runs[base]))
+    print("| run | samples/s, median of %d | best | vs CLI: medians | per round (median) | best |" % a.reps)
+    print("|---|---|---|---|---|---|")
     for k, base in [("cli-mlp", "cli-mlp"), ("py-mlp", "cli-mlp"), ("seq", "cli-mlp"), ("module", "cli-mlp"),
                     ("cli-lenet", "cli-lenet"), ("py-lenet", "cli-lenet")] + (
                     [("torch-mlp", "cli-mlp"), ("torch-lenet", "cli-lenet")] if a.torch else []):
-        print("| %s | %.0f | %s | %.3f |" % (k, med[k], " ".join("%.0f" % v for v in runs[k]), med[k] / med[base]))
+        print("| %s | %.0f | %.0f | %.3f | %.3f | %.3f |" % (k, med[k], best[k], med[k] / med[base], paired(k, base),
+                                                        best[k] / best[base]))
+    for k, v in runs.items():
+        print("  %s: %s" % (k, " ".join("%.0f" % x for x in v)))
     step_us = lambda sps: a.batch / sps * 1e6
     cost, seq_us = forward_cost_us(a.batch)
     print("Python forward's own cost: %.1f us per forward (the Sequential's forward: %.0f us; batch %d)"
           % (cost, seq_us, a.batch))
-    print("per-step time: CLI mlp %.0f us, Python-forward Module %.0f us: Python cost %.0f us per step (batch %d)"
-          % (step_us(med["cli-mlp"]), step_us(med["module"]), step_us(med["module"]) - step_us(med["cli-mlp"]), a.batch))
+    print("per-step time, best runs: CLI mlp %.0f us, Python-forward Module %.0f us: %+.0f us per step (batch %d)"
+          % (step_us(best["cli-mlp"]), step_us(best["module"]), step_us(best["module"]) - step_us(best["cli-mlp"]),
+             a.batch))
 
 
 if __name__ == "__main__":
