@@ -126,7 +126,8 @@ std::function<void(const nlohmann::json&)> metricsSink(py::object callback) {
     try {
       (*held)(toPython(record));
     } catch (py::error_already_set& e) {
-      throw Error("on_metrics raised " + std::string(e.what()));
+      throw Error("on_metrics raised " + std::string(py::str(e.type().attr("__name__"))) + ": " +
+                  std::string(py::str(e.value())));
     }
   };
 }

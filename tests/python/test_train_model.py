@@ -83,6 +83,11 @@ def test_bad_calls_raise():
         dtrain.train("mlp")
     with pytest.raises(ValueError, match=r"on_metrics: expected a callable"):
         dtrain.train(TwoLayer(), data=blobs(64, 1), config=quick(), on_metrics=3)
+    def raising(record):
+        raise KeyError("boom")
+    with pytest.raises(RuntimeError, match=r"^on_metrics raised KeyError: 'boom'$"):
+        dtrain.train(TwoLayer(), data=blobs(600, 1), config=quick(parallel={"workers": 2}, logging={"log_every": 10}),
+                     on_metrics=raising)
     with pytest.raises(ValueError, match=r"n_layer"):
         dtrain.train(TwoLayer(), data=blobs(64, 1), config=quick(model={"n_layer": 2}))
 
