@@ -139,7 +139,9 @@ def test_every_strategy_trains_a_script_model(strategy, make):
     data, test = blobs(600, 1), blobs(200, 2)
     model = make()
     before = model.state_dict()
-    result = dtrain.train(model, data=data, test=test, config=STRATEGIES[strategy])
+    records = []
+    result = dtrain.train(model, data=data, test=test, config=STRATEGIES[strategy], on_metrics=records.append)
+    assert any("test_accuracy" in r for r in records)  # on_metrics saw the evaluation
     assert result["strategy"] == ("allreduce" if strategy == "zero-3" else strategy)
     after = model.state_dict()
     assert any(not np.array_equal(before[k], after[k]) for k in before)  # the trained weights came back
