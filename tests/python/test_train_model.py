@@ -147,3 +147,24 @@ def test_every_strategy_trains_a_script_model(strategy, make):
     assert any(not np.array_equal(before[k], after[k]) for k in before)  # the trained weights came back
     logits = np.asarray(model.eval()(dtrain.tensor(test[0])))
     assert (logits.argmax(1) == test[1]).mean() == pytest.approx(result["test_accuracy"], abs=1e-6)
+
+
+class Residual(dtrain.nn.Module):
+    """x + fc(x): a Python-defined layer inside a Sequential."""
+
+    def __init__(self, width):
+        super().__init__()
+        self.fc = dtrain.nn.Linear(width, width)
+
+    def forward(self, x):
+        return x + F.relu(self.fc(x))
+
+
+def test_sequential_holding_a_python_layer_trains_with_two_workers():
+    model = dtrain.nn.Sequential(dtrain.nn.Linear(4, 16), Residual(16), dtrain.nn.Linear(16, 3))
+    assert [n for n, _ in model.named_parameters()] == ["0.weight", "0.bias", "1.fc.weight", "1.fc.bias",
+                                                        "2.weight", "2.bias"]
+    before = model[1].state_dict()["fc.weight"]
+    result = dtrain.train(model, data=blobs(600, 1), test=blobs(200, 2), config=quick(parallel={"workers": 2}))
+    assert result["test_accuracy"] > 0.9
+    assert not np.array_equal(before, model[1].state_dict()["fc.weight"])
