@@ -23,19 +23,20 @@ F = dtrain.nn.functional
 class PythonMlp(dtrain.nn.Module):
     """The mlp (784 -> 256 -> 256 -> 10) with its forward in Python."""
 
-    def __init__(self):
+    def __init__(self, inputs=784, hidden=256, classes=10):
         super().__init__()
-        self.fc1 = dtrain.nn.Linear(784, 256)
-        self.fc2 = dtrain.nn.Linear(256, 256)
-        self.fc3 = dtrain.nn.Linear(256, 10)
+        self.fc1 = dtrain.nn.Linear(inputs, hidden)
+        self.fc2 = dtrain.nn.Linear(hidden, hidden)
+        self.fc3 = dtrain.nn.Linear(hidden, classes)
 
     def forward(self, x):
         return self.fc3(F.relu(self.fc2(F.relu(self.fc1(F.flatten(x))))))
 
 
-def sequential_mlp():
+def sequential_mlp(inputs=784, hidden=256, classes=10):
     n = dtrain.nn
-    return n.Sequential(n.Flatten(), n.Linear(784, 256), n.ReLU(), n.Linear(256, 256), n.ReLU(), n.Linear(256, 10))
+    return n.Sequential(n.Flatten(), n.Linear(inputs, hidden), n.ReLU(), n.Linear(hidden, hidden), n.ReLU(),
+                        n.Linear(hidden, classes))
 
 
 def groups(model, steps, batch):
@@ -52,13 +53,15 @@ def cli(model, steps, batch, binary):
     return json.loads(out.stdout.strip().splitlines()[-1])["samples_per_s"]
 
 
-def forward_cost_us(batch, calls=200, rounds=15):
+def forward_cost_us(batch, shape, sizes, calls=200, rounds=15):
     """One forward of PythonMlp minus one of the Sequential with the same layers
-    (both run the same C++ kernels): microseconds, the fastest round of each."""
+    (both run the same C++ kernels): microseconds, the fastest round of each.
+    With tiny layers the kernels cost next to nothing and the difference is the
+    Python forward's dispatch alone, which the load on a shared machine blurs less."""
     import time
     import numpy as np
-    x = dtrain.tensor(np.random.default_rng(0).normal(size=(batch, 1, 28, 28)).astype(np.float32))
-    models = {"module": PythonMlp(), "seq": sequential_mlp()}
+    x = dtrain.tensor(np.random.default_rng(0).normal(size=(batch,) + shape).astype(np.float32))
+    models = {"module": PythonMlp(*sizes), "seq": sequential_mlp(*sizes)}
     best = {k: float("inf") for k in models}
     for _ in range(rounds):
         for k, m in models.items():
@@ -109,9 +112,12 @@ def main():
     for k, v in runs.items():
         print("  %s: %s" % (k, " ".join("%.0f" % x for x in v)))
     step_us = lambda sps: a.batch / sps * 1e6
-    cost, seq_us = forward_cost_us(a.batch)
-    print("Python forward's own cost: %.1f us per forward (the Sequential's forward: %.0f us; batch %d)"
+    cost, seq_us = forward_cost_us(a.batch, (1, 28, 28), (784, 256, 10))
+    print("Python forward's cost, the mlp: %.1f us per forward (the Sequential's forward: %.0f us; batch %d)"
           % (cost, seq_us, a.batch))
+    cost, seq_us = forward_cost_us(1, (4,), (4, 4, 2), calls=2000)
+    print("Python forward's cost, the same layers shrunk to 4 wide, batch 1: %.2f us per forward "
+          "(the Sequential's forward: %.2f us)" % (cost, seq_us))
     print("per-step time, best runs: CLI mlp %.0f us, Python-forward Module %.0f us: %+.0f us per step (batch %d)"
           % (step_us(best["cli-mlp"]), step_us(best["module"]), step_us(best["module"]) - step_us(best["cli-mlp"]),
              a.batch))
