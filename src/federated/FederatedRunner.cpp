@@ -67,7 +67,7 @@ uint64_t mix(uint64_t a, uint64_t b) {
 
 FederatedRunner::FederatedRunner(runtime::TrainConfig config, FederatedOptions options,
                                  runtime::TaskData data)
-    : config_(std::move(config)), options_(std::move(options)) {
+    : config_(std::move(config)), options_(std::move(options)), onMetrics_(data.onMetrics) {
   options_.validate();
   const nn::ModelInfo info = nn::modelInfo(config_.model, runtime::modelOverrides(config_));
   DTRAIN_CHECK_USAGE(info.task == nn::kClassificationTask, "--strategy fedavg trains classifiers "
@@ -439,7 +439,9 @@ nlohmann::json FederatedRunner::run() {
                                              : runtime::Progress::Mode::Off;
   runtime::Progress progress(comm_ && comm_->rank() != 0 ? runtime::Progress::Mode::Off : mode,
                             o.rounds);
-  runtime::MetricsWriter metrics(comm_ && comm_->rank() != 0 ? "" : c.metrics);
+  const bool reporting = !(comm_ && comm_->rank() != 0);
+  runtime::MetricsWriter metrics(reporting ? c.metrics : "",
+                                 reporting ? onMetrics_ : std::function<void(const nlohmann::json&)>{});
   progress.message(detail::concat(
       "fedavg: ", c.model, " (", server_->parameterCount(), " parameters) on ",
       task_->describeData(), ", ", o.clients, " clients (", o.partition, "), ",

@@ -11,6 +11,7 @@
 // reuses the model registry, the tasks (loss, evaluation), the optimizers and the
 // metrics and progress writers.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -101,6 +102,7 @@ class FederatedRunner {
   memory::DomainScope memoryScope_{memoryDomain_};
   runtime::TrainConfig config_;
   FederatedOptions options_;
+  std::function<void(const nlohmann::json&)> onMetrics_;  // TaskData's (Python's on_metrics)
   // --timeline: a rank's server-side spans (round, aggregate) on its compute lane,
   // each worker thread's client training on a lane of its own.
   runtime::Timeline timeline_;

@@ -48,7 +48,7 @@ LocalTrainer::LocalTrainer(const runtime::TrainConfig& config, const FederatedOp
     : options_(options), task_(task), train_(std::move(train)) {
   // The server's model (FederatedRunner): built for the training set's shape.
   model_ = nn::buildModel(config.model, runtime::modelOverrides(config), config.seed,
-                          runtime::dataShape(config, {train_, nullptr, nullptr}));
+                          runtime::dataShape(config, {train_, nullptr, nullptr, {}}));
   optimizer_ = optim::makeOptimizer(config.optimizer, model_->namedParameters(),
                                     clientOptimizerOptions(config));
 }

@@ -101,6 +101,16 @@ void registerModel(const std::string& name, ModelEntry entry) {
   registry().emplace_back(name, std::move(entry));
 }
 
+bool unregisterModel(const std::string& name) {
+  auto& r = registry();
+  for (auto it = r.begin(); it != r.end(); ++it)
+    if (it->first == name) {
+      r.erase(it);
+      return true;
+    }
+  return false;
+}
+
 ModelEntry classifier(std::function<std::shared_ptr<Module>(const DataShape& data, uint64_t seed)> make) {
   return ModelEntry{
       [](const ModelOverrides& o) {

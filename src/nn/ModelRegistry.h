@@ -57,6 +57,9 @@ std::vector<std::string> registeredModelNames();
 // and `--model name` can build it (call before training; not thread-safe).
 // Throws UsageError for a name already taken.
 void registerModel(const std::string& name, ModelEntry entry);
+// Removes a program's own model (the Python bindings register a script's model
+// for one run); false when no model has that name. Built-ins stay.
+bool unregisterModel(const std::string& name);
 // The entry of a classifier built from the data's shape (sample shape and
 // classes) and a seed: what a user's model needs to register.
 ModelEntry classifier(std::function<std::shared_ptr<Module>(const DataShape& data, uint64_t seed)> make);

@@ -7,7 +7,8 @@
 
 namespace dtrain::runtime {
 
-MetricsWriter::MetricsWriter(const std::string& path) : path_(path) {
+MetricsWriter::MetricsWriter(const std::string& path, std::function<void(const nlohmann::json&)> sink)
+    : path_(path), sink_(std::move(sink)) {
   if (path.empty()) return;
   file_ = std::fopen(path.c_str(), "w");
   if (!file_) throw Error("cannot write metrics file " + path + ": " + std::strerror(errno));
@@ -18,6 +19,7 @@ MetricsWriter::~MetricsWriter() {
 }
 
 void MetricsWriter::write(const nlohmann::json& record) {
+  if (sink_) sink_(record);
   if (!file_) return;
   std::string line = record.dump();
   line.push_back('\n');

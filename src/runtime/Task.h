@@ -31,6 +31,9 @@ namespace dtrain::runtime {
 struct TaskData {
   std::shared_ptr<const data::Dataset> train, test;  // classification
   std::shared_ptr<const data::TextCorpus> text;      // language modeling
+  // Sees each --metrics record as it is written (the reporting rank's thread;
+  // also without --metrics): Python's on_metrics. Empty: none.
+  std::function<void(const nlohmann::json&)> onMetrics;
 };
 
 // The architecture flags (--n-layer ...) of `config`.

@@ -261,7 +261,8 @@ TrainResult Trainer::run() {
                                                                      : Progress::Mode::Off;
   if (!reporter) mode = Progress::Mode::Off;
   Progress progress(mode, total);
-  MetricsWriter metrics(reporter ? c.metrics : "");
+  MetricsWriter metrics(reporter ? c.metrics : "",
+                        reporter ? data_.onMetrics : std::function<void(const nlohmann::json&)>{});
   if (reporter)
     progress.message(detail::concat("training ", c.model, " (", model_->parameterCount(),
                                     " parameters) on ", task->describeData(), ": ", total,

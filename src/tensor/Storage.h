@@ -10,6 +10,10 @@ namespace dtrain {
 class Storage {
  public:
   Storage(size_t bytes, Device device);
+  // Memory someone else owns (a NumPy array's buffer, from Python): `owner`
+  // keeps it alive while any view of this storage lives; never freed or
+  // accounted here, and release()/reallocate() leave it alone.
+  Storage(void* borrowed, size_t bytes, std::shared_ptr<void> owner);
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
@@ -26,10 +30,12 @@ class Storage {
   void release();
   void reallocate();
   bool resident() const { return data_ != nullptr; }
+  bool borrowed() const { return owner_ != nullptr; }
 
  private:
   memory::Tag tag_;  // the domain and category it was allocated under, released to
   std::shared_ptr<memory::OffloadFile> offload_;  // keeps tag_.offload alive
+  std::shared_ptr<void> owner_;  // borrowed memory's owner (null: allocated here)
   void* data_;
   size_t bytes_;
   Device device_;

@@ -45,6 +45,12 @@ Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
   return Tensor(std::move(storage), shape, contiguousStrides(shape), 0, dtype);
 }
 
+Tensor Tensor::fromStorage(std::shared_ptr<Storage> storage, const Shape& shape, DType dtype) {
+  DTRAIN_CHECK(storage && storage->bytes() >= shapeNumel(shape) * dtypeSize(dtype),
+               "Tensor::fromStorage: ", shapeStr(shape), " does not fit the storage");
+  return Tensor(std::move(storage), shape, contiguousStrides(shape), 0, dtype);
+}
+
 Tensor Tensor::zeros(const Shape& shape, DType dtype, Device device) {
   Tensor t = empty(shape, dtype, device);
   std::memset(t.rawData(), 0, t.nbytes());

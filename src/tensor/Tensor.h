@@ -28,6 +28,8 @@ class Tensor {
   static Tensor full(const Shape& shape, float value);
   static Tensor fromVector(const std::vector<float>& values, const Shape& shape);
   static Tensor fromInts(const std::vector<int32_t>& values, const Shape& shape);  // I32
+  // A contiguous tensor over the whole of `storage` (e.g. Storage's borrowed memory).
+  static Tensor fromStorage(std::shared_ptr<Storage> storage, const Shape& shape, DType dtype);
 
   bool defined() const { return storage_ != nullptr; }
   const Shape& shape() const { return shape_; }

@@ -94,7 +94,7 @@ def test_bad_input_raises_with_dtrains_line():
 
 
 def test_models_lists_the_registry():
-    assert {"mlp", "lenet", "gpt-tiny"} <= set(dtrain.models())
+    assert {"mlp", "lenet", "gpt-tiny"} <= set(dtrain.models.names())
 
 
 def test_checkpoints_both_ways_and_into_pytorch(tmp_path):

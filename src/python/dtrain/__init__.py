@@ -1,0 +1,29 @@
+"""dtrain from Python: configurations, NumPy data, models defined in Python or
+built by name, and training under every strategy; each step runs in C++
+(the extension module dtrain._dtrain). See docs/guide/python.md."""
+from . import _dtrain
+from ._dtrain import Config, Tensor, load, save, tensor, manual_seed, generate
+from . import nn, models
+
+__all__ = ["Config", "Tensor", "tensor", "train", "load", "save", "generate", "manual_seed", "nn", "models"]
+
+
+def train(model=None, data=None, test=None, config=None, on_metrics=None):
+    """Trains under the configuration's strategy; returns the result line as a dict
+    (None on the processes of an mpirun that do not report).
+
+    train(model, data=(x, y), test=(x, y), config=cfg, on_metrics=print): trains the
+    given model (a dtrain.nn module or dtrain.models.build's); afterwards it holds
+    the trained parameters. train(cfg, data=...): the configuration's model by name.
+    data: (features [N, ...], integer labels [N]) NumPy arrays, or text (str/bytes)
+    for a language model; None: the configuration's [data]. on_metrics: called with
+    each metrics record (dict), on one thread, with the GIL held."""
+    if isinstance(model, Config):
+        if config is not None:
+            raise ValueError("train: give the configuration once (train(cfg, ...) or train(model, config=cfg))")
+        return _dtrain._train_config(model, data, test, on_metrics)
+    if model is None:
+        return _dtrain._train_config(config if config is not None else Config(), data, test, on_metrics)
+    if not isinstance(model, nn.Layer):
+        raise ValueError("train: expected a dtrain.nn module or a dtrain.Config (got %s)" % type(model).__name__)
+    return _dtrain._train_model(model, config if config is not None else Config(), data, test, on_metrics)
