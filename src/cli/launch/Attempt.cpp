@@ -1,0 +1,153 @@
+#include "cli/launch/Attempt.h"
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+
+#include "cli/launch/Process.h"
+#include "core/Error.h"
+
+namespace dtrain::cli::launch {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+int64_t readAttemptProgress(const fs::path& file) {
+  std::ifstream in(file);
+  long long step = -1;
+  if (in >> step) return step;
+  return -1;
+}
+
+std::vector<std::string> mpirunCommand(const AttemptSpec& s) {
+  const int64_t workers = workersOf(s.hosts);
+  // Each rank's exit code and time go to exit.<rank>: the first rank that ended
+  // on its own with an error points at the host that was lost.
+  const std::string record =
+      "d=\"$1\"; shift; \"$@\"; rc=$?; [ \"$rc\" -ne 0 ] && "
+      "echo \"$rc $(date +%s.%N)\" > \"$d/exit.${OMPI_COMM_WORLD_RANK:-x}\"; exit $rc";
+  std::vector<std::string> cmd;
+  if (!s.netsim.empty()) {
+    cmd = {"bash", s.netsim, "mpirun", "-np", std::to_string(workers), "--ranks-per-host",
+           std::to_string(s.ranksPerHost), "--hosts", hostList(s.hosts), "--"};
+  } else {
+    std::string spec;
+    for (const auto& h : s.hosts) spec += (spec.empty() ? "" : ",") + h.name + ":" + std::to_string(h.slots);
+    cmd = {"mpirun", "--allow-run-as-root", "-np", std::to_string(workers), "--host", spec,
+           "--map-by", "slot", "--bind-to", "none"};
+  }
+  cmd.insert(cmd.end(), {"sh", "-c", record, "sh", s.dir.string(), "env",
+                         "DTRAIN_LAUNCH_PROGRESS=" + (s.dir / "progress").string()});
+  if (s.index == 0) {
+    // The fault-injection hook fires in the first attempt only (a lost host stays lost).
+    for (const char* v : {"DTRAIN_TEST_DIE_AT_STEP", "DTRAIN_TEST_DIE_RANK"})
+      if (const char* e = std::getenv(v)) cmd.push_back(std::string(v) + "=" + e);
+  } else {
+    cmd.insert(cmd.end(), {"DTRAIN_TEST_DIE_AT_STEP=", "DTRAIN_TEST_DIE_RANK="});
+  }
+  cmd.push_back(selfExe());
+  cmd.push_back("train");
+  cmd.insert(cmd.end(), s.trainArgs.begin(), s.trainArgs.end());
+  return cmd;
+}
+
+}  // namespace
+
+AttemptResult runAttempt(const AttemptSpec& spec, const AttemptWatch& watch) {
+  fs::remove_all(spec.dir);
+  fs::create_directories(spec.dir);
+  auto cmd = mpirunCommand(spec);
+  int out[2];
+  if (::pipe(out) != 0) throw Error("launch: pipe failed");
+  std::fflush(nullptr);
+  const pid_t pid = ::fork();
+  if (pid < 0) throw Error("launch: fork failed");
+  if (pid == 0) {
+    ::dup2(out[1], 1);
+    ::close(out[0]);
+    ::close(out[1]);
+    auto argv = argvOf(cmd);
+    ::execvp(argv[0], argv.data());
+    std::fprintf(stderr, "dtrain: launch: cannot run %s\n", argv[0]);
+    ::_exit(127);
+  }
+  ::close(out[1]);
+  AttemptResult a;
+  std::string pending;
+  const fs::path progress = spec.dir / "progress";
+  int64_t seen = -1;
+  for (bool open = true; open;) {
+    // Stopping the job: mpirun passes SIGTERM on to the ranks, which save a checkpoint.
+    if (!a.stopAsked && watch.shouldStop && watch.shouldStop()) {
+      ::kill(pid, SIGTERM);
+      a.stopAsked = true;
+    }
+    pollfd p{out[0], POLLIN, 0};
+    const int ready = ::poll(&p, 1, 20);
+    if (ready > 0) {
+      char buf[4096];
+      const ssize_t n = ::read(out[0], buf, sizeof buf);
+      if (n <= 0) {
+        open = false;
+      } else {
+        pending.append(buf, static_cast<size_t>(n));
+      }
+      for (size_t nl; (nl = pending.find('\n')) != std::string::npos; pending.erase(0, nl + 1)) {
+        const std::string line = pending.substr(0, nl);
+        if (!line.empty() && line[0] == '{') a.resultLine = line;
+        else std::fprintf(stderr, "%s\n", line.c_str());
+      }
+    }
+    const int64_t step = readAttemptProgress(progress);
+    if (step > seen) {
+      seen = step;
+      if (watch.progressed) watch.progressed(step);
+    }
+  }
+  ::close(out[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  a.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  a.lastStep = readAttemptProgress(progress);
+  return a;
+}
+
+std::optional<FailedRank> firstFailedRank(const fs::path& attemptDir) {
+  double first = 0;
+  std::optional<FailedRank> found;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(attemptDir, ec)) {
+    const std::string n = e.path().filename().string();
+    if (n.rfind("exit.", 0) != 0) continue;
+    std::ifstream in(e.path());
+    int code = 0;
+    double at = 0;
+    if (!(in >> code >> at)) continue;
+    int rank = -1;
+    try {
+      rank = std::stoi(n.substr(5));
+    } catch (const std::logic_error&) {
+      continue;
+    }
+    if (!found || at < first) first = at, found = FailedRank{rank, code};
+  }
+  return found;
+}
+
+int hostOfRank(const std::vector<LaunchHost>& hosts, int rank) {
+  for (size_t i = 0; i < hosts.size(); ++i) {
+    if (rank >= 0 && rank < hosts[i].slots) return static_cast<int>(i);
+    rank -= hosts[i].slots;
+  }
+  return -1;
+}
+
+}  // namespace dtrain::cli::launch
