@@ -23,6 +23,10 @@ void addLaunchCommand(CLI::App& app) {
   sub->add_option("--min-hosts", f->minHosts, "Fewest hosts to go on with (else exit 1)");
   sub->add_option("--max-restarts", f->maxRestarts, "Restarts before giving up");
   sub->add_option("--ranks-per-host", f->ranksPerHost, "Ranks on each host (where a host names no count)");
+  sub->add_flag("--rejoin", f->rejoin,
+                "Take a dropped host back when it answers again (probed while the job runs; the job "
+                "stops with a checkpoint and starts again with it)");
+  sub->add_option("--rejoin-probe", f->rejoinProbeS, "With --rejoin: seconds between probes of dropped hosts");
   sub->add_option("train", f->train, "-- train ARGS...: the train run (needs --checkpoint-dir and --checkpoint-every)");
   sub->callback([f] { launch::runLaunch(*f); });
 }

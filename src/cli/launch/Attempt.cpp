@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -61,6 +62,7 @@ std::vector<std::string> mpirunCommand(const AttemptSpec& s) {
 }  // namespace
 
 AttemptResult runAttempt(const AttemptSpec& spec, const AttemptWatch& watch) {
+  using Clock = std::chrono::steady_clock;
   fs::remove_all(spec.dir);
   fs::create_directories(spec.dir);
   auto cmd = mpirunCommand(spec);
@@ -70,6 +72,8 @@ AttemptResult runAttempt(const AttemptSpec& spec, const AttemptWatch& watch) {
   const pid_t pid = ::fork();
   if (pid < 0) throw Error("launch: fork failed");
   if (pid == 0) {
+    // A group of its own: a job whose mpirun hangs is killed whole (killpg).
+    ::setpgid(0, 0);
     ::dup2(out[1], 1);
     ::close(out[0]);
     ::close(out[1]);
@@ -78,43 +82,71 @@ AttemptResult runAttempt(const AttemptSpec& spec, const AttemptWatch& watch) {
     std::fprintf(stderr, "dtrain: launch: cannot run %s\n", argv[0]);
     ::_exit(127);
   }
+  ::setpgid(pid, pid);  // also here: whichever runs first
   ::close(out[1]);
   AttemptResult a;
   std::string pending;
+  auto takeLines = [&] {
+    for (size_t nl; (nl = pending.find('\n')) != std::string::npos; pending.erase(0, nl + 1)) {
+      const std::string line = pending.substr(0, nl);
+      if (!line.empty() && line[0] == '{') a.resultLine = line;
+      else std::fprintf(stderr, "%s\n", line.c_str());
+    }
+  };
   const fs::path progress = spec.dir / "progress";
   int64_t seen = -1;
-  for (bool open = true; open;) {
+  int status = 0;
+  bool exited = false, killed = false;
+  auto nextRecordCheck = Clock::now();
+  std::optional<Clock::time_point> failingSince;
+  for (bool open = true; open && !exited;) {
     // Stopping the job: mpirun passes SIGTERM on to the ranks, which save a checkpoint.
     if (!a.stopAsked && watch.shouldStop && watch.shouldStop()) {
       ::kill(pid, SIGTERM);
       a.stopAsked = true;
     }
     pollfd p{out[0], POLLIN, 0};
-    const int ready = ::poll(&p, 1, 20);
-    if (ready > 0) {
+    if (::poll(&p, 1, 20) > 0) {
       char buf[4096];
       const ssize_t n = ::read(out[0], buf, sizeof buf);
-      if (n <= 0) {
-        open = false;
-      } else {
-        pending.append(buf, static_cast<size_t>(n));
-      }
-      for (size_t nl; (nl = pending.find('\n')) != std::string::npos; pending.erase(0, nl + 1)) {
-        const std::string line = pending.substr(0, nl);
-        if (!line.empty() && line[0] == '{') a.resultLine = line;
-        else std::fprintf(stderr, "%s\n", line.c_str());
-      }
+      if (n <= 0) open = false;
+      else pending.append(buf, static_cast<size_t>(n));
+      takeLines();
     }
     const int64_t step = readAttemptProgress(progress);
     if (step > seen) {
       seen = step;
       if (watch.progressed) watch.progressed(step);
     }
+    // mpirun gone: done, even when a process it left (a daemon on a host that
+    // cannot be reached) still holds the pipe open.
+    if (::waitpid(pid, &status, WNOHANG) == pid) exited = true;
+    // A rank ended with an error, so the job is failing: mpirun aborts the rest.
+    // When it cannot reach a host (its link is down) it can wait for that
+    // host's daemon for ever: after a grace the whole job is killed.
+    if (!exited && !killed && Clock::now() >= nextRecordCheck) {
+      nextRecordCheck = Clock::now() + std::chrono::milliseconds(500);
+      if (!failingSince && firstFailedRank(spec.dir)) failingSince = Clock::now();
+      if (failingSince && Clock::now() - *failingSince > std::chrono::seconds(kMpirunGraceS)) {
+        std::fprintf(stderr, "dtrain: launch: mpirun did not end %d s after a rank failed: killing the job\n",
+                     kMpirunGraceS);
+        ::kill(-pid, SIGKILL);
+        killed = true;
+      }
+    }
   }
+  // What is left in the pipe (without waiting for a leftover holder of it).
+  for (pollfd p{out[0], POLLIN, 0}; ::poll(&p, 1, 0) > 0;) {
+    char buf[4096];
+    const ssize_t n = ::read(out[0], buf, sizeof buf);
+    if (n <= 0) break;
+    pending.append(buf, static_cast<size_t>(n));
+  }
+  takeLines();
   ::close(out[0]);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
+  if (!exited)
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
   a.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   a.lastStep = readAttemptProgress(progress);
   return a;

@@ -38,6 +38,10 @@ struct AttemptResult {
   bool stopAsked = false;  // the watch asked for the stop
 };
 
+// How long mpirun may take to end the job after a rank failed before the
+// launcher kills it (and, on emulated hosts, everything left on them).
+inline constexpr int kMpirunGraceS = 5;
+
 AttemptResult runAttempt(const AttemptSpec& spec, const AttemptWatch& watch);
 
 // The rank whose wrapper recorded an error first (and its exit code), if any.

@@ -63,9 +63,13 @@ int64_t workersOf(const std::vector<LaunchHost>& hosts) {
 
 bool HostProbe::answers(const LaunchHost& h) const {
   const int rc = !netsim_.empty()
-                     ? runToStderr({"bash", netsim_, "exec", h.name, "--", "true"}, true)
+                     ? runToStderr({"bash", netsim_, "probe", h.name}, true)
                      : runToStderr({"ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=10", h.name, "true"}, true);
   return rc == 0;
+}
+
+void HostProbe::endLeftovers(const LaunchHost& h) const {
+  if (!netsim_.empty()) runToStderr({"bash", netsim_, "kill", h.name}, true);
 }
 
 

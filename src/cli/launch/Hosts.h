@@ -21,12 +21,18 @@ std::string hostList(const std::vector<LaunchHost>& hosts);
 int64_t workersOf(const std::vector<LaunchHost>& hosts);
 
 // Asks hosts whether they answer. Emulated hosts (netsim non-empty: the path of
-// scripts/netsim.sh): `netsim.sh exec I -- true`; real hosts:
-// `ssh -o BatchMode=yes -o ConnectTimeout=10 HOST true`.
+// scripts/netsim.sh): `netsim.sh probe I`, a TCP connection from the host's
+// namespace over its link to the bridge (refused = the link carries packets);
+// real hosts: `ssh -o BatchMode=yes -o ConnectTimeout=10 HOST true`.
 class HostProbe {
  public:
   explicit HostProbe(std::string netsim) : netsim_(std::move(netsim)) {}
   bool answers(const LaunchHost& h) const;
+  // Ends whatever of a failed job is left on a host (emulated hosts:
+  // `netsim.sh kill I`, every process in its namespace, e.g. the ranks and
+  // daemon behind a link that went down). Real hosts: nothing (mpirun's
+  // daemons end their ranks when they can reach them).
+  void endLeftovers(const LaunchHost& h) const;
 
  private:
   std::string netsim_;

@@ -29,6 +29,7 @@ nlohmann::json MembershipLog::finalResult(const std::string& resultLine) const {
   out["restarts"] = tally_.restarts;
   out["hosts_lost"] = tally_.hostsLost;
   out["steps_redone"] = tally_.stepsRedone;
+  out["hosts_rejoined"] = tally_.hostsRejoined;
   out["seconds_to_recover"] = std::round(tally_.secondsToRecover * 1000.0) / 1000.0;
   return out;
 }
