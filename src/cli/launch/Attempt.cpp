@@ -45,7 +45,8 @@ std::vector<std::string> mpirunCommand(const AttemptSpec& s) {
            "--map-by", "slot", "--bind-to", "none"};
   }
   cmd.insert(cmd.end(), {"sh", "-c", record, "sh", s.dir.string(), "env",
-                         "DTRAIN_LAUNCH_PROGRESS=" + (s.dir / "progress").string()});
+                         "DTRAIN_LAUNCH_PROGRESS=" + (s.dir / "progress").string(),
+                         "DTRAIN_LAUNCH_STOP=" + (s.dir / "stop").string()});
   if (s.index == 0) {
     // The fault-injection hook fires in the first attempt only (a lost host stays lost).
     for (const char* v : {"DTRAIN_TEST_DIE_AT_STEP", "DTRAIN_TEST_DIE_RANK"})
@@ -96,14 +97,22 @@ AttemptResult runAttempt(const AttemptSpec& spec, const AttemptWatch& watch) {
   const fs::path progress = spec.dir / "progress";
   int64_t seen = -1;
   int status = 0;
-  bool exited = false, killed = false;
+  bool exited = false, killed = false, signalled = false;
+  Clock::time_point stopAskedAt{};
   auto nextRecordCheck = Clock::now();
   std::optional<Clock::time_point> failingSince;
   for (bool open = true; open && !exited;) {
-    // Stopping the job: mpirun passes SIGTERM on to the ranks, which save a checkpoint.
+    // Stopping the job: the stop file makes the ranks stop after a step with a
+    // checkpoint (runtime/LaunchHooks.h). A job that does not read it (stuck
+    // before its first step) gets SIGTERM after a while: mpirun then ends it.
     if (!a.stopAsked && watch.shouldStop && watch.shouldStop()) {
-      ::kill(pid, SIGTERM);
+      std::ofstream(spec.dir / "stop") << "stop\n";
       a.stopAsked = true;
+      stopAskedAt = Clock::now();
+    }
+    if (a.stopAsked && !signalled && Clock::now() - stopAskedAt > std::chrono::seconds(kStopGraceS)) {
+      ::kill(pid, SIGTERM);
+      signalled = true;
     }
     pollfd p{out[0], POLLIN, 0};
     if (::poll(&p, 1, 20) > 0) {

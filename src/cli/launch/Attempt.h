@@ -3,8 +3,8 @@
 // watched until mpirun exits. Each rank runs inside a shell wrapper that records
 // its exit code and time in DIR/exit.<rank> when it ends with an error (ranks
 // that mpirun kills afterwards die with their wrapper and record nothing), and
-// the reporting rank writes its finished step to DIR/progress
-// (runtime/LaunchHooks.h).
+// the reporting rank writes its finished step to DIR/progress and stops the job
+// cleanly once DIR/stop exists (runtime/LaunchHooks.h).
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -28,7 +28,7 @@ struct AttemptSpec {
 // What the launcher hears while an attempt runs (each polled every 20 ms).
 struct AttemptWatch {
   std::function<void(int64_t step)> progressed;  // the reporter finished a new step
-  std::function<bool()> shouldStop;              // true: stop the job (SIGTERM to mpirun, once)
+  std::function<bool()> shouldStop;              // true: stop the job (its stop file, once)
 };
 
 struct AttemptResult {
@@ -41,6 +41,8 @@ struct AttemptResult {
 // How long mpirun may take to end the job after a rank failed before the
 // launcher kills it (and, on emulated hosts, everything left on them).
 inline constexpr int kMpirunGraceS = 5;
+// How long a job may take to stop on the stop file before mpirun gets SIGTERM.
+inline constexpr int kStopGraceS = 30;
 
 AttemptResult runAttempt(const AttemptSpec& spec, const AttemptWatch& watch);
 

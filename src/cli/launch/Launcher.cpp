@@ -177,8 +177,8 @@ void runLaunch(const LaunchFlags& f) {
       log.progressed(step, resumeStep);
     };
     watch.shouldStop = [&] {
-      // Ctrl-C or SIGTERM to the launcher: the job is stopped (mpirun passes it on
-      // to the ranks, which save a checkpoint), and nothing is restarted.
+      // Ctrl-C or SIGTERM to the launcher: the job is stopped (the ranks save a
+      // checkpoint), and nothing is restarted.
       if (stop::requested()) return true;
       // --rejoin: a dropped host answers again: the job stops the same way and
       // starts again with it, from the checkpoint the stop wrote.
