@@ -12,10 +12,11 @@
 #               job trains: host 2 must be back at the following restart
 # Each launch must go on without the host from the newest checkpoint (restarts,
 # hosts_lost, steps_redone <= --checkpoint-every, the records in launch.jsonl),
-# and its final model must equal (1e-4 relative: only the summation order may
-# differ) that of an uninterrupted run of 100 steps on 3 x 16 (the data order is
-# a function of the global step, so a kept global batch gives the same model; a
-# batch not kept, 2 x 16, differed by 0.78). Rank 0's worker sleeps 50 ms a step
+# and its final model must equal that of an uninterrupted run of 100 steps on
+# 3 x 16 (the data order is a function of the global step, so a kept global
+# batch gives the same model up to summation order: 1e-3 relative; a batch not
+# kept, 2 x 16, differed by 0.78) and, to 1e-4, that of a run without failures
+# that switches worker counts at the steps the launch resumed from. Rank 0's worker sleeps 50 ms a step
 # (--straggler 0:50) so that the faults land mid-run. No timing checks: each
 # case prints its time from the fault to training again ("recovered in").
 # Exit 77 (CTest SKIP_RETURN_CODE) where network namespaces cannot be made.
@@ -83,6 +84,7 @@ launch_case() {  # CASE
   echo "fault after step $(progress 0)"
   if [[ $name == rejoin ]]; then
     wait_step 1 0 || { cat "$work/err"; fail "rejoin: no restarted job trained"; }
+    linkup=$(now)
     ip -n dtrain214-h2 link set eth0 up || fail "cannot take host 2's link up"
     echo "host 2's link up again after step $(progress 1) of the restarted job"
   fi
@@ -116,16 +118,39 @@ launch_case() {  # CASE
   # Time from the fault to the first step trained after it (the launcher's record).
   trained=$(grep '"event":"training"' "$ck/launch.jsonl" | head -n 1 | python3 -c 'import json,sys; print(json.loads(sys.stdin.read())["time"])')
   echo "recovered in $(python3 -c "print('%.2f' % ($trained - $fault))") s ($name)"
+  if [[ $name == rejoin ]]; then
+    # From the link up to the first step trained on all three hosts again.
+    back=$(grep '"event":"training"' "$ck/launch.jsonl" | grep '"hosts":"0,1,2"' | head -n 1 |
+           python3 -c 'import json,sys; print(json.loads(sys.stdin.read())["time"])') || fail "rejoin: no training record on hosts 0,1,2"
+    echo "rejoined in $(python3 -c "print('%.2f' % ($back - $linkup))") s (link up to training on 3 hosts)"
+  fi
 }
 
-for c in "${cases[@]}"; do launch_case "$c"; done
+# The same schedule without failures: the worker counts the launch ran, switched
+# at the steps it resumed from (launch.jsonl's start/restart records).
+same_schedule() {  # CASE
+  local prev="" w r next
+  local -a seg
+  mapfile -t seg < <(python3 - "$work/ckpt-$1/launch.jsonl" $steps <<'PY'
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+runs = [(r["workers"], r["batch_size"], r["resume_step"]) for r in recs if r["event"] in ("start", "restart")]
+for i, (w, b, r) in enumerate(runs):
+    end = runs[i + 1][2] if i + 1 < len(runs) else int(sys.argv[2])
+    if end > r: print(w, b, end)
+PY
+)
+  for line in "${seg[@]}"; do
+    read -r w b next <<<"$line"
+    "$dtrain" train "${common[@]}" --workers "$w" --batch-size "$b" --max-steps "$next" ${prev:+--resume "$prev"} \
+      --save "$work/same-$1-$next.safetensors" >/dev/null 2>&1 || fail "$1: same-schedule run to step $next"
+    prev="$work/same-$1-$next.safetensors"
+  done
+  echo "$prev"
+}
 
-echo "--- the same global batch without failures: $steps steps on 3 workers x 16"
-"$dtrain" train "${common[@]}" --workers 3 --batch-size 16 --save "$work/reference.safetensors" >/dev/null ||
-  fail "reference run"
-
-for c in "${cases[@]}"; do
-python3 - "$work/launched-$c.safetensors" "$work/reference.safetensors" <<'PY' || fail "the model of case $c differs from the reference"
+compare() {  # A B LIMIT: largest relative difference of a tensor <= LIMIT
+python3 - "$@" <<'PY'
 import json, struct, sys
 def tensors(path):
     b = open(path, "rb").read()
@@ -144,8 +169,25 @@ for k in a:
     num = sum((x - y) ** 2 for x, y in zip(a[k], b[k])) ** 0.5
     den = max(sum(y * y for y in b[k]) ** 0.5, 1e-12)
     worst = max(worst, num / den)
-print("%s: largest relative difference of a tensor: %.3g over %d tensors" % (sys.argv[1].split("/")[-1], worst, len(a)))
-sys.exit(0 if worst <= 1e-4 else 1)
+print("  vs %s: largest relative difference of a tensor %.3g (limit %s)" % (sys.argv[2].split("/")[-1], worst, sys.argv[3]))
+sys.exit(0 if worst <= float(sys.argv[3]) else 1)
 PY
+}
+
+for c in "${cases[@]}"; do launch_case "$c"; done
+
+echo "--- the same global batch without failures: $steps steps on 3 workers x 16"
+"$dtrain" train "${common[@]}" --workers 3 --batch-size 16 --save "$work/reference.safetensors" >/dev/null ||
+  fail "reference run"
+# Two references: the uninterrupted run, which differs from a launch that ran
+# some steps on 2 workers x 24 by summation order only, grown over the steps
+# (6e-5 here after 90 steps on 2 workers), and the run that switches worker
+# counts where the launch did, which must match to 1e-4.
+for c in "${cases[@]}"; do
+  echo "$c:"
+  compare "$work/launched-$c.safetensors" "$work/reference.safetensors" 1e-3 ||
+    fail "the model of case $c differs from the uninterrupted run's"
+  compare "$work/launched-$c.safetensors" "$(same_schedule "$c")" 1e-4 ||
+    fail "the model of case $c differs from the run with the same schedule without failures"
 done
 echo "launch test passed"

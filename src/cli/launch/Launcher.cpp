@@ -169,11 +169,13 @@ void runLaunch(const LaunchFlags& f) {
     AttemptSpec spec{attempt, dir / "launch" / ("attempt-" + std::to_string(attempt)), hosts, f.ranksPerHost,
                      netsim, train.forWorkers(w)};
     AttemptWatch watch;
-    bool rejoinStop = false;
+    bool rejoinStop = false, trainingRecorded = false;
     watch.progressed = [&](int64_t step) {
-      // Failure -> training again: the first step the restarted job finishes.
-      if (step > resumeStep && log.recovering())
+      // Failure or rejoin -> training again: the first step a restarted job finishes.
+      if (attempt > 0 && step > resumeStep && !trainingRecorded) {
         log.record({{"event", "training"}, {"attempt", attempt}, {"step", step}, {"hosts", hostList(hosts)}});
+        trainingRecorded = true;
+      }
       log.progressed(step, resumeStep);
     };
     watch.shouldStop = [&] {
