@@ -68,7 +68,6 @@ class RejoinWatch {
  public:
   RejoinWatch(const LaunchFlags& f, const HostProbe& probe) : f_(f), probe_(probe) {}
   void drop(const LaunchHost& h) { dropped_.push_back(h); }
-  bool anyDropped() const { return !dropped_.empty(); }
   // True when some dropped host answers now (checked at most every rejoinProbeS).
   bool dueAndAnswering() {
     if (!f_.rejoin || dropped_.empty()) return false;
