@@ -12,6 +12,9 @@
 #                                     K ranks, R per host (default 1), on hosts I,J,.. in
 #                                     that order (default 0,1,..: as many as K needs)
 #   netsim.sh exec I -- CMD ARGS...                              one command on host I
+#   netsim.sh probe I                 exit 0 when host I answers over its link (a TCP
+#                                     connection to the bridge, refused = it arrived)
+#   netsim.sh kill I                  SIGKILL to every process on host I (its namespace)
 #
 # Touches only its own names (namespaces dtrain-h0.., bridge dtrain-br, veths
 # dtrain-v0..) and subnet 10.213.0.0/24 (hosts .1.., the bridge .254, where
@@ -142,6 +145,27 @@ cmd_exec() {
   exec ip netns exec "$(ns "$i")" "$@"
 }
 
+cmd_probe() {
+  local i="${1:-}" h out
+  need_root
+  [[ "$i" =~ ^[0-9]+$ ]] && ((i < $(hosts))) || die "probe: no host '$i' (netsim has $(hosts) hosts)"
+  h=$(ns "$i")
+  ip netns list | grep -qE "^$h( |$)" || return 1
+  # No ping here: a TCP connection from the host to a closed port of the bridge.
+  # "Connection refused" means the SYN crossed the link and the RST came back;
+  # a link that is down gives "Network is unreachable" or no answer (timeout).
+  out=$(timeout 3 ip netns exec "$h" bash -c "exec 3<>/dev/tcp/$net.254/9" 2>&1) && return 0
+  [[ "$out" == *"Connection refused"* ]]
+}
+
+cmd_kill() {
+  local i="${1:-}" pids
+  need_root
+  [[ "$i" =~ ^[0-9]+$ ]] && ((i < $(hosts))) || die "kill: no host '$i' (netsim has $(hosts) hosts)"
+  pids=$(ip netns pids "$(ns "$i")" 2>/dev/null || true)
+  [[ -z "$pids" ]] || kill -KILL $pids 2>/dev/null || true
+}
+
 cmd_mpirun() {
   local np="" rph=1 n i only=""
   while (($#)); do
@@ -198,11 +222,23 @@ EOF
   # (OpenMPI 4.1.4, Debian 12). Ranks do not need that shared copy.
   local yield=0
   ((np > $(nproc))) && yield=1
+  # mpirun runs in the background so that SIGTERM / SIGINT to this script reach it
+  # (bash would die on them and leave mpirun running): mpirun passes them on to
+  # the ranks once, which then stop cleanly (dtrain launch stops a job this way).
   OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
     mpirun --allow-run-as-root -np "$np" --hostfile "$hostfile" --map-by slot --bind-to none \
     --mca plm_rsh_agent "$state/agent" --mca routed direct --mca btl tcp,self \
     --mca btl_tcp_if_include "$net.0/24" --mca oob_tcp_if_include "$net.0/24" \
-    --mca mpi_yield_when_idle "$yield" --mca rtc ^hwloc "$@"
+    --mca mpi_yield_when_idle "$yield" --mca rtc ^hwloc "$@" <&0 &
+  local mpid=$! rc=0
+  trap 'kill -TERM "$mpid" 2>/dev/null' TERM
+  trap 'kill -INT "$mpid" 2>/dev/null' INT
+  # wait returns early (> 128) when a trapped signal arrives: wait again until mpirun is gone.
+  while :; do
+    wait "$mpid" && rc=0 || rc=$?
+    kill -0 "$mpid" 2>/dev/null || break
+  done
+  return "$rc"
 }
 
 case "${1:-}" in
@@ -211,5 +247,7 @@ case "${1:-}" in
   status) shift; cmd_status ;;
   exec) shift; cmd_exec "$@" ;;
   mpirun) shift; cmd_mpirun "$@" ;;
-  *) die "usage: netsim.sh up N [--rate 1gbit] [--host-rate I=RATE] | down | status | mpirun -np K [--ranks-per-host R] [--hosts I,J,..] -- CMD... | exec I -- CMD..." ;;
+  probe) shift; cmd_probe "$@" ;;
+  kill) shift; cmd_kill "$@" ;;
+  *) die "usage: netsim.sh up N [--rate 1gbit] [--host-rate I=RATE] | down | status | mpirun -np K [--ranks-per-host R] [--hosts I,J,..] -- CMD... | exec I -- CMD... | probe I | kill I" ;;
 esac

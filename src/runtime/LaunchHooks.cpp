@@ -3,9 +3,13 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+
+#include "core/StopSignal.h"
 
 namespace dtrain::runtime {
 
@@ -28,6 +32,23 @@ void afterStepForLaunch(int64_t step, int rank, bool reporter) {
     const int n = std::snprintf(line, sizeof line, "%20lld\n", static_cast<long long>(step));
     if (::pwrite(progressFd(), line, static_cast<size_t>(n), 0) < 0) {
       // Progress is advisory: the launcher then reports fewer figures, training goes on.
+    }
+  }
+  // A stop asked by the launcher (a host to take back): the same clean stop as
+  // SIGTERM, decided by the reporter; the training loop's stop vote follows
+  // right after this hook, so every rank stops after this step and the
+  // checkpoint is written. Looked for at most every 200 ms (a stat on a
+  // directory every host sees).
+  static const char* stopFile = [] {
+    const char* p = std::getenv("DTRAIN_LAUNCH_STOP");
+    return p && *p ? p : nullptr;
+  }();
+  if (reporter && stopFile && !stop::requested()) {
+    using LaunchClock = std::chrono::steady_clock;
+    static LaunchClock::time_point nextLook{};
+    if (LaunchClock::now() >= nextLook) {
+      nextLook = LaunchClock::now() + std::chrono::milliseconds(200);
+      if (::access(stopFile, F_OK) == 0) stop::request(SIGTERM);
     }
   }
   static const int64_t dieAt = [] {

@@ -4,6 +4,9 @@
 //    finished into FILE after every step (one short overwrite), so the launcher
 //    knows how far a failed attempt got (steps redone) and when a restarted one
 //    trains again (seconds to recover) without parsing logs.
+//  - DTRAIN_LAUNCH_STOP=FILE: once FILE exists the reporting rank asks for a
+//    stop as SIGTERM would (every rank stops after the same step and writes a
+//    checkpoint): the launcher stops a job this way to take a host back.
 //  - Test hook DTRAIN_TEST_DIE_AT_STEP=k with DTRAIN_TEST_DIE_RANK=r: rank r
 //    _exit(9)s after step k, as a host whose processes were killed.
 #include <cstdint>

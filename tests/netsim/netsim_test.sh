@@ -7,31 +7,9 @@
 set -uo pipefail
 netsim="$1" mpitests="$2" dtrain="$3"
 
-skip() { echo "SKIPPED: $*"; exit 77; }
-fail() { echo "FAILED: $*"; exit 1; }
-
-[[ $(id -u) -eq 0 ]] || skip "needs root to create network namespaces"
-for t in ip tc mpirun flock; do command -v "$t" >/dev/null || skip "'$t' not found"; done
-
-# Its own instance (names dtrain213-*, subnet 10.213.213.0/24): never the network
-# a user brought up. The lock serializes concurrent runs (ctest -j, other build
-# trees) of this test, which share that instance.
-export DTRAIN_NETSIM_ID=213
-lockdir=/run/lock; [[ -d $lockdir ]] || lockdir=/tmp
-exec 9>"$lockdir/dtrain-netsim-test.lock"
-flock -w 900 9 || fail "another netsim test held $lockdir/dtrain-netsim-test.lock for 15 minutes"
-trap 'bash "$netsim" down >/dev/null 2>&1' EXIT
-
-# Can this kernel / container make namespaces, veths and tbf at all?
-probe=dtrain213-probe
-ip netns del "$probe" 2>/dev/null
-if ! ip netns add "$probe" 2>/dev/null ||
-   ! ip -n "$probe" link add name probe0 type veth peer name probe1 2>/dev/null ||
-   ! tc -n "$probe" qdisc add dev probe0 root tbf rate 100mbit burst 64kb latency 50ms 2>/dev/null; then
-  ip netns del "$probe" 2>/dev/null
-  skip "cannot create network namespaces, veth pairs or tbf qdiscs here"
-fi
-ip netns del "$probe"
+# Its own instance (names dtrain213-*, subnet 10.213.213.0/24); the lock
+# serializes concurrent runs (ctest -j, other build trees) of this test.
+NETSIM_ID=213 NETSIM_LOCK=dtrain-netsim-test.lock source "$(dirname "$0")/common.sh"
 
 bash "$netsim" up 2 --rate 100mbit || fail "netsim.sh up 2 --rate 100mbit"
 bash "$netsim" status
