@@ -4,10 +4,10 @@
 #include <cmath>
 #include <deque>
 #include <memory>
-#include <thread>
 #include <vector>
 
 #include "core/Error.h"
+#include "parallel/sandblaster/PollBackoff.h"
 #include "parallel/sandblaster/ShardProtocol.h"
 
 namespace dtrain::parallel::sandblaster {
@@ -49,7 +49,7 @@ class Shard {
 
   ShardStats run() {
     postCommand();
-    int idle = 0;
+    PollBackoff backoff;
     for (;;) {
       bool progressed = false;
       for (int w = 0; w < workers_; ++w) progressed |= serveWorker(w);
@@ -71,14 +71,10 @@ class Shard {
       // Over when the coordinator says so and every worker has said goodbye
       // (after its last gradient slices, which this shard must still receive).
       if (doneCommand_ && byes_ == workers_) break;
-      if (progressed) {
-        idle = 0;
-        continue;
-      }
-      if (++idle < 32)
-        std::this_thread::yield();
+      if (progressed)
+        backoff.progressed();
       else
-        std::this_thread::sleep_for(std::chrono::microseconds(std::min(200, 10 * (idle - 31))));
+        backoff.nothingArrived();
     }
     finish();
     return stats_;

@@ -7,6 +7,7 @@
 
 #include "core/Error.h"
 #include "core/Rng.h"
+#include "parallel/sandblaster/PollBackoff.h"
 #include "parallel/sandblaster/ShardProtocol.h"
 
 namespace dtrain::parallel::sandblaster {
@@ -198,7 +199,8 @@ double SandblasterCoordinator::evaluate(nn::Module* model) {
   unitSent_.assign(units, Clock::time_point{});
   if (shards_) shards_->beginEvaluation(evaluation_, units, n);
 
-  int next = 0, done = 0, idle = 0;
+  int next = 0, done = 0;
+  PollBackoff backoff;
   while (done < units) {
     // Hand units to free workers: new ones first, then backup copies of the
     // oldest pending ones (each at most twice out).
@@ -219,14 +221,10 @@ double SandblasterCoordinator::evaluate(nn::Module* model) {
     for (int w = 0; w < workers_; ++w) progressed |= collect(w);
     if (progressed) {  // an answer arrived (a dropped copy frees its worker too)
       done = static_cast<int>(std::count(unitDone_.begin(), unitDone_.end(), 1));
-      idle = 0;
-      continue;
+      backoff.progressed();
+    } else {
+      backoff.nothingArrived();  // the workers need the cores
     }
-    // Nothing arrived: yield, then short sleeps (the workers need the cores).
-    if (++idle < 32)
-      std::this_thread::yield();
-    else
-      std::this_thread::sleep_for(std::chrono::microseconds(std::min(200, 10 * (idle - 31))));
   }
 
   // The batch gradient and loss: unit means weighted by their samples, summed
