@@ -199,38 +199,30 @@ PlanResult plan(const PlanRequest& r, const Machine& m) {
 AutoBatch autoGlobalBatch(const PlanRequest& r, const Machine& m) {
   AutoBatch a;
   const int64_t ranks = static_cast<int64_t>(r.hosts) * r.ranksPerHost;
-  // Does some configuration (lossy ones only with --allow-lossy) fit at `batch`?
+  // Does some configuration (lossy ones only with --allow-lossy) fit at `batch`
+  // in one pass (gradient accumulation and pipeline micro-batches fit any batch
+  // by running more, smaller micro-batches)?
   auto fits = [&](int64_t batch, PlanResult* out) {
     PlanRequest q = r;
     q.globalBatch = batch;
     PlanResult res = plan(q, m);
     ++a.plans;
     const bool any = std::any_of(res.ranked.begin(), res.ranked.end(),
-                                 [&](const Candidate& c) { return c.lossy.empty() || r.allowLossy; });
+                                 [&](const Candidate& c) {
+                                   return (c.lossy.empty() || r.allowLossy) && c.prediction.layout.microBatches == 1;
+                                 });
     if (any && out) *out = std::move(res);
     return any;
   };
-  // Memory grows with the batch: double while it fits, then bisect (in multiples of the ranks).
-  int64_t lo = 0, hi = 0;
+  // Memory grows with the batch: double while it fits. Powers of two only: in
+  // between, what fits depends on divisibility (a batch of 2 x 257 cannot be
+  // accumulated in 4 micro-steps), so it is not monotone.
+  int64_t lo = 0;
   for (int64_t per = 1; per * ranks <= kMaxAutoBatch; per *= 2) {
-    if (!fits(per * ranks, &a.result)) {
-      hi = per;
-      break;
-    }
+    if (!fits(per * ranks, &a.result)) break;
     lo = per;
   }
   if (lo == 0) return a;
-  if (hi > 0)
-    while (hi - lo > 1) {
-      const int64_t mid = (lo + hi) / 2;
-      PlanResult res;
-      if (fits(mid * ranks, &res)) {
-        lo = mid;
-        a.result = std::move(res);
-      } else {
-        hi = mid;
-      }
-    }
   a.globalBatch = lo * ranks;
   // The base as the trainer completes it for this model (gpt: adamw, its lr, text).
   api::RunConfig probe = r.base;

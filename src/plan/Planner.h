@@ -41,9 +41,11 @@ struct PlanResult {
 
 PlanResult plan(const PlanRequest& r, const Machine& m);
 
-// --global-batch auto: the largest global batch (a multiple of the ranks,
-// doubled from one sample per rank, then bisected; at most kMaxAutoBatch)
-// for which some configuration fits the memory per rank, and the options
+// --global-batch auto: the largest global batch (the ranks times a power of
+// two, doubled from one sample per rank; at most kMaxAutoBatch)
+// for which some configuration fits the memory per rank in one pass per step
+// (no accumulation or pipeline micro-batches: with them any batch fits, in
+// more, smaller micro-batches), and the options
 // that go with it (Goyal et al. 2017, "Accurate, Large Minibatch SGD"): the
 // linear scaling rule, lr x global batch / the base's batch_size (the batch
 // the base lr was set for), and a gradual warmup from the base lr over the
