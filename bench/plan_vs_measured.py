@@ -23,8 +23,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NETSIM = os.path.join(ROOT, "scripts", "netsim.sh")
 
 # Global batch per model (samples per optimizer step), steps per run.
-MODELS = {"mlp": {"batch": 256, "steps": 30, "extra": "--dataset synthetic"},
-          "gpt-small": {"batch": 16, "steps": 12, "extra": ""}}
+MODELS = {"mlp": {"batch": 256, "steps": 30, "extra": "--dataset synthetic",
+                  "base": "[data]\nname = \"synthetic\"\n[training]\nmax_steps = 30\n"},
+          "gpt-small": {"batch": 16, "steps": 12, "extra": "",
+                        "base": "[training]\nmax_steps = 12\n"}}
 
 
 def configs(model, hosts, held_out):
@@ -47,7 +49,7 @@ def configs(model, hosts, held_out):
         "dp4-zero2": (4, 1, f"--strategy allreduce --zero 2 --batch-size {G // 4}"),
         "dp4-zero3": (4, 1, f"--strategy allreduce --zero 3 --batch-size {G // 4}"),
         "dp4-powersgd": (4, 1, f"--strategy allreduce {comp} --batch-size {G // 4}"),
-        "ps1x3": (4, 1, f"--strategy ps --servers 1 --consistency sync --batch-size {G // 3 // 4 * 4}"),
+        "ps1x3": (3, 1, f"--strategy ps --servers 1 --consistency sync --batch-size {G // 3 // 4 * 4}"),
         "pp4-gpipe": (4, 1, f"--pipeline-stages 4 --micro-batches 4 --pipeline-schedule gpipe --batch-size {G}"),
         "pp4-1f1b": (4, 1, f"--pipeline-stages 4 --micro-batches 4 --pipeline-schedule 1f1b --batch-size {G}"),
         "dp2xpp2-interleaved": (4, 1, f"--pipeline-stages 2 --virtual-stages 2 --micro-batches 4 "
@@ -110,6 +112,7 @@ def main():
     p.add_argument("--dtrain", default=os.path.join(ROOT, "build", "dtrain"))
     p.add_argument("--json-out", help="append every row and the summary here (JSON lines)")
     p.add_argument("--no-plan", action="store_true", help="skip dtrain plan's first choice")
+    p.add_argument("--plan-only", action="store_true", help="only dtrain plan's first choice")
     a = p.parse_args()
     os.makedirs(a.dir, exist_ok=True)
     models = a.models.split(",")
@@ -135,28 +138,28 @@ def main():
                 cfgs = {k: v for k, v in cfgs.items() if k in a.only.split(",")}
             scen = []
             todo = list(cfgs.items())
+            if a.plan_only:
+                todo = []
             if not a.no_plan and not a.held_out:
                 todo.append(("plan-choice", None))
             for slug, spec in todo:
                 base = os.path.join(a.dir, f"{model}-{a.rate}-h{a.hosts}-{slug}")
                 toml = base + ".toml"
-                if spec is None:  # dtrain plan's first choice on hosts x 1 rank
+                if spec is None:  # dtrain plan's first (lossless) choice on hosts x 1 rank
+                    # The runs' own steps and data as the base every candidate starts from.
+                    with open(base + ".base.toml", "w") as f:
+                        f.write(MODELS[model]["base"])
                     out = sh(f"{a.dtrain} plan --model {model} --global-batch {MODELS[model]['batch']} "
                              f"--hosts {a.hosts} --ranks-per-host 1 --machine {machine} --top 1 --json "
-                             f"--write-config {toml}")
+                             f"--config {base}.base.toml --write-config {toml}")
                     if out.returncode != 0:
                         print(f"plan failed: {out.stderr.strip()[-300:]}", file=sys.stderr)
                         continue
-                    choice = last_json(out.stdout)["summary"]
-                    # The chosen configuration with this run's steps and data.
-                    out = sh(f"{a.dtrain} train --config {toml} --max-steps {MODELS[model]['steps']} "
-                             f"{MODELS[model]['extra']} --backend mpi --print-config")
-                    with open(toml, "w") as f:
-                        f.write(out.stdout)
-                    ranks, per_host = last_json(sh(f"{a.dtrain} simulate --config {toml} --machine {machine} "
-                                                   f"--hosts {a.hosts}").stdout)["workers"], 1
+                    choice = json.loads(out.stdout.strip().splitlines()[0])["summary"]
+                    per_host = 1
                 else:
-                    ranks, per_host, flags = spec
+                    _, per_host, flags = spec
+                    ranks = spec[0]
                     out = sh(f"{a.dtrain} train --model {model} --workers {ranks} --backend mpi "
                              f"--max-steps {MODELS[model]['steps']} {MODELS[model]['extra']} {flags} --print-config")
                     if out.returncode != 0:
@@ -170,6 +173,7 @@ def main():
                     print(f"{slug}: simulate failed: {sim.stderr.strip()[-300:]}", file=sys.stderr)
                     continue
                 pred = last_json(sim.stdout)
+                ranks = pred["workers"]  # processes: a parameter server's servers too
                 meas, err = measure(a, model, toml, ranks, per_host, base)
                 if meas is None:
                     print(f"{slug}: train failed: {err}", file=sys.stderr)

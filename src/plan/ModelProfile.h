@@ -39,6 +39,7 @@ struct ModelProfile {
   bool languageModel = false;
   int64_t tokensPerSample = 1;      // language models: the block size
   int64_t width = 0;                // the activations' width between layers
+  int64_t tensorSumWidth = 0;       // the tensor-parallel sums' width (0: width; mlp: its second hidden layer)
   int64_t heads = 0;
   double elementBytes = 4;          // of activations and gradients on the wire (fp32)
   // Recomputing a block in backward holds its activations and these

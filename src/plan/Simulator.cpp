@@ -163,7 +163,9 @@ Prediction simulate(const api::RunConfig& rc, const Machine& m, const ModelProfi
   const double act = static_cast<double>(l.microBatchSize * p.tokensPerSample * p.width) * p.elementBytes;
   // Tensor-parallel sums per micro-batch, on the stage's critical path.
   const RankGroup tpGroup = meshGroup(l, MeshDim::Tensor);
-  const double tpSum = l.tp > 1 ? allreduceTime(m, l.placement, tpGroup, act, "ring") : 0;
+  const double tpAct = p.tensorSumWidth > 0 ? act / static_cast<double>(p.width) * static_cast<double>(p.tensorSumWidth)
+                                             : act;
+  const double tpSum = l.tp > 1 ? allreduceTime(m, l.placement, tpGroup, tpAct, "ring") : 0;
   const int sumsPerLayer = c.recompute != "none" ? 3 : 2;  // forward, backward, recomputed forward
   std::vector<double> fwd(l.pp), bwd(l.pp);
   double slowest = 0, slowestTp = 0, tpBytes = 0;
@@ -173,7 +175,7 @@ Prediction simulate(const api::RunConfig& rc, const Machine& m, const ModelProfi
     bwd[s] = (stages[s].backwardS + stages[s].recomputeS + tpS - tpSum * stages[s].tensorSums) / l.v;
     const double compute = stages[s].forwardS + stages[s].backwardS + stages[s].recomputeS;
     if (compute > slowest) slowest = compute, slowestTp = tpS;
-    tpBytes = std::max(tpBytes, ringAllreduceBytesPerRank(l.tp, act) * stages[s].tensorSums * sumsPerLayer);
+    tpBytes = std::max(tpBytes, ringAllreduceBytesPerRank(l.tp, tpAct) * stages[s].tensorSums * sumsPerLayer);
   }
   const double mb = static_cast<double>(l.microBatches);
   r.computeS = mb * slowest;
