@@ -99,6 +99,66 @@ def measure(a, model, toml, ranks, per_host, base):
             "peak": line["memory_per_rank"][0]["peak"]}, ""
 
 
+def report(a):
+    """--report ROWS: the tables (markdown) from the rows a run appended; with
+    --resimulate, predictions made again by this dtrain from the saved TOML files
+    against the same measurements (the model changed, the runs did not)."""
+    rows = [r for r in map(json.loads, open(a.report)) if "summary" not in r]
+    machines = {}
+    for r in map(json.loads, open(a.report)):
+        if r.get("summary") == "all" and r["hosts"] == 4:
+            machines[r["rate"]] = r["machine"]
+    if a.resimulate:
+        for r in rows:
+            toml = os.path.join(a.dir, f"{r['model']}-{r['rate']}-h{r['hosts']}-{r['config']}.toml")
+            sim = subprocess.run(f"{a.dtrain} simulate --config {toml} --machine {machines[r['rate']]} "
+                                 f"--hosts {r['hosts']}", shell=True, capture_output=True, text=True)
+            pred = last_json(sim.stdout)
+            per_step = r["meas_step_ms"] * r["meas_samples_per_s"] / 1e3
+            r["pred_step_ms"] = round(1e3 * pred["step_s"], 2)
+            r["pred_samples_per_s"] = round(per_step / pred["step_s"], 1)
+            r["pred_peak_mib"] = round(pred["memory_per_rank"][0]["peak"] / 2**20, 2)
+            r["dominant"] = pred["dominant"]
+            r["step_err"] = round(r["pred_step_ms"] / r["meas_step_ms"] - 1, 3)
+            r["mem_err"] = round(r["pred_peak_mib"] / r["meas_peak_mib"] - 1, 3)
+    print("| model | rate | hosts | configuration | ranks | predicted ms | measured ms | error | "
+          "predicted MiB | measured MiB | error | dominant (predicted) | load |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        name = r["config"] + (f" ({r['plan_choice']})" if r.get("plan_choice") else "")
+        print(f"| {r['model']} | {r['rate']} | {r['hosts']} | {name} | {r['ranks']} | {r['pred_step_ms']:.1f} | "
+              f"{r['meas_step_ms']:.1f} | {100 * r['step_err']:+.0f}% | {r['pred_peak_mib']:.2f} | "
+              f"{r['meas_peak_mib']:.2f} | {100 * r['mem_err']:+.0f}% | {r['dominant']} | {r['load']} |")
+    print()
+    print("| scenario | configurations | step MAE | worst | memory MAE | worst | Kendall tau | plan's choice | measured best | plan / best |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    groups = {}
+    for r in rows:
+        groups.setdefault((r["model"], r["rate"], r["hosts"]), []).append(r)
+    allfixed = {4: [], 2: []}
+    for (model, rate, hosts), rs in groups.items():
+        fixed = [r for r in rs if r["config"] != "plan-choice"]
+        allfixed[hosts if hosts in allfixed else 4] += fixed
+        tau = kendall_tau([r["pred_samples_per_s"] for r in fixed], [r["meas_samples_per_s"] for r in fixed])
+        worst = max(fixed, key=lambda r: abs(r["step_err"]))
+        mworst = max(fixed, key=lambda r: abs(r["mem_err"]))
+        pc = [r for r in rs if r["config"] == "plan-choice"]
+        best = max([r for r in rs if r["ranks_per_host"] == 1], key=lambda r: r["meas_samples_per_s"])
+        pcs = (f"{pc[0]['plan_choice']} | {best['config']} | {pc[0]['meas_samples_per_s'] / best['meas_samples_per_s']:.2f}"
+               if pc else "- | - | -")
+        print(f"| {model} x {rate} x {hosts} hosts | {len(fixed)} | "
+              f"{100 * statistics.mean(abs(r['step_err']) for r in fixed):.0f}% | "
+              f"{100 * worst['step_err']:+.0f}% ({worst['config']}) | "
+              f"{100 * statistics.mean(abs(r['mem_err']) for r in fixed):.0f}% | "
+              f"{100 * mworst['mem_err']:+.0f}% ({mworst['config']}) | {tau:.2f} | {pcs} |")
+    for hosts, fixed in allfixed.items():
+        if fixed:
+            print(f"\n{hosts} hosts, all: {len(fixed)} configurations, step MAE "
+                  f"{100 * statistics.mean(abs(r['step_err']) for r in fixed):.1f}%, worst "
+                  f"{100 * max((r['step_err'] for r in fixed), key=abs):+.0f}%, memory MAE "
+                  f"{100 * statistics.mean(abs(r['mem_err']) for r in fixed):.1f}%")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--rate", default="100mbit")
@@ -113,7 +173,11 @@ def main():
     p.add_argument("--json-out", help="append every row and the summary here (JSON lines)")
     p.add_argument("--no-plan", action="store_true", help="skip dtrain plan's first choice")
     p.add_argument("--plan-only", action="store_true", help="only dtrain plan's first choice")
+    p.add_argument("--report", help="print the tables from a --json-out file and exit")
+    p.add_argument("--resimulate", action="store_true", help="with --report: predict again with this dtrain")
     a = p.parse_args()
+    if a.report:
+        return report(a)
     os.makedirs(a.dir, exist_ok=True)
     models = a.models.split(",")
     machine = a.machine

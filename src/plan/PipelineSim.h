@@ -2,7 +2,8 @@
 // A discrete-event run of one pipeline step: every stage runs its operations
 // in the order dtrain's schedule gives it (parallel/pipeline/Schedule.h); a
 // forward waits for the previous chunk's, a backward for the next chunk's,
-// plus the point-to-point message between them. The makespan gives the bubble
+// plus the point-to-point message between them (which also keeps its sender
+// busy: no overlap of a send with the next operation). The makespan gives the bubble
 // ((p - 1) / m of the compute for GPipe and 1F1B, (p - 1) / (v m) interleaved,
 // with equal stages) and the predicted timeline's spans.
 #include <string>
