@@ -113,10 +113,12 @@ TEST(PlanSimulator, CalibrateLayerNamesAndSharedHostFitsAreUsed) {
   EXPECT_NEAR(one.optimizerS, 0.5, 1e-9);      // sgd: measured with it
   rc.train.optimizer = "adam";
   EXPECT_LT(plan::simulate(api::prepared(rc, api::sourcesFromValues(rc)), m).optimizerS, 0.5);
-  // 2 hosts x 2 ranks, auto allreduce: the hierarchical fit measured at that shape.
+  // 2 hosts x 2 ranks, hierarchical allreduce: the fit measured at that shape
+  // (auto is the trainer's ring, as comm::Communicator::chooseAllreduce picks).
   rc.train.optimizer = "sgd";
   rc.train.backend = "mpi";
   rc.train.workers = 4;
+  rc.train.allreduceAlgo = "hier";
   plan::SimulateOptions o;
   o.hosts = 2;
   const plan::Prediction four = plan::simulate(api::prepared(rc, api::sourcesFromValues(rc)), m, o);
