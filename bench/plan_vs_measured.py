@@ -26,13 +26,13 @@ NETSIM = os.path.join(ROOT, "scripts", "netsim.sh")
 MODELS = {"mlp": {"batch": 256, "steps": 30, "extra": "--dataset synthetic",
                   "base": "[data]\nname = \"synthetic\"\n[training]\nmax_steps = 30\n"},
           "gpt-small": {"batch": 16, "steps": 12, "extra": "",
-                        "base": "[training]\nmax_steps = 12\n"}}
+                        "base": "[training]\nmax_steps = 18\n"}}
 
 
 def configs(model, hosts, held_out):
     """slug -> (ranks, ranks per host, flags). G: the global batch."""
     G = MODELS[model]["batch"]
-    comp = "--compress powersgd --compress-rank 4"
+    comp = "--compress powersgd --compress-rank 4 --compress-start-step 0"  # no plain steps first
     if held_out:  # 2 hosts: 2 ranks (1 per host) or 4 (2 per host)
         return {
             "dp2": (2, 1, f"--strategy allreduce --batch-size {G // 2}"),
@@ -94,7 +94,14 @@ def measure(a, model, toml, ranks, per_host, base):
     line = last_json(out.stdout)
     with open(metrics) as f:
         recs = [r for r in map(json.loads, f) if "samples_per_s" in r and "step" in r]
-    steady = [r["samples_per_s"] for r in recs if r["step"] > a.warmup]
+    # PowerSGD runs plain allreduce steps first (--compress-start-step, 10 by default).
+    text = open(toml).read()
+    start = 0
+    if '"powersgd"' in text:
+        for l in text.splitlines():
+            if l.startswith("start_step = "):
+                start = int(l.split("=")[1])
+    steady = [r["samples_per_s"] for r in recs if r["step"] > max(a.warmup, start)]
     return {"samples_per_s": statistics.median(steady), "run_samples_per_s": line["samples_per_s"],
             "peak": line["memory_per_rank"][0]["peak"]}, ""
 
@@ -103,7 +110,12 @@ def report(a):
     """--report ROWS: the tables (markdown) from the rows a run appended; with
     --resimulate, predictions made again by this dtrain from the saved TOML files
     against the same measurements (the model changed, the runs did not)."""
-    rows = [r for r in map(json.loads, open(a.report)) if "summary" not in r]
+    # A configuration run again (a fixed script) replaces its earlier row.
+    latest = {}
+    for r in map(json.loads, open(a.report)):
+        if "summary" not in r:
+            latest[(r["model"], r["rate"], r["hosts"], r["config"])] = r
+    rows = list(latest.values())
     machines = {}
     for r in map(json.loads, open(a.report)):
         if r.get("summary") == "all" and r["hosts"] == 4:
