@@ -61,7 +61,7 @@ void checkMachineJson(const nlohmann::json& m) {
   DTRAIN_CHECK(m.is_object(), "machine file: not a JSON object");
   static const std::set<std::string> topLevel = {
       "format", "name", "hosts", "devices_per_host", "memory_per_device_bytes",
-      "shared_cores", "compute", "links", "collectives", "models"};
+      "shared_cores", "async_sends", "compute", "links", "collectives", "models"};
   for (const auto& [key, value] : m.items())
     DTRAIN_CHECK(topLevel.count(key), "machine file: unknown key '", key, "'");
   DTRAIN_CHECK(need(m, "", "format") == kMachineFormat, "machine file: format must be '",

@@ -187,7 +187,7 @@ Prediction simulate(const api::RunConfig& rc, const Machine& m, const ModelProfi
                                pipe.concurrentPerHost);
     const int micro = static_cast<int>(l.microBatches);
     const double bare = simulatePipeline(c.pipelineSchedule, l.pp, micro, l.v, fwd, bwd, 0, false).makespan;
-    const PipelineRun run = simulatePipeline(c.pipelineSchedule, l.pp, micro, l.v, fwd, bwd, p2p, true);
+    const PipelineRun run = simulatePipeline(c.pipelineSchedule, l.pp, micro, l.v, fwd, bwd, p2p, true, !m.asyncSends);
     r.bubbleS = std::max(0.0, bare - r.computeS - tpExposed);
     p2pExposed = run.makespan - bare;
     r.bytesPerRank += 2 * mb * l.v * act;

@@ -181,6 +181,12 @@ TEST(PlanSimulator, SharedCoresSlowEveryRankOfTheEmulatedHosts) {
   std::string zero = own;
   zero.insert(zero.rfind('}'), R"(, "shared_cores": 0)");
   EXPECT_THROW(plan::parseMachine(zero, "zero"), UsageError);
+  std::string sends = own;
+  sends.insert(sends.rfind('}'), R"(, "async_sends": false)");
+  EXPECT_FALSE(plan::parseMachine(sends, "sends").asyncSends);
+  EXPECT_TRUE(hostsOwn.asyncSends);
+  sends.replace(sends.find("false"), 5, "\"no\"");
+  EXPECT_THROW(plan::parseMachine(sends, "bad sends"), UsageError);
 }
 
 TEST(PlanSimulator, TrainWithAMachineFileReportsItsOwnPrediction) {
