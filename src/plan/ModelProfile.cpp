@@ -113,6 +113,7 @@ ModelProfile mlpProfile(int64_t inputs, const std::vector<int64_t>& hidden, int6
     if (l.tensorParallelSums > 0) p.tensorSumWidth = out;  // the row-parallel Linear's output, not the input's 784
     l.computeCut = l.tensorParallelParams > 0;
     l.forwardFlops = 2.0 * static_cast<double>(in * out);
+    l.outputWidth = out;
     // Measured: the hidden layers' outputs before and after the ReLU (the
     // input batch and the logits are not the model's activations).
     l.activationBytes = i + 2 < widths.size() ? 8.0 * static_cast<double>(out) : 0;

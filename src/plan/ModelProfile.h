@@ -21,6 +21,7 @@ struct LayerProfile {
   std::vector<int64_t> tensors;     // parameter tensors' element counts
   int64_t tensorParallelParams = 0; // of these, the elements cut by tensor parallelism
   double forwardFlops = 0;          // per sample
+  int64_t outputWidth = 0;          // its output per token (what a pipeline stage ending here sends; 0: the model's width)
   double activationBytes = 0;       // kept for backward, per sample (fp32), not cut
   double activationBytesCut = 0;    // the part tensor parallelism cuts (divided by T)
   double recomputeKeptBytes = 0;    // with --recompute: what the layer keeps (its input)
