@@ -223,6 +223,12 @@ nlohmann::json runCalibrate(const CalibrateConfig& c) {
   m["name"] = name;
   m["hosts"] = hosts;
   m["devices_per_host"] = devices;
+  // The emulated hosts' ranks all run on this machine's cores (the simulator
+  // slows every rank once the run's ranks outnumber them).
+  if (c.netsimHosts > 0) m["shared_cores"] = cores;
+  // dtrain's transport (MPI over TCP) sends only inside MPI calls: a pipeline
+  // stage does not compute while its message goes out.
+  m["async_sends"] = false;
   const double memKiB = std::atof(procField("/proc/meminfo", "MemTotal").c_str());
   m["memory_per_device_bytes"] = static_cast<int64_t>(memKiB * 1024 / (devices * hostsHere));
 

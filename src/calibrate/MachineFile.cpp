@@ -61,7 +61,7 @@ void checkMachineJson(const nlohmann::json& m) {
   DTRAIN_CHECK(m.is_object(), "machine file: not a JSON object");
   static const std::set<std::string> topLevel = {
       "format", "name", "hosts", "devices_per_host", "memory_per_device_bytes",
-      "compute", "links", "collectives", "models"};
+      "shared_cores", "async_sends", "compute", "links", "collectives", "models"};
   for (const auto& [key, value] : m.items())
     DTRAIN_CHECK(topLevel.count(key), "machine file: unknown key '", key, "'");
   DTRAIN_CHECK(need(m, "", "format") == kMachineFormat, "machine file: format must be '",
@@ -70,6 +70,7 @@ void checkMachineJson(const nlohmann::json& m) {
   positive(m, "", "hosts");
   positive(m, "", "devices_per_host");
   positive(m, "", "memory_per_device_bytes");
+  if (m.contains("shared_cores")) positive(m, "", "shared_cores");
   const auto& compute = need(m, "", "compute");
   const auto& flops = need(compute, "compute.", "flops_per_s");
   positive(flops, "compute.flops_per_s.", "fp32");

@@ -54,17 +54,16 @@ void printRow(size_t i, const plan::Candidate& c) {
 }
 
 void runPlan(const PlanFlags& f) {
-  DTRAIN_CHECK_USAGE(f.globalBatch != "auto",
-                     "--global-batch auto is not implemented yet: give the global batch (samples per step)");
   plan::PlanRequest r;
   r.model = f.model;
-  try {
-    size_t used = 0;
-    r.globalBatch = std::stoll(f.globalBatch, &used);
-    DTRAIN_CHECK_USAGE(used == f.globalBatch.size(), "");
-  } catch (const std::exception&) {
-    throw UsageError("--global-batch " + f.globalBatch + ": not an integer");
-  }
+  const bool autoBatch = f.globalBatch == "auto";
+  if (!autoBatch) try {
+      size_t used = 0;
+      r.globalBatch = std::stoll(f.globalBatch, &used);
+      DTRAIN_CHECK_USAGE(used == f.globalBatch.size(), "");
+    } catch (const std::exception&) {
+      throw UsageError("--global-batch " + f.globalBatch + ": not an integer (or auto)");
+    }
   r.hosts = f.hosts;
   r.ranksPerHost = f.ranksPerHost;
   r.allowLossy = f.allowLossy;
@@ -73,7 +72,26 @@ void runPlan(const PlanFlags& f) {
     api::loadConfigFile(f.base, r.base, r.baseSources);
   }
   const plan::Machine machine = plan::readMachine(f.machine);
-  const plan::PlanResult res = plan::plan(r, machine);
+  std::string autoNote;
+  plan::PlanResult res;
+  if (autoBatch) {
+    plan::AutoBatch a = plan::autoGlobalBatch(r, machine);
+    DTRAIN_CHECK_USAGE(a.globalBatch > 0, "--global-batch auto: not even one sample per rank fits ",
+                       r.memoryPerRank > 0 ? mib(r.memoryPerRank) : mib(static_cast<double>(machine.memoryPerDeviceBytes)),
+                       " per rank on ", f.hosts, " x ", f.ranksPerHost, " ranks");
+    r.globalBatch = a.globalBatch;
+    res = std::move(a.result);
+    char buf[512];
+    std::snprintf(buf, sizeof buf,
+                  "global batch auto: %lld, the largest that fits the memory per rank (%d searches); "
+                  "lr %g = %g x %lld / %lld (linear scaling rule), warmup %lld steps (%s; Goyal et al. 2017)",
+                  static_cast<long long>(a.globalBatch), a.plans, a.lr, a.baseLr,
+                  static_cast<long long>(a.globalBatch), static_cast<long long>(a.referenceBatch),
+                  static_cast<long long>(a.warmupSteps), a.warmupFromEpochs ? "5 epochs" : "the dataset's size unknown");
+    autoNote = buf;
+  } else {
+    res = plan::plan(r, machine);
+  }
   std::vector<const plan::Candidate*> chosen, lossy;
   for (const auto& c : res.ranked) (c.lossy.empty() || f.allowLossy ? chosen : lossy).push_back(&c);
   DTRAIN_CHECK_USAGE(!chosen.empty(), "no configuration of --model ", f.model, " fits ",
@@ -83,7 +101,9 @@ void runPlan(const PlanFlags& f) {
   if (!f.writeConfig.empty()) {
     std::ofstream out(f.writeConfig);
     DTRAIN_CHECK_USAGE(out.good(), "--write-config ", f.writeConfig, ": cannot be written");
-    out << "# dtrain plan's choice: " << chosen[0]->summary << "\n# predicted "
+    out << "# dtrain plan's choice: " << chosen[0]->summary << "\n";
+    if (!autoNote.empty()) out << "# " << autoNote << "\n";
+    out << "# predicted "
         << chosen[0]->prediction.samplesPerS << " samples/s on " << machine.name << "\n"
         << api::configToToml(chosen[0]->config);
   }
@@ -97,6 +117,7 @@ void runPlan(const PlanFlags& f) {
         line["rank"] = i + 1;
         line["summary"] = c.summary;
         if (!c.lossy.empty()) line["lossy"] = c.lossy;
+        if (autoBatch) line["global_batch_auto"] = autoNote;
         line["config"] = api::configToToml(c.config);
         std::cout << line.dump() << "\n";
       }
@@ -105,6 +126,7 @@ void runPlan(const PlanFlags& f) {
   }
   std::printf("dtrain plan: %s, global batch %lld, %d hosts x %d ranks on %s\n", f.model.c_str(),
               static_cast<long long>(r.globalBatch), f.hosts, f.ranksPerHost, machine.name.c_str());
+  if (!autoNote.empty()) std::printf("%s\n", autoNote.c_str());
   std::printf("%lld configurations tried in %.2f s: %lld refused by the configuration checker, %lld over "
               "the memory limit, %zu ranked\n\n",
               static_cast<long long>(res.enumerated), res.seconds, static_cast<long long>(res.rejected),
@@ -125,7 +147,8 @@ void addPlanCommand(CLI::App& app) {
   CLI::App* sub = app.add_subcommand(
       "plan", "Rank every configuration of a model on a cluster by predicted samples/s");
   sub->add_option("--model", flags->model, "The model (mlp, gpt-tiny, gpt-small, gpt-base...)")->required();
-  sub->add_option("--global-batch", flags->globalBatch, "Samples per optimizer step, all ranks")->required();
+  sub->add_option("--global-batch", flags->globalBatch, "Samples per optimizer step, all ranks; auto: the largest that fits --memory-per-rank "
+                  "(lr scaled linearly, with a warmup)")->required();
   sub->add_option("--hosts", flags->hosts, "Hosts (more than one: backend mpi)")->check(CLI::PositiveNumber);
   sub->add_option("--ranks-per-host", flags->ranksPerHost, "Ranks on each host")->check(CLI::PositiveNumber);
   sub->add_option("--machine", flags->machine, "Machine file (docs/guide/machine-files.md)")->required();

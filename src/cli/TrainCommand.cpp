@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,8 @@
 #include "api/Schema.h"
 #include "api/Train.h"
 #include "core/StopSignal.h"
+#include "plan/Machine.h"
+#include "plan/Simulator.h"
 
 namespace dtrain::cli {
 
@@ -45,10 +48,20 @@ void run(const TrainFlags& f) {
   // Ctrl-C / SIGTERM: the ranks finish the step, save and stop (core/StopSignal.h);
   // the reporter says where in one line, and main exits 128 + the signal.
   stop::SignalScope signals;
-  const nlohmann::json out = api::train(rc, src);
+  // --machine: the simulator's prediction for this very configuration, on the
+  // result line next to what was measured (drift shows in every run). Before
+  // training, so a bad machine file is refused at once.
+  std::optional<plan::Prediction> predicted;
+  if (!rc.train.machine.empty())
+    predicted = plan::simulate(api::prepared(rc, src), plan::readMachine(rc.train.machine));
+  nlohmann::json out = api::train(rc, src);
   if (const stop::Stopped s = stop::stopped(); s.stopped) {
     if (s.reporter) std::fprintf(stderr, "dtrain: %s\n", stop::describe(s).c_str());
     return;
+  }
+  if (!out.is_null() && predicted) {
+    out["predicted_step_s"] = predicted->stepS;
+    out["predicted_samples_per_s"] = predicted->samplesPerS;
   }
   if (!out.is_null()) std::cout << out.dump() << std::endl;  // the reporting rank's line
 }

@@ -54,7 +54,9 @@ double allreduceTime(const Machine& m, const Placement& p, const RankGroup& g, d
   const LinkKind kind = g.hostsSpanned > 1 ? LinkKind::InterHost
                         : p.threads        ? LinkKind::SameProcess
                                            : LinkKind::IntraHost;
-  const bool hier = algo == "hier" || (algo == "auto" && g.hostsSpanned > 1 && g.perHost > 1);
+  // The trainer's auto (comm::Communicator::chooseAllreduce) never picks the
+  // hierarchical one: a ring above 1 MiB (tree and recursive halving below).
+  const bool hier = algo == "hier";
   if (const CollectiveFit* f = calibratedFit(m, kind, g, hier ? "allreduce_hier" : "allreduce_ring"))
     return f->cost.time(bytes);
   if (hier && g.hostsSpanned > 1) {

@@ -158,7 +158,7 @@ struct MachineReader {
 
   Machine read(const json& j) const {
     onlyKeys(j, "", {"format", "name", "hosts", "devices_per_host", "memory_per_device_bytes",
-                     "compute", "links", "collectives", "models"});
+                     "shared_cores", "async_sends", "compute", "links", "collectives", "models"});
     if (!j.contains("format")) fail("format", std::string("missing (expected \"") + kMachineFormat + "\")");
     const std::string format = text(j, "", "format");
     if (format != kMachineFormat)
@@ -168,6 +168,11 @@ struct MachineReader {
     if (j.contains("hosts")) m.hosts = static_cast<int>(integer(j, "", "hosts"));
     m.devicesPerHost = static_cast<int>(integer(j, "", "devices_per_host"));
     m.memoryPerDeviceBytes = static_cast<int64_t>(number(j, "", "memory_per_device_bytes", true));
+    if (j.contains("shared_cores")) m.sharedCores = static_cast<int>(integer(j, "", "shared_cores"));
+    if (j.contains("async_sends")) {
+      if (!j.at("async_sends").is_boolean()) fail("async_sends", "must be true or false, got " + j.at("async_sends").dump());
+      m.asyncSends = j.at("async_sends").get<bool>();
+    }
     if (!j.contains("compute")) fail("compute", "missing");
     compute(j.at("compute"), m);
     if (!j.contains("links")) fail("links", "missing");

@@ -60,6 +60,15 @@ struct Machine {
   std::string name;
   std::optional<int> hosts;
   int devicesPerHost = 1;
+  // Emulated hosts on one machine (dtrain calibrate --netsim): every host's
+  // ranks share these cores, so a rank computes at shared / ranks-at-once of
+  // the measured rate once the run's ranks outnumber them (0: hosts own their cores).
+  int sharedCores = 0;
+  // Whether a point-to-point message goes out while its sender computes on
+  // (GPUs' copy engines, NCCL: true, the default). dtrain calibrate writes
+  // false: Open MPI's TCP transport progresses a large isend only inside MPI
+  // calls, so a pipeline stage is busy while it sends.
+  bool asyncSends = true;
   int64_t memoryPerDeviceBytes = 0;
   std::map<std::string, double> flopsPerS;  // by precision: fp32, bf16, fp16
   double memoryBytesPerS = 0;

@@ -21,6 +21,7 @@ struct LayerProfile {
   std::vector<int64_t> tensors;     // parameter tensors' element counts
   int64_t tensorParallelParams = 0; // of these, the elements cut by tensor parallelism
   double forwardFlops = 0;          // per sample
+  int64_t outputWidth = 0;          // its output per token (what a pipeline stage ending here sends; 0: the model's width)
   double activationBytes = 0;       // kept for backward, per sample (fp32), not cut
   double activationBytesCut = 0;    // the part tensor parallelism cuts (divided by T)
   double recomputeKeptBytes = 0;    // with --recompute: what the layer keeps (its input)
@@ -39,6 +40,7 @@ struct ModelProfile {
   bool languageModel = false;
   int64_t tokensPerSample = 1;      // language models: the block size
   int64_t width = 0;                // the activations' width between layers
+  int64_t tensorSumWidth = 0;       // the tensor-parallel sums' width (0: width; mlp: its second hidden layer)
   int64_t heads = 0;
   double elementBytes = 4;          // of activations and gradients on the wire (fp32)
   // Recomputing a block in backward holds its activations and these

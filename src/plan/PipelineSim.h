@@ -2,7 +2,8 @@
 // A discrete-event run of one pipeline step: every stage runs its operations
 // in the order dtrain's schedule gives it (parallel/pipeline/Schedule.h); a
 // forward waits for the previous chunk's, a backward for the next chunk's,
-// plus the point-to-point message between them. The makespan gives the bubble
+// plus the point-to-point message between them (with senderBusy, which also
+// keeps its sender busy: no overlap of a send with the next operation). The makespan gives the bubble
 // ((p - 1) / m of the compute for GPipe and 1F1B, (p - 1) / (v m) interleaved,
 // with equal stages) and the predicted timeline's spans.
 #include <string>
@@ -25,7 +26,7 @@ struct PipelineRun {
 // forwardS[s], backwardS[s]: one micro-batch through one of stage s's chunks.
 PipelineRun simulatePipeline(const std::string& schedule, int stages, int microBatches, int virtualStages,
                              const std::vector<double>& forwardS, const std::vector<double>& backwardS,
-                             double p2pS, bool keepSpans);
+                             double p2pS, bool keepSpans, bool senderBusy = false);
 
 // The most (micro-batch, chunk) pairs stage `stage` holds activations of.
 int pipelineInFlight(const std::string& schedule, int stage, int stages, int microBatches, int virtualStages);

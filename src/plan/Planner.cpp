@@ -196,4 +196,55 @@ PlanResult plan(const PlanRequest& r, const Machine& m) {
   return s.result;
 }
 
+AutoBatch autoGlobalBatch(const PlanRequest& r, const Machine& m) {
+  AutoBatch a;
+  const int64_t ranks = static_cast<int64_t>(r.hosts) * r.ranksPerHost;
+  // Does some configuration (lossy ones only with --allow-lossy) fit at `batch`
+  // in one pass (gradient accumulation and pipeline micro-batches fit any batch
+  // by running more, smaller micro-batches)?
+  auto fits = [&](int64_t batch, PlanResult* out) {
+    PlanRequest q = r;
+    q.globalBatch = batch;
+    PlanResult res = plan(q, m);
+    ++a.plans;
+    const bool any = std::any_of(res.ranked.begin(), res.ranked.end(),
+                                 [&](const Candidate& c) {
+                                   return (c.lossy.empty() || r.allowLossy) && c.prediction.layout.microBatches == 1;
+                                 });
+    if (any && out) *out = std::move(res);
+    return any;
+  };
+  // Memory grows with the batch: double while it fits. Powers of two only: in
+  // between, what fits depends on divisibility (a batch of 2 x 257 cannot be
+  // accumulated in 4 micro-steps), so it is not monotone.
+  int64_t lo = 0;
+  for (int64_t per = 1; per * ranks <= kMaxAutoBatch; per *= 2) {
+    if (!fits(per * ranks, &a.result)) break;
+    lo = per;
+  }
+  if (lo == 0) return a;
+  a.globalBatch = lo * ranks;
+  // The base as the trainer completes it for this model (gpt: adamw, its lr, text).
+  api::RunConfig probe = r.base;
+  probe.train.model = r.model;
+  api::Sources src = api::sourcesFromValues(probe);
+  for (const auto& [id, origin] : r.baseSources.where) src.where.emplace(id, origin);
+  const runtime::TrainConfig c = api::prepared(probe, src).train;
+  a.referenceBatch = c.batchSize;
+  a.baseLr = c.lr;
+  a.lr = c.lr * static_cast<double>(a.globalBatch) / static_cast<double>(std::max<int64_t>(1, c.batchSize));
+  int64_t epoch = 0;
+  if (c.dataset == "synthetic") epoch = c.syntheticSize;
+  if (c.dataset == "fashion-mnist") epoch = 60000;
+  a.warmupFromEpochs = epoch > 0;
+  const int64_t ramp = epoch > 0 ? (5 * epoch + a.globalBatch - 1) / a.globalBatch : kAutoWarmupSteps;
+  a.warmupSteps = a.globalBatch > c.batchSize ? std::max(c.warmupSteps, ramp) : c.warmupSteps;
+  for (Candidate& cand : a.result.ranked) {
+    cand.config.train.lr = a.lr;
+    cand.config.train.warmupSteps = a.warmupSteps;
+    cand.config.train.scaleLr = false;  // scaled here already
+  }
+  return a;
+}
+
 }  // namespace dtrain::plan

@@ -41,4 +41,27 @@ struct PlanResult {
 
 PlanResult plan(const PlanRequest& r, const Machine& m);
 
+// --global-batch auto: the largest global batch (the ranks times a power of
+// two, doubled from one sample per rank; at most kMaxAutoBatch)
+// for which some configuration fits the memory per rank in one pass per step
+// (no accumulation or pipeline micro-batches: with them any batch fits, in
+// more, smaller micro-batches), and the options
+// that go with it (Goyal et al. 2017, "Accurate, Large Minibatch SGD"): the
+// linear scaling rule, lr x global batch / the base's batch_size (the batch
+// the base lr was set for), and a gradual warmup from the base lr over the
+// first 5 epochs where the dataset's size is known (synthetic, fashion-mnist),
+// else over kAutoWarmupSteps.
+inline constexpr int64_t kMaxAutoBatch = 1 << 16;
+inline constexpr int64_t kAutoWarmupSteps = 100;
+struct AutoBatch {
+  int64_t globalBatch = 0;  // 0: not even one sample per rank fits
+  int64_t referenceBatch = 0;
+  double baseLr = 0, lr = 0;
+  int64_t warmupSteps = 0;
+  bool warmupFromEpochs = false;  // 5 epochs of a known dataset (else kAutoWarmupSteps)
+  int plans = 0;                  // searches run
+  PlanResult result;              // the search at globalBatch
+};
+AutoBatch autoGlobalBatch(const PlanRequest& r, const Machine& m);
+
 }  // namespace dtrain::plan

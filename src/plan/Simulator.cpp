@@ -113,8 +113,12 @@ std::vector<StageCompute> stageCompute(const api::RunConfig& rc, const Machine& 
   const auto& c = rc.train;
   const bool recompute = c.recompute != "none";
   // Ranks of one host share its cores: their rate divides when they outnumber them.
-  const double share =
-      std::max(1.0, static_cast<double>(l.placement.ranksPerHost) * c.threads / m.devicesPerHost);
+  double share = std::max(1.0, static_cast<double>(l.placement.ranksPerHost) * c.threads / m.devicesPerHost);
+  // Emulated hosts share one machine's cores: every computing rank of the run
+  // (a parameter server's ranks only add up gradients) counts against them.
+  if (m.sharedCores > 0)
+    share = std::max(share, static_cast<double>(l.strategy == "ps" ? l.workers : l.ranks) * c.threads /
+                                m.sharedCores);
   const auto times = layerTimes(rc, m, p, l.microBatchSize, l.tp, share);
   std::vector<StageCompute> out(l.pp);
   for (int s = 0; s < l.pp; ++s) {
@@ -159,7 +163,9 @@ Prediction simulate(const api::RunConfig& rc, const Machine& m, const ModelProfi
   const double act = static_cast<double>(l.microBatchSize * p.tokensPerSample * p.width) * p.elementBytes;
   // Tensor-parallel sums per micro-batch, on the stage's critical path.
   const RankGroup tpGroup = meshGroup(l, MeshDim::Tensor);
-  const double tpSum = l.tp > 1 ? allreduceTime(m, l.placement, tpGroup, act, "ring") : 0;
+  const double tpAct = p.tensorSumWidth > 0 ? act / static_cast<double>(p.width) * static_cast<double>(p.tensorSumWidth)
+                                             : act;
+  const double tpSum = l.tp > 1 ? allreduceTime(m, l.placement, tpGroup, tpAct, "ring") : 0;
   const int sumsPerLayer = c.recompute != "none" ? 3 : 2;  // forward, backward, recomputed forward
   std::vector<double> fwd(l.pp), bwd(l.pp);
   double slowest = 0, slowestTp = 0, tpBytes = 0;
@@ -169,7 +175,7 @@ Prediction simulate(const api::RunConfig& rc, const Machine& m, const ModelProfi
     bwd[s] = (stages[s].backwardS + stages[s].recomputeS + tpS - tpSum * stages[s].tensorSums) / l.v;
     const double compute = stages[s].forwardS + stages[s].backwardS + stages[s].recomputeS;
     if (compute > slowest) slowest = compute, slowestTp = tpS;
-    tpBytes = std::max(tpBytes, ringAllreduceBytesPerRank(l.tp, act) * stages[s].tensorSums * sumsPerLayer);
+    tpBytes = std::max(tpBytes, ringAllreduceBytesPerRank(l.tp, tpAct) * stages[s].tensorSums * sumsPerLayer);
   }
   const double mb = static_cast<double>(l.microBatches);
   r.computeS = mb * slowest;
@@ -177,14 +183,24 @@ Prediction simulate(const api::RunConfig& rc, const Machine& m, const ModelProfi
   r.bytesPerRank = tpBytes * mb;
   if (l.pp > 1) {
     const RankGroup pipe = meshGroup(l, MeshDim::Pipeline);
-    const double p2p = p2pTime(m, l.placement, 0, pipe.hostsSpanned > 1 ? l.placement.ranksPerHost : 0, act,
+    // A stage sends its last layer's output (mlp: a hidden layer's width, not
+    // the input's): the widest boundary (interleaved: any layer but the last).
+    int64_t boundary = 0;
+    for (int s = 0; s + 1 < l.pp || (l.v > 1 && s < l.pp); ++s)
+      for (size_t i = 0; i < l.stageLayers[s].size(); ++i) {
+        const int layer = l.stageLayers[s][i];
+        const bool ends = l.v > 1 ? layer + 1 < static_cast<int>(p.layers.size()) : i + 1 == l.stageLayers[s].size();
+        if (ends) boundary = std::max(boundary, p.layers[layer].outputWidth > 0 ? p.layers[layer].outputWidth : p.width);
+      }
+    const double pipeAct = boundary > 0 ? act / static_cast<double>(p.width) * static_cast<double>(boundary) : act;
+    const double p2p = p2pTime(m, l.placement, 0, pipe.hostsSpanned > 1 ? l.placement.ranksPerHost : 0, pipeAct,
                                pipe.concurrentPerHost);
     const int micro = static_cast<int>(l.microBatches);
     const double bare = simulatePipeline(c.pipelineSchedule, l.pp, micro, l.v, fwd, bwd, 0, false).makespan;
-    const PipelineRun run = simulatePipeline(c.pipelineSchedule, l.pp, micro, l.v, fwd, bwd, p2p, true);
+    const PipelineRun run = simulatePipeline(c.pipelineSchedule, l.pp, micro, l.v, fwd, bwd, p2p, true, !m.asyncSends);
     r.bubbleS = std::max(0.0, bare - r.computeS - tpExposed);
     p2pExposed = run.makespan - bare;
-    r.bytesPerRank += 2 * mb * l.v * act;
+    r.bytesPerRank += 2 * mb * l.v * pipeAct;
     for (const auto& op : run.ops) {
       const int rank = parallel::meshRank({0, op.stage, 0}, {l.dp, l.pp, l.tp}, l.spread);
       r.spans.push_back({rank, 0, std::string(op.forward ? "F" : "B") + std::to_string(op.micro), "pipeline",

@@ -72,6 +72,17 @@ TEST(MachineFile, RefusesWhatTheReadersWouldMisread) {
   EXPECT_NE(errorOf(m).find("layers[0].activation_bytes"), std::string::npos);
 }
 
+TEST(MachineFile, EmulatedHostsKeys) {
+  // calibrate --netsim: the hosts share this machine's cores; every file: sends
+  // do not overlap compute.
+  auto m = validMachine();
+  m["shared_cores"] = 2;
+  m["async_sends"] = false;
+  EXPECT_EQ(errorOf(m), "");
+  m["shared_cores"] = 0;
+  EXPECT_NE(errorOf(m).find("shared_cores"), std::string::npos);
+}
+
 TEST(MachineFile, WrittenFileParsesBackEqual) {
   const std::string path = testing::TempDir() + "/machine-test.json";
   const auto m = validMachine();

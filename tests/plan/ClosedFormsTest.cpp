@@ -35,6 +35,21 @@ TEST(PlanClosedForms, BubbleIsPMinusOneOverMForGpipeAnd1f1b) {
       }
 }
 
+TEST(PlanClosedForms, BusySendersSerializeThePipelinesMessages) {
+  // Messages only (no compute), each t: free sends cross the p - 1 links
+  // forward and back once, 2 (p - 1) t; a sender busy while its message goes
+  // out (machine files' async_sends false) sends its m one after another, so
+  // the last micro-batch reaches the last stage at (m + p - 2) t, and back.
+  const double t = 0.5;
+  for (int p : {2, 3, 4})
+    for (int m : {1, 4, 8}) {
+      const std::vector<double> zero(p, 0.0);
+      EXPECT_NEAR(simulatePipeline("gpipe", p, m, 1, zero, zero, t, false, false).makespan, 2 * (p - 1) * t, 1e-9);
+      EXPECT_NEAR(simulatePipeline("gpipe", p, m, 1, zero, zero, t, false, true).makespan, 2 * (m + p - 2) * t, 1e-9)
+          << "p " << p << " m " << m;
+    }
+}
+
 TEST(PlanClosedForms, InterleavingShrinksTheBubbleVFold) {
   for (int p : {2, 4})
     for (int v : {2, 4})

@@ -3,7 +3,9 @@
 // marked; the search is large enough to matter.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
+#include <sstream>
 
 #include "api/ConfigFile.h"
 #include "api/Train.h"
@@ -99,8 +101,71 @@ TEST(PlanPlanner, CliWritesAConfigThatTrainTakes) {
   const auto t = test::runDtrain("train --config " + best);
   ASSERT_EQ(t.code, 0) << t.err;
   EXPECT_EQ(nlohmann::json::parse(t.lastLine()).at("steps").get<int64_t>(), 2);
-  test::expectError(test::runDtrain("plan --model mlp --global-batch auto --machine " + std::string(DTRAIN_PLAN_CLUSTERS) +
-                                    "/example-cpu.json"), 2, "--global-batch auto is not implemented yet");
+  test::expectError(test::runDtrain("plan --model mlp --global-batch 3x --machine " + std::string(DTRAIN_PLAN_CLUSTERS) +
+                                    "/example-cpu.json"), 2, "not an integer (or auto)");
+}
+
+TEST(PlanPlanner, AutoGlobalBatchIsTheLargestThatFits) {
+  plan::PlanRequest r;
+  r.model = "mlp";
+  r.hosts = 1;
+  r.ranksPerHost = 2;
+  r.base.train.dataset = "synthetic";
+  r.base.train.syntheticSize = 4096;
+  r.base.train.batchSize = 32;
+  r.base.train.lr = 0.1;
+  const plan::Machine m = plan::readMachine(std::string(DTRAIN_PLAN_CLUSTERS) + "/example-cpu.json");
+  // A limit between what batch B and 2B need: the largest fitting batch, from a
+  // plain search at each size's edge.
+  auto fits = [&](int64_t batch, double limit) {
+    plan::PlanRequest q = r;
+    q.globalBatch = batch;
+    q.memoryPerRank = limit;
+    for (const auto& c : plan::plan(q, m).ranked)
+      if (c.lossy.empty() && c.prediction.layout.microBatches == 1) return true;
+    return false;
+  };
+  double limit = 0;
+  {
+    plan::PlanRequest q = r;
+    q.globalBatch = 512;
+    double smallest = 1e30;
+    for (const auto& c : plan::plan(q, m).ranked)
+      if (c.lossy.empty() && c.prediction.layout.microBatches == 1) smallest = std::min(smallest, c.peakBytes);
+    limit = smallest * 1.001;  // 512 fits (just), 1024 does not
+  }
+  r.memoryPerRank = limit;
+  const plan::AutoBatch a = plan::autoGlobalBatch(r, m);
+  EXPECT_EQ(a.globalBatch, 512);  // 2 ranks x 256: the largest power of two that fits
+  EXPECT_TRUE(fits(a.globalBatch, limit));
+  EXPECT_FALSE(fits(2 * a.globalBatch, limit));
+  EXPECT_EQ(a.plans, 10);  // 2, 4, ..., 1024 (which does not fit)
+  // The linear scaling rule from the base's batch and lr; 5 epochs of warmup.
+  EXPECT_DOUBLE_EQ(a.lr, 0.1 * static_cast<double>(a.globalBatch) / 32);
+  EXPECT_EQ(a.warmupSteps, (5 * 4096 + a.globalBatch - 1) / a.globalBatch);
+  ASSERT_FALSE(a.result.ranked.empty());
+  EXPECT_DOUBLE_EQ(a.result.ranked[0].config.train.lr, a.lr);
+  EXPECT_EQ(a.result.ranked[0].config.train.warmupSteps, a.warmupSteps);
+  EXPECT_LE(a.result.ranked[0].peakBytes, limit);
+}
+
+TEST(PlanPlanner, CliAutoGlobalBatchSaysWhatItChose) {
+  const std::string dir = test::tempDir();
+  const std::string best = dir + "/auto.toml";
+  const auto r = test::runDtrain("plan --model mlp --global-batch auto --memory-per-rank 8MiB --hosts 1 "
+                                 "--ranks-per-host 2 --machine " + std::string(DTRAIN_PLAN_CLUSTERS) +
+                                 "/example-cpu.json --write-config " + best + " --top 1");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("global batch auto: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("linear scaling rule"), std::string::npos) << r.out;
+  std::ifstream in(best);
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_NE(text.str().find("warmup_steps = "), std::string::npos) << text.str();
+  EXPECT_EQ(text.str().find("warmup_steps = 0\n"), std::string::npos) << text.str();
+  test::expectError(test::runDtrain("plan --model mlp --global-batch auto --memory-per-rank 1KiB --machine " +
+                                    std::string(DTRAIN_PLAN_CLUSTERS) + "/example-cpu.json"),
+                    2, "not even one sample per rank fits");
 }
 
 TEST(PlanPlanner, SearchesOverAThousandCandidatesOnACluster) {

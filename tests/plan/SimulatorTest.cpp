@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api/Train.h"
+#include "core/Error.h"
 #include "cli/CliRunner.h"
 #include "plan/PredictionOutput.h"
 #include "plan/Simulator.h"
@@ -112,10 +113,12 @@ TEST(PlanSimulator, CalibrateLayerNamesAndSharedHostFitsAreUsed) {
   EXPECT_NEAR(one.optimizerS, 0.5, 1e-9);      // sgd: measured with it
   rc.train.optimizer = "adam";
   EXPECT_LT(plan::simulate(api::prepared(rc, api::sourcesFromValues(rc)), m).optimizerS, 0.5);
-  // 2 hosts x 2 ranks, auto allreduce: the hierarchical fit measured at that shape.
+  // 2 hosts x 2 ranks, hierarchical allreduce: the fit measured at that shape
+  // (auto is the trainer's ring, as comm::Communicator::chooseAllreduce picks).
   rc.train.optimizer = "sgd";
   rc.train.backend = "mpi";
   rc.train.workers = 4;
+  rc.train.allreduceAlgo = "hier";
   plan::SimulateOptions o;
   o.hosts = 2;
   const plan::Prediction four = plan::simulate(api::prepared(rc, api::sourcesFromValues(rc)), m, o);
@@ -143,4 +146,71 @@ TEST(PlanSimulator, StagesAreCutAsTheTrainerCutsThem) {
   EXPECT_EQ(balanced.layout.stageLayers[0], (std::vector<int>{0, 1}));
   EXPECT_EQ(balanced.layout.stageLayers[1], (std::vector<int>{2, 3}));
   EXPECT_LT(balanced.stepS, split.stepS);
+}
+
+TEST(PlanSimulator, SharedCoresSlowEveryRankOfTheEmulatedHosts) {
+  // 4 hosts of 1 device each, but all on one machine of 2 cores: 4 ranks of
+  // mpi data parallelism compute at half the calibrated rate, 2 ranks at full.
+  std::string text = kCluster;
+  text.insert(text.rfind('}'), R"(, "models": {"gpt-tiny": {"micro_batches": {
+      "4": {"forward_s": 0.01, "backward_s": 0.02, "update_s": 0.003}}}})");
+  auto ranks = [](int n) {
+    api::RunConfig rc;
+    rc.train.model = "gpt-tiny";
+    rc.train.backend = "mpi";
+    rc.train.workers = n;
+    rc.train.batchSize = 4;
+    rc.train.optimizer = "adam";
+    return api::prepared(rc, api::sourcesFromValues(rc));
+  };
+  plan::SimulateOptions o;
+  o.hosts = 4;
+  std::string own = text;
+  own.replace(own.find("\"devices_per_host\": 2"), 21, "\"devices_per_host\": 1");
+  std::string shared = own;
+  shared.insert(shared.rfind('}'), R"(, "shared_cores": 2)");
+  const plan::Machine hostsOwn = plan::parseMachine(own, "own"), hostsShare = plan::parseMachine(shared, "shared");
+  EXPECT_EQ(hostsShare.sharedCores, 2);
+  EXPECT_NEAR(plan::simulate(ranks(4), hostsOwn, o).computeS, 0.03, 1e-9);
+  EXPECT_NEAR(plan::simulate(ranks(4), hostsShare, o).computeS, 0.03 * 4 / 2, 1e-9);
+  EXPECT_NEAR(plan::simulate(ranks(4), hostsShare, o).optimizerS,
+              plan::simulate(ranks(4), hostsOwn, o).optimizerS * 2, 1e-9);
+  EXPECT_NEAR(plan::simulate(ranks(2), hostsShare, o).computeS, 0.03, 1e-9);  // max(1, 2 / 2)
+  EXPECT_NEAR(plan::simulate(ranks(8), hostsShare, o).computeS, 0.03 * 8 / 2, 1e-9);
+  // A typo'd value is refused.
+  std::string zero = own;
+  zero.insert(zero.rfind('}'), R"(, "shared_cores": 0)");
+  EXPECT_THROW(plan::parseMachine(zero, "zero"), UsageError);
+  std::string sends = own;
+  sends.insert(sends.rfind('}'), R"(, "async_sends": false)");
+  EXPECT_FALSE(plan::parseMachine(sends, "sends").asyncSends);
+  EXPECT_TRUE(hostsOwn.asyncSends);
+  sends.replace(sends.find("false"), 5, "\"no\"");
+  EXPECT_THROW(plan::parseMachine(sends, "bad sends"), UsageError);
+}
+
+TEST(PlanSimulator, TrainWithAMachineFileReportsItsOwnPrediction) {
+  // dtrain train --machine: the result line carries what dtrain simulate
+  // predicts for the same configuration.
+  const std::string dir = test::tempDir();
+  std::ofstream(dir + "/m.json") << kCluster;
+  std::ofstream(dir + "/run.toml") << "[model]\nname = \"mlp\"\n[data]\nname = \"synthetic\"\nsynthetic_size = 256\n"
+                                      "[training]\nbatch_size = 16\nmax_steps = 2\n[parallel]\nworkers = 2\n"
+                                      "[logging]\nprogress = \"off\"\n";
+  const auto sim = test::runDtrain("simulate --config " + dir + "/run.toml --machine " + dir + "/m.json");
+  ASSERT_EQ(sim.code, 0) << sim.err;
+  const auto predicted = nlohmann::json::parse(sim.lastLine());
+  const auto t = test::runDtrain("train --config " + dir + "/run.toml --machine " + dir + "/m.json");
+  ASSERT_EQ(t.code, 0) << t.err;
+  const auto line = nlohmann::json::parse(t.lastLine());
+  EXPECT_DOUBLE_EQ(line.at("predicted_step_s").get<double>(), predicted.at("step_s").get<double>());
+  EXPECT_DOUBLE_EQ(line.at("predicted_samples_per_s").get<double>(), predicted.at("samples_per_s").get<double>());
+  EXPECT_GT(line.at("samples_per_s").get<double>(), 0);
+  // Without --machine: no prediction; a bad file is refused before training.
+  const auto plain = test::runDtrain("train --config " + dir + "/run.toml");
+  ASSERT_EQ(plain.code, 0) << plain.err;
+  EXPECT_FALSE(nlohmann::json::parse(plain.lastLine()).contains("predicted_step_s"));
+  std::ofstream(dir + "/bad.json") << R"({"format": "dtrain-machine-1", "devices_per_host": 0})";
+  test::expectError(test::runDtrain("train --config " + dir + "/run.toml --machine " + dir + "/bad.json"), 2,
+                    "bad.json");
 }

@@ -62,6 +62,10 @@ void addLoggingOptions(Schema& s) {
       .train(&TrainConfig::metrics);
   s.add("logging", "timeline", "--timeline", "Write a Chrome trace-event JSON timeline to FILE")
       .train(&TrainConfig::timeline);
+  s.add("logging", "machine", "--machine",
+        "Machine file (dtrain calibrate's): the result line adds dtrain simulate's predicted_step_s "
+        "and predicted_samples_per_s for this run")
+      .train(&TrainConfig::machine);
   s.add("logging", "log_every", "--log-every", "Steps between log lines and metrics records")
       .train(&TrainConfig::logEvery).range(1);
   Option& progress = s.add("logging", "progress", "--progress",

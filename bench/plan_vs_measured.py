@@ -1,0 +1,318 @@
+#!/usr/bin/python3
+"""dtrain simulate's predictions against dtrain train on emulated hosts.
+
+For each model (mlp, gpt-small) and link rate: calibrate (`dtrain calibrate
+--netsim HOSTS --rate R`, or --machine FILE), then for each configuration below
+write its TOML (`dtrain train ... --print-config`), predict it (`dtrain
+simulate`), run it (`netsim.sh mpirun -np N --ranks-per-host K -- dtrain train
+--config FILE --backend mpi`, --max-steps S, --log-every 1) and compare the
+predicted step time and peak memory of rank 0 with the measured ones: the
+median step of the metrics file after the first --warmup steps. Per scenario
+(model x rate): Kendall's tau of predicted vs measured samples/s and whether
+`dtrain plan`'s first choice (run too) is within 5% of the measured best.
+
+  bench/plan_vs_measured.py --rate 100mbit [--machine bench/machines/zen4-2core-netsim4-100mbit.json]
+  bench/plan_vs_measured.py --rate 100mbit --hosts 2 --held-out   # the held-out scenario
+
+Takes /tmp/netsim.lock itself around netsim up..down (calibrate takes it on its own).
+Writes one JSON line per run to stdout and a summary at the end; --json-out keeps them.
+"""
+import argparse, fcntl, json, os, shlex, statistics, subprocess, sys, time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+NETSIM = os.path.join(ROOT, "scripts", "netsim.sh")
+
+# Global batch per model (samples per optimizer step), steps per run.
+MODELS = {"mlp": {"batch": 256, "steps": 30, "extra": "--dataset synthetic",
+                  "base": "[data]\nname = \"synthetic\"\n[training]\nmax_steps = 30\n"},
+          "gpt-small": {"batch": 16, "steps": 12, "extra": "",
+                        "base": "[training]\nmax_steps = 18\n"}}
+
+
+def configs(model, hosts, held_out):
+    """slug -> (ranks, ranks per host, flags). G: the global batch."""
+    G = MODELS[model]["batch"]
+    comp = "--compress powersgd --compress-rank 4 --compress-start-step 0"  # no plain steps first
+    if held_out:  # 2 hosts: 2 ranks (1 per host) or 4 (2 per host)
+        return {
+            "dp2": (2, 1, f"--strategy allreduce --batch-size {G // 2}"),
+            "dp2-zero2": (2, 1, f"--strategy allreduce --zero 2 --batch-size {G // 2}"),
+            "pp2-1f1b": (2, 1, f"--pipeline-stages 2 --micro-batches 4 --pipeline-schedule 1f1b --batch-size {G}"),
+            "tp2": (2, 1, f"--tensor-parallel 2 --batch-size {G}"),
+            "dp4-pack": (4, 2, f"--strategy allreduce --batch-size {G // 4}"),
+            "dp2xtp2-pack": (4, 2, f"--tensor-parallel 2 --placement pack --batch-size {G // 2}"),
+            "dp2xtp2-spread": (4, 2, f"--tensor-parallel 2 --placement spread --batch-size {G // 2}"),
+        }
+    return {
+        "dp4": (4, 1, f"--strategy allreduce --batch-size {G // 4}"),
+        "dp4-zero1": (4, 1, f"--strategy allreduce --zero 1 --batch-size {G // 4}"),
+        "dp4-zero2": (4, 1, f"--strategy allreduce --zero 2 --batch-size {G // 4}"),
+        "dp4-zero3": (4, 1, f"--strategy allreduce --zero 3 --batch-size {G // 4}"),
+        "dp4-powersgd": (4, 1, f"--strategy allreduce {comp} --batch-size {G // 4}"),
+        "ps1x3": (3, 1, f"--strategy ps --servers 1 --consistency sync --batch-size {G // 3 // 4 * 4}"),
+        "pp4-gpipe": (4, 1, f"--pipeline-stages 4 --micro-batches 4 --pipeline-schedule gpipe --batch-size {G}"),
+        "pp4-1f1b": (4, 1, f"--pipeline-stages 4 --micro-batches 4 --pipeline-schedule 1f1b --batch-size {G}"),
+        "dp2xpp2-interleaved": (4, 1, f"--pipeline-stages 2 --virtual-stages 2 --micro-batches 4 "
+                                      f"--pipeline-schedule 1f1b --batch-size {G // 2}"),
+        "tp4": (4, 1, f"--tensor-parallel 4 --batch-size {G}"),
+        "dp2xtp2": (4, 1, f"--tensor-parallel 2 --batch-size {G // 2}"),
+        "dp8-pack": (8, 2, f"--strategy allreduce --batch-size {G // 8}"),
+        "dp4xtp2-pack": (8, 2, f"--tensor-parallel 2 --placement pack --batch-size {G // 4}"),
+        "dp4xtp2-spread": (8, 2, f"--tensor-parallel 2 --placement spread --batch-size {G // 4}"),
+    }
+
+
+def sh(cmd, **kw):
+    print("+", cmd, file=sys.stderr, flush=True)
+    return subprocess.run(cmd, shell=True, capture_output=True, text=True, **kw)
+
+
+def last_json(text):
+    for line in reversed(text.strip().splitlines()):
+        if line.startswith("{"):
+            return json.loads(line)
+    raise ValueError("no JSON line")
+
+
+def kendall_tau(xs, ys):
+    n, s = len(xs), 0
+    for i in range(n):
+        for j in range(i + 1, n):
+            a, b = xs[i] - xs[j], ys[i] - ys[j]
+            s += (a * b > 0) - (a * b < 0)
+    return 2 * s / (n * (n - 1)) if n > 1 else float("nan")
+
+
+def measure(a, model, toml, ranks, per_host, base):
+    metrics = base + ".metrics.jsonl"
+    if os.path.exists(metrics):
+        os.remove(metrics)
+    out = sh(f"{NETSIM} mpirun -np {ranks} --ranks-per-host {per_host} -- {a.dtrain} train --config {toml} "
+             f"--progress off --log-every 1 --metrics {metrics}", timeout=600)
+    if out.returncode != 0:
+        return None, out.stderr.strip()[-400:]
+    line = last_json(out.stdout)
+    with open(metrics) as f:
+        recs = [r for r in map(json.loads, f) if "samples_per_s" in r and "step" in r]
+    # PowerSGD runs plain allreduce steps first (--compress-start-step, 10 by default).
+    text = open(toml).read()
+    start = 0
+    if '"powersgd"' in text:
+        for l in text.splitlines():
+            if l.startswith("start_step = "):
+                start = int(l.split("=")[1])
+    steady = [r["samples_per_s"] for r in recs if r["step"] > max(a.warmup, start)]
+    return {"samples_per_s": statistics.median(steady), "run_samples_per_s": line["samples_per_s"],
+            "peak": line["memory_per_rank"][0]["peak"]}, ""
+
+
+def report(a):
+    """--report ROWS: the tables (markdown) from the rows a run appended; with
+    --resimulate, predictions made again by this dtrain from the saved TOML files
+    against the same measurements (the model changed, the runs did not)."""
+    # A configuration run again (a fixed script) replaces its earlier row.
+    latest = {}
+    for r in map(json.loads, open(a.report)):
+        if "summary" not in r:
+            latest[(r["model"], r["rate"], r["hosts"], r["config"])] = r
+    rows = list(latest.values())
+    machines = {}
+    for r in map(json.loads, open(a.report)):
+        if r.get("summary") == "all" and r["hosts"] == 4:
+            machines[r["rate"]] = r["machine"]
+    if a.resimulate:
+        for r in rows:
+            toml = os.path.join(a.dir, f"{r['model']}-{r['rate']}-h{r['hosts']}-{r['config']}.toml")
+            sim = subprocess.run(f"{a.dtrain} simulate --config {toml} --machine {machines[r['rate']]} "
+                                 f"--hosts {r['hosts']}", shell=True, capture_output=True, text=True)
+            pred = last_json(sim.stdout)
+            per_step = r["meas_step_ms"] * r["meas_samples_per_s"] / 1e3
+            r["pred_step_ms"] = round(1e3 * pred["step_s"], 2)
+            r["pred_samples_per_s"] = round(per_step / pred["step_s"], 1)
+            r["pred_peak_mib"] = round(pred["memory_per_rank"][0]["peak"] / 2**20, 2)
+            r["dominant"] = pred["dominant"]
+            r["step_err"] = round(r["pred_step_ms"] / r["meas_step_ms"] - 1, 3)
+            r["mem_err"] = round(r["pred_peak_mib"] / r["meas_peak_mib"] - 1, 3)
+    print("| model | rate | hosts | configuration | ranks | predicted ms | measured ms | error | "
+          "predicted MiB | measured MiB | error | dominant (predicted) | load |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        name = r["config"] + (f" ({r['plan_choice']})" if r.get("plan_choice") else "")
+        print(f"| {r['model']} | {r['rate']} | {r['hosts']} | {name} | {r['ranks']} | {r['pred_step_ms']:.1f} | "
+              f"{r['meas_step_ms']:.1f} | {100 * r['step_err']:+.0f}% | {r['pred_peak_mib']:.2f} | "
+              f"{r['meas_peak_mib']:.2f} | {100 * r['mem_err']:+.0f}% | {r['dominant']} | {r['load']} |")
+    print()
+    print("| scenario | configurations | step MAE | worst | memory MAE | worst | Kendall tau | plan's choice | measured best | plan / best |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    groups = {}
+    for r in rows:
+        groups.setdefault((r["model"], r["rate"], r["hosts"]), []).append(r)
+    allfixed = {4: [], 2: []}
+    for (model, rate, hosts), rs in groups.items():
+        fixed = [r for r in rs if r["config"] != "plan-choice"]
+        allfixed[hosts if hosts in allfixed else 4] += fixed
+        tau = kendall_tau([r["pred_samples_per_s"] for r in fixed], [r["meas_samples_per_s"] for r in fixed])
+        worst = max(fixed, key=lambda r: abs(r["step_err"]))
+        mworst = max(fixed, key=lambda r: abs(r["mem_err"]))
+        pc = [r for r in rs if r["config"] == "plan-choice"]
+        # dtrain plan ranks lossless configurations first: compare with the best of those.
+        best = max([r for r in rs if r["ranks_per_host"] == 1 and "powersgd" not in r["config"]],
+                   key=lambda r: r["meas_samples_per_s"])
+        pcs = (f"{pc[0]['plan_choice']} | {best['config']} | {pc[0]['meas_samples_per_s'] / best['meas_samples_per_s']:.2f}"
+               if pc else "- | - | -")
+        print(f"| {model} x {rate} x {hosts} hosts | {len(fixed)} | "
+              f"{100 * statistics.mean(abs(r['step_err']) for r in fixed):.0f}% | "
+              f"{100 * worst['step_err']:+.0f}% ({worst['config']}) | "
+              f"{100 * statistics.mean(abs(r['mem_err']) for r in fixed):.0f}% | "
+              f"{100 * mworst['mem_err']:+.0f}% ({mworst['config']}) | {tau:.2f} | {pcs} |")
+    for hosts, fixed in allfixed.items():
+        if fixed:
+            print(f"\n{hosts} hosts, all: {len(fixed)} configurations, step MAE "
+                  f"{100 * statistics.mean(abs(r['step_err']) for r in fixed):.1f}%, worst "
+                  f"{100 * max((r['step_err'] for r in fixed), key=abs):+.0f}%, memory MAE "
+                  f"{100 * statistics.mean(abs(r['mem_err']) for r in fixed):.1f}%")
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--rate", default="100mbit")
+    p.add_argument("--hosts", type=int, default=4)
+    p.add_argument("--machine", help="a machine file (default: dtrain calibrate --netsim 4 --rate R first)")
+    p.add_argument("--models", default="mlp,gpt-small")
+    p.add_argument("--only", help="configuration slugs, comma-separated")
+    p.add_argument("--held-out", action="store_true", help="the 2-host configurations")
+    p.add_argument("--warmup", type=int, default=3, help="steps not counted")
+    p.add_argument("--dir", default="/tmp/plan_vs_measured")
+    p.add_argument("--dtrain", default=os.path.join(ROOT, "build", "dtrain"))
+    p.add_argument("--json-out", help="append every row and the summary here (JSON lines)")
+    p.add_argument("--no-plan", action="store_true", help="skip dtrain plan's first choice")
+    p.add_argument("--plan-only", action="store_true", help="only dtrain plan's first choice")
+    p.add_argument("--report", help="print the tables from a --json-out file and exit")
+    p.add_argument("--resimulate", action="store_true", help="with --report: predict again with this dtrain")
+    a = p.parse_args()
+    if a.report:
+        return report(a)
+    os.makedirs(a.dir, exist_ok=True)
+    models = a.models.split(",")
+    machine = a.machine
+    if not machine:
+        machine = os.path.join(a.dir, f"machine-{a.rate}.json")
+        out = sh(f"{a.dtrain} calibrate --netsim 4 --rate {a.rate} --models {','.join(models)} --out {machine}")
+        if out.returncode != 0:
+            sys.exit(f"plan_vs_measured.py: calibrate failed: {out.stderr.strip()[-400:]}")
+    load0 = os.getloadavg()
+    rows, summary = [], []
+    lock = open("/tmp/netsim.lock", "w")
+    print(f"waiting for /tmp/netsim.lock", file=sys.stderr, flush=True)
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    up = sh(f"{NETSIM} up {a.hosts} --rate {a.rate}")
+    if up.returncode != 0:
+        sys.exit(f"plan_vs_measured.py: netsim: {up.stderr.strip()}")
+    t0 = time.time()
+    try:
+        for model in models:
+            cfgs = configs(model, a.hosts, a.held_out)
+            if a.only:
+                cfgs = {k: v for k, v in cfgs.items() if k in a.only.split(",")}
+            scen = []
+            todo = list(cfgs.items())
+            if a.plan_only:
+                todo = []
+            if not a.no_plan and not a.held_out:
+                todo.append(("plan-choice", None))
+            for slug, spec in todo:
+                base = os.path.join(a.dir, f"{model}-{a.rate}-h{a.hosts}-{slug}")
+                toml = base + ".toml"
+                if spec is None:  # dtrain plan's first (lossless) choice on hosts x 1 rank
+                    # The runs' own steps and data as the base every candidate starts from.
+                    with open(base + ".base.toml", "w") as f:
+                        f.write(MODELS[model]["base"])
+                    out = sh(f"{a.dtrain} plan --model {model} --global-batch {MODELS[model]['batch']} "
+                             f"--hosts {a.hosts} --ranks-per-host 1 --machine {machine} --top 1 --json "
+                             f"--config {base}.base.toml --write-config {toml}")
+                    if out.returncode != 0:
+                        print(f"plan failed: {out.stderr.strip()[-300:]}", file=sys.stderr)
+                        continue
+                    choice = json.loads(out.stdout.strip().splitlines()[0])["summary"]
+                    per_host = 1
+                else:
+                    _, per_host, flags = spec
+                    ranks = spec[0]
+                    out = sh(f"{a.dtrain} train --model {model} --workers {ranks} --backend mpi "
+                             f"--max-steps {MODELS[model]['steps']} {MODELS[model]['extra']} {flags} --print-config")
+                    if out.returncode != 0:
+                        print(f"{slug}: refused: {out.stderr.strip()[-300:]}", file=sys.stderr)
+                        continue
+                    with open(toml, "w") as f:
+                        f.write(out.stdout)
+                    choice = None
+                sim = sh(f"{a.dtrain} simulate --config {toml} --machine {machine} --hosts {a.hosts}")
+                if sim.returncode != 0:
+                    print(f"{slug}: simulate failed: {sim.stderr.strip()[-300:]}", file=sys.stderr)
+                    continue
+                pred = last_json(sim.stdout)
+                ranks = pred["workers"]  # processes: a parameter server's servers too
+                meas, err = measure(a, model, toml, ranks, per_host, base)
+                if meas is None:
+                    print(f"{slug}: train failed: {err}", file=sys.stderr)
+                    continue
+                per_step = pred["samples_per_step"]
+                if per_step <= 0:  # ps: workers x batch
+                    per_step = pred["samples_per_s"] * pred["step_s"]
+                row = {"model": model, "rate": a.rate, "hosts": a.hosts, "config": slug, "ranks": ranks,
+                       "ranks_per_host": per_host, "plan_choice": choice,
+                       "pred_step_ms": round(1e3 * pred["step_s"], 2),
+                       "meas_step_ms": round(1e3 * per_step / meas["samples_per_s"], 2),
+                       "pred_samples_per_s": round(pred["samples_per_s"], 1),
+                       "meas_samples_per_s": round(meas["samples_per_s"], 1),
+                       "meas_run_samples_per_s": round(meas["run_samples_per_s"], 1),
+                       "pred_peak_mib": round(pred["memory_per_rank"][0]["peak"] / 2**20, 2),
+                       "meas_peak_mib": round(meas["peak"] / 2**20, 2),
+                       "dominant": pred["dominant"], "load": round(os.getloadavg()[0], 1)}
+                row["step_err"] = round(row["pred_step_ms"] / row["meas_step_ms"] - 1, 3)
+                row["mem_err"] = round(row["pred_peak_mib"] / row["meas_peak_mib"] - 1, 3)
+                print(json.dumps(row), flush=True)
+                rows.append(row)
+                scen.append(row)
+            fixed = [r for r in scen if r["config"] != "plan-choice"]
+            if len(fixed) >= 2:
+                s = {"summary": True, "model": model, "rate": a.rate, "hosts": a.hosts, "configs": len(fixed),
+                     "tau": round(kendall_tau([r["pred_samples_per_s"] for r in fixed],
+                                              [r["meas_samples_per_s"] for r in fixed]), 3),
+                     "step_mae": round(statistics.mean(abs(r["step_err"]) for r in fixed), 3),
+                     "step_worst": max((r["step_err"] for r in fixed), key=abs),
+                     "mem_mae": round(statistics.mean(abs(r["mem_err"]) for r in fixed), 3),
+                     "mem_worst": max((r["mem_err"] for r in fixed), key=abs)}
+                pc = [r for r in scen if r["config"] == "plan-choice"]
+                one_per_host = [r for r in scen if r["ranks_per_host"] == 1 and "powersgd" not in r["config"]]
+                if pc:
+                    best = max(one_per_host, key=lambda r: r["meas_samples_per_s"])
+                    s["plan_choice"] = pc[0]["plan_choice"]
+                    s["measured_best"] = best["config"]
+                    s["plan_vs_best"] = round(pc[0]["meas_samples_per_s"] / best["meas_samples_per_s"], 3)
+                    s["plan_within_5pct"] = s["plan_vs_best"] >= 0.95
+                print(json.dumps(s), flush=True)
+                summary.append(s)
+    finally:
+        sh(f"{NETSIM} down")
+        fcntl.flock(lock, fcntl.LOCK_UN)
+    if rows:
+        fixed = [r for r in rows if r["config"] != "plan-choice"]
+        tot = {"summary": "all", "rate": a.rate, "hosts": a.hosts, "configs": len(fixed),
+               "step_mae": round(statistics.mean(abs(r["step_err"]) for r in fixed), 3),
+               "step_worst": max((r["step_err"] for r in fixed), key=abs),
+               "mem_mae": round(statistics.mean(abs(r["mem_err"]) for r in fixed), 3),
+               "mem_worst": max((r["mem_err"] for r in fixed), key=abs),
+               "load_before": [round(x, 1) for x in load0], "load_after": [round(x, 1) for x in os.getloadavg()],
+               "minutes": round((time.time() - t0) / 60, 1), "machine": machine,
+               "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+        print(json.dumps(tot), flush=True)
+        summary.append(tot)
+    if a.json_out:
+        with open(a.json_out, "a") as f:
+            for r in rows + summary:
+                f.write(json.dumps(r) + "\n")
+
+
+if __name__ == "__main__":
+    main()
