@@ -7,13 +7,11 @@
 
 namespace dtrain::optim {
 
-namespace {
 double lbfgsDot(const std::vector<float>& a, const std::vector<float>& b) {
   double s = 0;
   for (size_t i = 0; i < a.size(); ++i) s += static_cast<double>(a[i]) * b[i];
   return s;
 }
-}  // namespace
 
 std::vector<float> lbfgsDirection(const std::vector<float>& g,
                                   const std::deque<std::vector<float>>& s,

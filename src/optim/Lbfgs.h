@@ -29,6 +29,11 @@ struct LbfgsOptions {
   double toleranceGrad = 1e-7;  // max |g| below this: converged, no step
 };
 
+// a . b summed in double in index order: every dot product of the iteration
+// (Sandblaster's shards use it on their slices, so that one shard is bitwise
+// this optimizer).
+double lbfgsDot(const std::vector<float>& a, const std::vector<float>& b);
+
 // The two-loop recursion: the L-BFGS direction -H g for the pairs (s[i], y[i])
 // (oldest first) and the initial Hessian inverse hDiag * I. With no pairs: -g.
 std::vector<float> lbfgsDirection(const std::vector<float>& g,

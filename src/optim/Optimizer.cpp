@@ -46,17 +46,12 @@ void Optimizer::setLr(double lr) {
 }
 
 void Optimizer::step() {
-  if (sumOverRanks_ && usesTensorNorms()) {
+  if (offload_ || (sumOverRanks_ && usesTensorNorms())) {  // the ordered paths
     std::vector<size_t> all(params_.size());
     for (size_t i = 0; i < all.size(); ++i) all[i] = i;
-    updateWithTensorNorms(all);
-  } else if (!offload_) {
-    for (size_t i = 0; i < params_.size(); ++i) updateParameter(i);
-  } else {
-    std::vector<size_t> all(params_.size());
-    for (size_t i = 0; i < all.size(); ++i) all[i] = i;
-    updateInOrder(all);
+    return step(all);
   }
+  for (size_t i = 0; i < params_.size(); ++i) updateParameter(i);
   ++stepCount_;
 }
 

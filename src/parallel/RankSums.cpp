@@ -1,5 +1,7 @@
 #include "parallel/RankSums.h"
 
+#include <algorithm>
+
 namespace dtrain::parallel {
 
 std::vector<double> allgatherDoubles(comm::Communicator& comm, const std::vector<double>& mine,
@@ -12,9 +14,15 @@ std::vector<double> allgatherDoubles(comm::Communicator& comm, const std::vector
 }
 
 double sumOverRanks(comm::Communicator& comm, double value, int tag) {
-  double sum = 0;
-  for (double v : allgatherDoubles(comm, {value}, tag)) sum += v;
-  return sum;
+  std::vector<double> v{value};
+  sumOverRanks(comm, v, tag);
+  return v[0];
+}
+
+void sumOverRanks(comm::Communicator& comm, std::vector<double>& values, int tag) {
+  const std::vector<double> all = allgatherDoubles(comm, values, tag);
+  std::fill(values.begin(), values.end(), 0.0);
+  for (size_t k = 0; k < all.size(); ++k) values[k % values.size()] += all[k];
 }
 
 }  // namespace dtrain::parallel

@@ -14,5 +14,8 @@ std::vector<double> allgatherDoubles(comm::Communicator& comm, const std::vector
 
 // Collective over `comm`: the sum of every rank's value, the same on every rank.
 double sumOverRanks(comm::Communicator& comm, double value, int tag = 0);
+// The same element by element: values[i] becomes the sum over ranks of their
+// values[i], added in rank order from 0 (every rank passes as many).
+void sumOverRanks(comm::Communicator& comm, std::vector<double>& values, int tag = 0);
 
 }  // namespace dtrain::parallel

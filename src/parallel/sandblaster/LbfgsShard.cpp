@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/Error.h"
+#include "optim/Lbfgs.h"
 #include "parallel/sandblaster/PollBackoff.h"
 #include "parallel/sandblaster/ShardProtocol.h"
 
@@ -16,20 +17,8 @@ namespace {
 
 using namespace shard;
 
-// Waits however long (a shard idles while the coordinator's trainer evaluates
-// or checkpoints); an aborted world throws.
-void waitShard(comm::Work& w) {
-  while (!w.waitFor(std::chrono::milliseconds(200))) {
-  }
-}
-
-// The same sums as Lbfgs (optim/Lbfgs.cpp), on a slice: with one shard the
-// run is bitwise the unsharded one.
-double dotSlice(const std::vector<float>& a, const std::vector<float>& b) {
-  double s = 0;
-  for (size_t i = 0; i < a.size(); ++i) s += static_cast<double>(a[i]) * b[i];
-  return s;
-}
+// The two-loop recursion's s_k.q and y_k.q on a slice, summed as
+// lbfgsDirection (optim/Lbfgs.cpp) sums them: one shard is bitwise it.
 double dotQ(const std::vector<float>& a, const std::vector<double>& q) {
   double s = 0;
   for (size_t j = 0; j < q.size(); ++j) s += a[j] * q[j];
@@ -149,11 +138,11 @@ class Shard {
     replySend_ = comm_.isend(&reply_, sizeof(Reply), DType::U8, 0, kReplyTag);
   }
   void sendVector(const std::vector<float>& v) {
-    waitShard(*comm_.isend(v.data(), n_, DType::F32, 0, kVectorTag));
+    waitLong(*comm_.isend(v.data(), n_, DType::F32, 0, kVectorTag));
   }
   void recvVector(std::vector<float>& v) {
     v.assign(n_, 0.0f);
-    waitShard(*comm_.irecv(v.data(), n_, DType::F32, 0, kVectorTag));
+    waitLong(*comm_.irecv(v.data(), n_, DType::F32, 0, kVectorTag));
   }
 
   // The evaluation's gradient: unit means weighted by their samples, summed in
@@ -194,7 +183,7 @@ class Shard {
       case Op::kPairDots: {
         const auto k = static_cast<size_t>(c.a);
         DTRAIN_CHECK(k < s_.size(), "sandblaster shard: no pair ", k);
-        return reply({dotSlice(y_[k], s_[k]), dotSlice(y_[k], y_[k])});
+        return reply({optim::lbfgsDot(y_[k], s_[k]), optim::lbfgsDot(y_[k], y_[k])});
       }
       case Op::kEvalBegin: {
         evaluation_ = static_cast<int64_t>(c.a);
@@ -238,13 +227,13 @@ class Shard {
       }
       case Op::kFinishDir:
         d_.assign(q_.begin(), q_.end());
-        return reply({dotSlice(g_, d_), maxAbs(d_)});
+        return reply({optim::lbfgsDot(g_, d_), maxAbs(d_)});
       case Op::kSteepest:
         s_.clear();
         y_.clear();
         d_.resize(n_);
         for (size_t j = 0; j < n_; ++j) d_[j] = -g_[j];
-        return reply({dotSlice(g_, g_), maxAbs(d_)});
+        return reply({optim::lbfgsDot(g_, g_), maxAbs(d_)});
       case Op::kSetX:
         for (size_t j = 0; j < n_; ++j) x_[j] = static_cast<float>(x0_[j] + c.a * d_[j]);
         return reply({});
@@ -255,7 +244,7 @@ class Shard {
           sNew_[j] = static_cast<float>(c.a * d_[j]);
           yNew_[j] = gEval_[j] - g_[j];
         }
-        return reply({dotSlice(yNew_, sNew_), dotSlice(yNew_, yNew_)});
+        return reply({optim::lbfgsDot(yNew_, sNew_), optim::lbfgsDot(yNew_, yNew_)});
       }
       case Op::kKeepPair:
         if (s_.size() == capacity_) {

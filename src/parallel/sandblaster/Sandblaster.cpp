@@ -38,12 +38,6 @@ Tensor emptyFromShape(const int64_t* h) {
   for (int64_t d = 0; d < h[1]; ++d) shape.push_back(h[2 + d]);
   return Tensor::empty(shape, static_cast<DType>(h[0]));
 }
-// Waits for a point-to-point operation, however long (a worker waits while the
-// coordinator evaluates or checkpoints); an aborted world throws.
-void waitLong(comm::Work& w) {
-  while (!w.waitFor(std::chrono::milliseconds(200))) {
-  }
-}
 std::vector<autograd::Variable*> sandblasterParams(nn::Module& model,
                                                    std::vector<std::pair<std::string, autograd::Variable>>& keep) {
   keep = model.namedParameters();

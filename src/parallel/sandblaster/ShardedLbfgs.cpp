@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/Error.h"
+#include "parallel/sandblaster/PollBackoff.h"
 
 namespace dtrain::parallel::sandblaster {
 
@@ -25,10 +26,7 @@ ShardedLbfgs::Sums ShardedLbfgs::call(Op op, double a, double b, double c) {
     works.push_back(comm_.isend(&cmd, sizeof cmd, DType::U8, 1 + s, kCommandTag));
     works.push_back(comm_.irecv(&replies[s], sizeof(Reply), DType::U8, 1 + s, kReplyTag));
   }
-  // An evaluation's end waits for the slowest worker's unit: no deadline here.
-  for (auto& w : works)
-    while (!w->waitFor(std::chrono::milliseconds(200))) {
-    }
+  for (auto& w : works) waitLong(*w);  // an evaluation's end waits for the slowest unit
   Sums out;
   for (int s = 0; s < servers_; ++s) {
     const Reply& r = replies[s];

@@ -1,6 +1,6 @@
 #include "parallel/tensor/TensorParallel.h"
 
-#include "parallel/RankSums.h"
+#include <algorithm>
 
 #include "core/Error.h"
 #include "core/Log.h"
@@ -57,17 +57,10 @@ void TensorParallel::setup(nn::Module& model, optim::Optimizer& optimizer) {
     optimizer.setTensorGroups(std::move(tensorOf), static_cast<int64_t>(optimizer.size()),
                               [this, cutTensor](std::vector<double>& partials) {
                                 constexpr int kTensorNormsTag = (1 << 20) + 8;
-                                const std::vector<double> all =
-                                    allgatherDoubles(shards_->group(), partials, kTensorNormsTag);
-                                for (size_t t = 0; t < cutTensor.size(); ++t) {
-                                  if (!cutTensor[t]) continue;
-                                  for (int c = 0; c < 2; ++c) {
-                                    double sum = 0;
-                                    for (size_t r = 0; r * partials.size() < all.size(); ++r)
-                                      sum += all[r * partials.size() + 2 * t + c];
-                                    partials[2 * t + c] = sum;
-                                  }
-                                }
+                                std::vector<double> sums = partials;
+                                sumOverRanks(shards_->group(), sums, kTensorNormsTag);
+                                for (size_t t = 0; t < cutTensor.size(); ++t)
+                                  if (cutTensor[t]) std::copy_n(sums.begin() + 2 * t, 2, partials.begin() + 2 * t);
                               });
   }
   groupBytesAtStart_ = shards_->group().bytesSent();

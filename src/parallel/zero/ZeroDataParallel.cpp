@@ -176,9 +176,7 @@ void ZeroDataParallel::buildShardOptimizer(const optim::Optimizer& full) {
     for (const Piece& piece : pieces_) tensorOf.push_back(tensorIndex.at(piece.name));
     shard_->setTensorGroups(std::move(tensorOf), static_cast<int64_t>(tensorIndex.size()),
                             [this](std::vector<double>& partials) {
-                              const std::vector<double> all = allgatherDoubles(comm_, partials, kTensorNormsTag);
-                              std::fill(partials.begin(), partials.end(), 0.0);
-                              for (size_t k = 0; k < all.size(); ++k) partials[k % partials.size()] += all[k];
+                              sumOverRanks(comm_, partials, kTensorNormsTag);
                             });
   }
 }
