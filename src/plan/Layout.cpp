@@ -5,6 +5,7 @@
 #include <set>
 
 #include "api/StrategyRegistry.h"
+#include "core/Error.h"
 #include "parallel/Mesh.h"
 #include "parallel/pipeline/Partition.h"
 
@@ -15,6 +16,10 @@ Layout layoutFor(const api::RunConfig& rc, const ModelProfile& profile, int host
   const auto& c = rc.train;
   Layout l;
   l.strategy = api::resolveStrategy(c);
+  // Every prediction (simulate, plan, train --machine) starts here: a strategy
+  // without a cost model is refused, not predicted as something else.
+  DTRAIN_CHECK_USAGE(l.strategy != "fedavg", "the simulator has no model of --strategy fedavg yet "
+                     "(rounds of sampled clients); predict another strategy or drop --machine");
   l.ranks = api::strategyEntry(l.strategy).worldSize ? api::strategyEntry(l.strategy).worldSize(c) : c.workers;
   l.pp = c.pipelineStages;
   l.tp = c.tensorParallel;

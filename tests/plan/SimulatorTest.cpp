@@ -213,4 +213,8 @@ TEST(PlanSimulator, TrainWithAMachineFileReportsItsOwnPrediction) {
   std::ofstream(dir + "/bad.json") << R"({"format": "dtrain-machine-1", "devices_per_host": 0})";
   test::expectError(test::runDtrain("train --config " + dir + "/run.toml --machine " + dir + "/bad.json"), 2,
                     "bad.json");
+  // A strategy the simulator has no model of is refused, not predicted as another.
+  test::expectError(test::runDtrain("train --dataset synthetic --synthetic-size 256 --strategy fedavg --clients 4 "
+                                    "--rounds 1 --progress off --machine " + dir + "/m.json"),
+                    2, "the simulator has no model of --strategy fedavg");
 }
