@@ -22,7 +22,7 @@ nlohmann::json runFederatedMpi(const RunConfig& rc) {
     addRunFields(out, rc, rc.train.workers, "mpi");
     out["client_hosts"] = comm.size() - 1;
     return out;
-  }, commTimeout(rc.train.commTimeoutS));
+  }, commLimits(rc.train.callTimeoutS, rc.train.commTimeoutS));
 }
 }  // namespace
 

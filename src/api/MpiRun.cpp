@@ -24,8 +24,12 @@ comm::Millis commTimeout(double seconds) {
   return comm::Millis{static_cast<int64_t>(std::llround(seconds * 1000))};
 }
 
+CommLimits commLimits(double callTimeoutS, double peerTimeoutS) {
+  return {commTimeout(callTimeoutS), commTimeout(peerTimeoutS)};
+}
+
 nlohmann::json runMpiProcess(const std::function<nlohmann::json(comm::Communicator&)>& rank,
-                             comm::Millis timeout) {
+                             CommLimits limits) {
   DTRAIN_CHECK_USAGE(comm::hasBackend("mpi"),
                      "--backend mpi: this dtrain was built without MPI (install libopenmpi-dev "
                      "and openmpi-bin, then reconfigure with -DDTRAIN_WITH_MPI=ON)");
@@ -35,7 +39,8 @@ nlohmann::json runMpiProcess(const std::function<nlohmann::json(comm::Communicat
   std::unique_ptr<comm::Communicator> comm;
   try {
     comm::BackendConfig config;
-    config.timeout = timeout;
+    config.timeout = limits.call;
+    config.peerTimeout = limits.peer;
     comm = comm::makeCommunicator("mpi", config);
     nlohmann::json out = rank(*comm);
     comm.reset();

@@ -11,13 +11,19 @@
 
 namespace dtrain::api {
 
+// How long ranks wait for each other (0: the communicators' defaults).
+struct CommLimits {
+  comm::Millis call{0};  // --call-timeout: one call, every peer alive
+  comm::Millis peer{0};  // --comm-timeout: a peer without heartbeats (mpi)
+};
+
 // Checks that MPI is built in and that mpirun started this process, runs
 // `rank` on the world communicator and returns its result line (null on the
-// ranks that do not report). `timeout`: each communication call's limit
-// (--comm-timeout; 0 = comm::defaultTimeout()).
+// ranks that do not report).
 nlohmann::json runMpiProcess(const std::function<nlohmann::json(comm::Communicator&)>& rank,
-                             comm::Millis timeout = comm::Millis{0});
-// --comm-timeout as the communicators take it (0: their default).
+                             CommLimits limits = {});
+// Seconds as the communicators take them (0: their default).
 comm::Millis commTimeout(double seconds);
+CommLimits commLimits(double callTimeoutS, double peerTimeoutS);
 
 }  // namespace dtrain::api

@@ -57,7 +57,7 @@ nlohmann::json runLocal(const RunConfig& rc, Data data) {
     auto r = runRank(c, comm, shared);
     std::lock_guard<std::mutex> lock(resultMutex);
     if (r) result = std::move(r);
-  }, commTimeout(c.commTimeoutS));
+  }, commTimeout(c.callTimeoutS));
   DTRAIN_CHECK(result, "no rank reported a result");
   if (!c.timeline.empty()) timeline.write(c.timeline);
   nlohmann::json out = result->toJson();
@@ -93,7 +93,7 @@ nlohmann::json runMpiRank(RunConfig rc, bool workersGiven, Data data) {
       addRunFields(out, rc, c.workers, "mpi");
     }
     return out;
-  }, commTimeout(rc.train.commTimeoutS));
+  }, commLimits(rc.train.callTimeoutS, rc.train.commTimeoutS));
 }
 
 }  // namespace

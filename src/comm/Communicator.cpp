@@ -344,6 +344,8 @@ void Communicator::checkCall(const Call& call) {
     if (r == rank_) continue;
     try {
       recvs[r]->wait(missing.empty() ? detail::remaining(call) : Millis{1});
+    } catch (const PeerSilentError&) {
+      throw;  // names the silent peer already
     } catch (const TimeoutError&) {
       missing.push_back(r);
     }

@@ -72,4 +72,6 @@ Millis defaultTimeout() {
   return Millis{300000};
 }
 
+Millis defaultPeerTimeout() { return Millis{30000}; }
+
 }  // namespace dtrain::comm

@@ -17,7 +17,9 @@ struct BackendConfig {
   int rank = 0;
   int size = 1;
   std::shared_ptr<void> group{};
-  Millis timeout{0};  // 0 = defaultTimeout()
+  Millis timeout{0};      // the longest one call waits (--call-timeout); 0 = defaultTimeout()
+  Millis peerTimeout{0};  // mpi: a peer silent this long fails waits on it (--comm-timeout,
+                          // comm/mpi/Liveness.h); 0 = defaultPeerTimeout()
 };
 
 using BackendFactory = std::function<std::unique_ptr<Communicator>(const BackendConfig&)>;
@@ -30,9 +32,12 @@ bool hasBackend(const std::string& name);
 // Throws UsageError naming the known backends (or saying MPI is not built in).
 void requireBackend(const std::string& name);
 
-// DTRAIN_COMM_TIMEOUT_MS when set, else 300 s: generous (a slow rank may be
-// loading data) but finite.
+// The per-call limit: DTRAIN_COMM_TIMEOUT_MS when set, else 300 s: generous (a
+// peer may be alive but busy: evaluating, checkpointing, loading data) but finite.
 Millis defaultTimeout();
+// How long a peer may send no heartbeat before waits on it fail: 30 s (beats
+// come every second from a thread of their own, so a busy peer still beats).
+Millis defaultPeerTimeout();
 
 // Call once at the end of main with the exit code. Ends the backends' global
 // state: with mpi, exitCode 0 finalizes MPI; a failure prints `message` (if any)

@@ -26,8 +26,11 @@ void Work::wait(Millis timeout) {
       throw TimeoutError(dtrain::detail::concat(what_, ": timed out after ", timeout.count(),
                                                 " ms", detail.empty() ? "" : ": ", detail));
     }
-  } catch (const TimeoutError&) {
+  } catch (const PeerSilentError&) {
+    if (!finished()) cancel();
     throw;
+  } catch (const TimeoutError&) {
+    throw;  // cancelled above
   } catch (...) {
     if (!finished()) cancel();
     throw;

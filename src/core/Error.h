@@ -24,6 +24,13 @@ class TimeoutError : public Error {
   explicit TimeoutError(const std::string& msg) : Error(msg) {}
 };
 
+// A wait given up because a peer sent no heartbeat (--comm-timeout): its message
+// names that peer, and no caller replaces it with "who never arrived".
+class PeerSilentError : public TimeoutError {
+ public:
+  explicit PeerSilentError(const std::string& msg) : TimeoutError(msg) {}
+};
+
 namespace detail {
 // Builds a message from any streamable pieces: concat("rank ", 3, ": bad").
 template <typename... Args>

@@ -67,9 +67,13 @@ struct TrainConfig {
   int workers = 1;                 // local backend: ranks as threads of this process
   std::string strategy = "";       // "" = allreduce when more than one worker, else single
   std::string backend = "local";   // local or mpi (one process per rank under mpirun)
-  // Seconds a rank waits in one communication call for its peers before it fails
-  // naming them (mpi: a watchdog aborts the job); 0 = comm::defaultTimeout().
+  // mpi: seconds a peer may send no heartbeat before a wait on it fails naming it
+  // (a dead, stopped or cut-off process); 0 = comm::defaultPeerTimeout() (30 s).
   double commTimeoutS = 0;
+  // Seconds one communication call may wait while every peer is alive (a stuck
+  // peer) before it fails naming them (mpi: a watchdog aborts the job);
+  // 0 = comm::defaultTimeout() (300 s).
+  double callTimeoutS = 0;
   double fusionMb = 0.25;          // fusion bucket size (parallel::kDefaultFusionMb)
   bool overlap = true;             // allreduce buckets during backward
   bool syncBn = false;             // BatchNorm statistics over all replicas (SyncBatchNorm)

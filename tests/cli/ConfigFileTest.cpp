@@ -86,7 +86,7 @@ TEST(ConfigFileCli, IgnoredFlagsAreRefused) {
   expectError(runDtrain(kQuick + "--gamma 0.5"), 2, "--gamma applies to --schedule step");
   expectError(runDtrain(kQuick + "--eval-batches 4"), 2, "--eval-batches applies to the gpt-* models");
   // (--checkpoint-dir alone is used: a Ctrl-C saves there.)
-  expectError(runDtrain(kQuick + "--comm-timeout 5"), 2, "--comm-timeout applies to runs of several ranks");
+  expectError(runDtrain(kQuick + "--call-timeout 5"), 2, "--call-timeout applies to runs of several ranks");
 }
 
 TEST(ConfigFileCli, HelpShowsGroupsAndChoices) {

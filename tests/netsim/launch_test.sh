@@ -124,11 +124,11 @@ launch_case() {  # CASE
       # first rank fails: rank 2's own timeout, behind the dead link) may cut
       # off on a loaded machine; then the loss must be the probe's verdict.
       # (The line itself is tested without a launcher: CommTimeout.* in parallel_tests.)
-      if grep -q "killing the job" "$work/err" && ! grep -qE "timed out|waited" "$work/err"; then
+      if grep -q "killing the job" "$work/err" && ! grep -qE "timed out|waited|sent no heartbeat" "$work/err"; then
         grep '"event":"failure"' "$ck/launch.jsonl" | grep -q 'did not answer a probe' ||
           fail "link-down: the job was killed before any timeout line, and host 2's loss is not the probe's"
       else
-        grep -q "rank 2" <(grep -E "timed out|waited" "$work/err") || fail "link-down: no line naming rank 2"
+        grep -q "rank 2" <(grep -E "timed out|waited|sent no heartbeat" "$work/err") || fail "link-down: no line naming rank 2"
       fi ;;
     rejoin)
       grep '"event":"rejoin"' "$ck/launch.jsonl" | grep -q '"hosts_rejoined":"2"' || fail "rejoin: no rejoin record for host 2"

@@ -22,9 +22,21 @@ void addParallelOptions(Schema& s) {
   s.add("parallel", "backend", "--backend", "local (threads) or mpi (one process per rank under mpirun)")
       .train(&TrainConfig::backend).oneOf({"local", "mpi"});
   s.add("parallel", "comm_timeout", "--comm-timeout",
-        "Seconds a rank waits in one communication call before it fails naming the peers it "
-        "waited for (mpi: the job is aborted); 0: 300 s, or DTRAIN_COMM_TIMEOUT_MS")
+        "mpi: seconds a peer may send no heartbeat (one a second, from a thread of its own) "
+        "before a wait on it fails naming it: it died, is stopped or its link is down (the job "
+        "is aborted); 0: 30 s")
       .train(&TrainConfig::commTimeoutS).range(0)
+      .when([](const RunConfig& rc) {
+        return unlessThen(rc.train.backend == "mpi",
+                          "applies to --backend mpi (local ranks are threads of one process: one "
+                          "that fails ends the others' waits at once; --call-timeout bounds a wait "
+                          "on a stuck one)");
+      });
+  s.add("parallel", "call_timeout", "--call-timeout",
+        "Seconds a rank waits in one communication call, every peer alive, before it fails "
+        "naming the peers it waited for (a stuck peer; mpi: the job is aborted); 0: 300 s, or "
+        "DTRAIN_COMM_TIMEOUT_MS")
+      .train(&TrainConfig::callTimeoutS).range(0)
       .when([](const RunConfig& rc) {
         const TrainConfig& c = rc.train;
         if (c.strategy == "fedavg")

@@ -1,6 +1,7 @@
 #include "comm/mpi/MpiCommunicator.h"
 
 #include <climits>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -11,6 +12,7 @@
 #include "comm/detail/Check.h"
 #include "comm/detail/Reduce.h"
 #include "comm/detail/Traffic.h"
+#include "comm/mpi/Liveness.h"
 #include "comm/mpi/MpiBackend.h"
 #include "comm/mpi/NodeShm.h"
 #include "comm/mpi/Watchdog.h"
@@ -27,7 +29,9 @@ bool gStartedMpi = false;
 void atExitFinalize() {
   int done = 0;
   MPI_Finalized(&done);
-  if (!done) MPI_Finalize();
+  if (done) return;
+  stopHeartbeat();
+  MPI_Finalize();
 }
 
 // OpenMPI's TCP transport sends a message above its eager limit (64 KiB by
@@ -99,8 +103,9 @@ MPI_Op mpiOp(ReduceOp op) {
 // A nonblocking point-to-point operation; completion is found by MPI_Test.
 class MpiWork : public Work {
  public:
-  MpiWork(std::string what, Millis timeout, int peer, bool isSend, size_t bytes)
-      : Work(std::move(what), timeout), peer_(peer), isSend_(isSend), bytes_(bytes) {}
+  MpiWork(std::string what, Millis timeout, int peer, int worldPeer, bool isSend, size_t bytes)
+      : Work(std::move(what), timeout), peer_(peer), worldPeer_(worldPeer), isSend_(isSend),
+        bytes_(bytes) {}
   ~MpiWork() override {
     if (!finished()) cancel();
   }
@@ -145,10 +150,12 @@ class MpiWork : public Work {
   std::string pendingDetail() const override {
     return concat("rank ", peer_, isSend_ ? " never received it" : " never sent it");
   }
+  // A peer without heartbeats fails the wait at --comm-timeout, not --call-timeout.
+  void check() override { throwIfSilent({worldPeer_}, what()); }
 
  private:
   std::mutex mutex_;
-  int peer_;
+  int peer_, worldPeer_;
   bool isSend_;
   size_t bytes_;
 };
@@ -177,17 +184,26 @@ std::string othersOf(int rank, int size) {
 std::unique_ptr<Communicator> makeMpiCommunicator(const BackendConfig& config) {
   ensureInit();
   const Millis timeout = config.timeout.count() > 0 ? config.timeout : defaultTimeout();
-  setWatchdogTimeout(timeout);  // --comm-timeout, for the calls that block inside MPI
+  setWatchdogTimeout(timeout);  // --call-timeout, for the calls that block inside MPI
+  // Right after MPI_Init, which every rank leaves together: a peer is judged
+  // silent from here on (Liveness.h).
+  startHeartbeat(config.peerTimeout.count() > 0 ? config.peerTimeout : defaultPeerTimeout());
   // Test seam: DTRAIN_TEST_STALL_RANK=r stalls rank r here (a wedged process), so
   // that its peers block inside MPI_Comm_dup and the watchdog must end the job.
   if (const char* s = std::getenv("DTRAIN_TEST_STALL_RANK"); s && std::atoi(s) == commRank(MPI_COMM_WORLD))
     std::this_thread::sleep_for(std::chrono::hours(1));
   MPI_Comm dup;
   {
-    BlockingScope blocking("MPI_Comm_dup of the world", othersOf(commRank(MPI_COMM_WORLD), commSize(MPI_COMM_WORLD)), timeout);
+    BlockingScope blocking("MPI_Comm_dup of the world", othersOf(commRank(MPI_COMM_WORLD), commSize(MPI_COMM_WORLD)), timeout,
+                           worldPeersOf(MPI_COMM_WORLD));
     check(MPI_Comm_dup(MPI_COMM_WORLD, &dup), "MPI_Comm_dup");
   }
-  return std::make_unique<MpiCommunicator>(dup, timeout);
+  auto comm = std::make_unique<MpiCommunicator>(dup, timeout);
+  // Test seam: DTRAIN_TEST_FREEZE_RANK=r stops rank r's whole process (SIGSTOP:
+  // its heartbeat too), as a host that froze or lost its link, once its world is set up.
+  if (const char* s = std::getenv("DTRAIN_TEST_FREEZE_RANK"); s && std::atoi(s) == commRank(MPI_COMM_WORLD))
+    std::raise(SIGSTOP);
+  return comm;
 }
 
 void finalize(int exitCode, const std::string& message) {
@@ -202,13 +218,18 @@ void finalize(int exitCode, const std::string& message) {
     std::fflush(stdout);
     MPI_Abort(MPI_COMM_WORLD, exitCode);
   }
+  // Beats stop first (no MPI call may run beside MPI_Finalize); every rank has
+  // passed its last collective, so none waits on this one's beats any more.
+  stopHeartbeat();
   BlockingScope blocking("MPI_Finalize", "every rank to finish");
   MPI_Finalize();
 }
 
 MpiCommunicator::MpiCommunicator(MPI_Comm comm, Millis timeout)
-    : Communicator(commRank(comm), commSize(comm), timeout), user_(comm) {
-  BlockingScope blocking("a communicator's setup (MPI_Comm_dup, MPI_Comm_split_type)", othersOf(rank(), size()), timeout);
+    : Communicator(commRank(comm), commSize(comm), timeout), user_(comm),
+      worldRanks_(worldRanksOf(comm)), worldPeers_(worldPeersOf(comm)) {
+  BlockingScope blocking("a communicator's setup (MPI_Comm_dup, MPI_Comm_split_type)", othersOf(rank(), size()), timeout,
+                         worldPeers_);
   check(MPI_Comm_dup(comm, &internal_), "MPI_Comm_dup");
   MPI_Comm_set_errhandler(user_, MPI_ERRORS_RETURN);
   MPI_Comm_set_errhandler(internal_, MPI_ERRORS_RETURN);
@@ -243,7 +264,7 @@ WorkPtr MpiCommunicator::isendBytes(const void* data, size_t bytes, int dst, int
   auto w = std::make_shared<MpiWork>(
       concat("send of ", bytes, " bytes from rank ", rank(), " to rank ", dst, " (tag ", tag,
              ch == Channel::Internal ? ", internal)" : ")"),
-      timeout(), dst, true, bytes);
+      timeout(), dst, dst >= 0 && dst < size() ? worldRanks_[dst] : -1, true, bytes);
   w->setSpin(spin_);
   countSent(bytes);
   check(MPI_Isend(data, static_cast<int>(bytes), MPI_BYTE, dst, tag,
@@ -258,7 +279,7 @@ WorkPtr MpiCommunicator::irecvBytes(void* data, size_t bytes, int src, int tag, 
   auto w = std::make_shared<MpiWork>(
       concat("recv of ", bytes, " bytes on rank ", rank(), " from rank ", src, " (tag ", tag,
              ch == Channel::Internal ? ", internal)" : ")"),
-      timeout(), src, false, bytes);
+      timeout(), src, src >= 0 && src < size() ? worldRanks_[src] : -1, false, bytes);
   w->setSpin(spin_);
   // A longer message fails with MPI's truncation error, a shorter one with our
   // size-mismatch error (MpiWork::poll).
@@ -334,8 +355,9 @@ void MpiCommunicator::waitRequest(MPI_Request& req, const Call& call) {
     return flag != 0 || rc != MPI_SUCCESS;
   };
   // MPI_Test may itself block in the progress engine: the watchdog backs the deadline.
-  BlockingScope blocking(call.name(rank()), othersOf(rank(), size()), call.opts.timeout);
-  if (!comm::detail::waitUntil(done, call.deadline, [] {}, nullptr, spin_))
+  BlockingScope blocking(call.name(rank()), othersOf(rank(), size()), call.opts.timeout, worldPeers_);
+  const auto peersAlive = [&] { throwIfSilent(worldPeers_, call.name(rank())); };
+  if (!comm::detail::waitUntil(done, call.deadline, peersAlive, nullptr, spin_))
     throw TimeoutError(concat(call.name(rank()), ": timed out after ", call.opts.timeout.count(),
                               " ms inside the MPI library (a rank stopped progressing)"));
   check(rc, call.name(rank()));
@@ -361,7 +383,8 @@ void MpiCommunicator::native(Call& call) {
     case OpKind::Allreduce:
       // The library's own blocking MPI_Allreduce, exactly what a user would call.
       {
-        BlockingScope blocking("MPI_Allreduce (" + what + ")", othersOf(rank(), size()), call.opts.timeout);
+        BlockingScope blocking("MPI_Allreduce (" + what + ")", othersOf(rank(), size()), call.opts.timeout,
+                               worldPeers_);
         check(MPI_Allreduce(in == out ? MPI_IN_PLACE : in, out, n, t, op, internal_), what);
       }
       if (call.desc.op == ReduceOp::Avg) comm::detail::scaleForAvg(out, call.desc.count, call.desc.dtype, size());
@@ -412,7 +435,8 @@ void MpiCommunicator::native(Call& call) {
 std::unique_ptr<Communicator> MpiCommunicator::splitImpl(int color, int key, Call& call) {
   MPI_Comm sub;
   {
-    BlockingScope blocking("MPI_Comm_split (" + call.name(rank()) + ")", othersOf(rank(), size()), call.opts.timeout);
+    BlockingScope blocking("MPI_Comm_split (" + call.name(rank()) + ")", othersOf(rank(), size()), call.opts.timeout,
+                           worldPeers_);
     check(MPI_Comm_split(user_, color < 0 ? MPI_UNDEFINED : color, key, &sub), call.name(rank()));
   }
   if (sub == MPI_COMM_NULL) return nullptr;

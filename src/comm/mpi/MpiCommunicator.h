@@ -3,6 +3,7 @@
 #include <mpi.h>
 
 #include <memory>
+#include <vector>
 
 #include "comm/Communicator.h"
 
@@ -39,6 +40,8 @@ class MpiCommunicator : public Communicator {
   void cmaAllreduce(Call& call);  // MpiShm.cpp: direct, with process_vm_readv
 
   MPI_Comm user_, internal_;  // user point-to-point; collectives and algorithms
+  std::vector<int> worldRanks_;  // MPI_COMM_WORLD rank of each rank (heartbeats)
+  std::vector<int> worldPeers_;  // the same without this rank
   bool oneNode_ = false;      // every rank shares this node's memory
   bool oversubscribed_ = false;  // more ranks on this node than cores
   int nodeGroup_ = 1;         // ranks per node (the hierarchical default)

@@ -28,18 +28,20 @@
 #include "comm/mpi/NodeShm.h"
 #include "core/Error.h"
 
+#include "comm/mpi/Liveness.h"
 #include "comm/mpi/Watchdog.h"
 
 namespace dtrain::comm::mpi {
 
 using dtrain::detail::concat;
 
-NodeShm::NodeShm(MPI_Comm comm) {
+NodeShm::NodeShm(MPI_Comm comm) : worldRanks_(worldRanksOf(comm)) {
   int n = 0, r = 0;
   MPI_Comm_size(comm, &n);
   MPI_Comm_rank(comm, &r);
   // Collective setup inside MPI: the watchdog ends the job if a peer never comes.
-  BlockingScope blocking("the shared-memory window's setup", concat("the other ", n - 1, " ranks of this host"));
+  BlockingScope blocking("the shared-memory window's setup", concat("the other ", n - 1, " ranks of this host"),
+                         Millis{0}, worldPeersOf(comm));
   MPI_Info info;
   MPI_Info_create(&info);
   MPI_Info_set(info, "alloc_shared_noncontig", "true");
@@ -79,7 +81,12 @@ NodeShm::NodeShm(MPI_Comm comm) {
 }
 
 NodeShm::~NodeShm() {
-  BlockingScope blocking("MPI_Win_free of the shared-memory window", "the other ranks of this host");
+  std::vector<int> peers = worldRanks_;
+  int me = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  peers.erase(std::remove(peers.begin(), peers.end(), me), peers.end());
+  BlockingScope blocking("MPI_Win_free of the shared-memory window", "the other ranks of this host",
+                         Millis{0}, peers);
   if (win_ != MPI_WIN_NULL) MPI_Win_free(&win_);
 }
 
@@ -109,10 +116,15 @@ void waitRange(NodeShm& shm, NodeShm::Flag f, uint64_t want, int lo, int hi, con
     if (!lagging(nullptr)) return;
     if ((i & 63) == 0) {
       auto now = comm::detail::Clock::now();
+      std::vector<int> who;
       if (now >= call.deadline) {
-        std::vector<int> who;
         lagging(&who);
         comm::detail::throwNotArrived(call, rank, who);
+      }
+      if ((i & 4095) == 0) {  // a lagging peer without heartbeats: --comm-timeout
+        lagging(&who);
+        for (int& k : who) k = shm.worldRank(k);
+        throwIfSilent(who, call.name(rank));
       }
       if (now - start > std::chrono::milliseconds(20)) {
         std::this_thread::sleep_for(std::chrono::microseconds(100));

@@ -38,6 +38,8 @@ class NodeShm {
     return std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(base_[rank] + 256 + 8 * slot));
   }
   uint64_t nextCall() { return calls_++; }
+  // MPI_COMM_WORLD rank of each rank of the window (heartbeats of lagging peers).
+  int worldRank(int rank) const { return worldRanks_[rank]; }
   char* tmp(size_t bytes) {
     if (tmp_.size() < bytes) tmp_.resize(bytes);
     return tmp_.data();
@@ -51,6 +53,7 @@ class NodeShm {
   uint64_t calls_ = 0;
   bool cma_ = false;
   std::vector<int> pids_;
+  std::vector<int> worldRanks_;
   std::vector<char> tmp_;
 };
 

@@ -1,5 +1,7 @@
 #include "comm/mpi/Watchdog.h"
 
+#include "comm/mpi/Liveness.h"
+
 #include <mpi.h>
 
 #include <algorithm>
@@ -19,6 +21,7 @@ struct OpenCall {
   std::string what, peers;
   WatchClock::time_point since;
   Millis timeout;
+  std::vector<int> worldPeers;
 };
 
 // Grace beyond the timeout: a quarter of it, at least 2 s.
@@ -52,15 +55,21 @@ class Watchdog {
       std::unique_lock<std::mutex> lock(mutex_);
       const auto now = WatchClock::now();
       for (const auto& [id, c] : open_) {
-        if (now - c.since <= c.timeout + graceFor(c.timeout)) continue;
+        const auto silent = silentPeers(c.worldPeers, Millis{2000});
+        const bool overdue = now - c.since > c.timeout + graceFor(c.timeout);
+        if (silent.empty() && !overdue) continue;
         int rank = -1;
         MPI_Comm_rank(MPI_COMM_WORLD, &rank);
         const auto waited = std::chrono::duration_cast<std::chrono::seconds>(now - c.since).count();
-        std::fprintf(stderr,
-                     "dtrain: rank %d: %s waited %lld s for %s without progress (--comm-timeout %.0f s): "
-                     "a peer died or hangs; aborting the job\n",
-                     rank, c.what.c_str(), static_cast<long long>(waited), c.peers.c_str(),
-                     c.timeout.count() / 1000.0);
+        if (!silent.empty())
+          std::fprintf(stderr, "dtrain: rank %d: %s waited %lld s: %s; aborting the job\n", rank,
+                       c.what.c_str(), static_cast<long long>(waited), describeSilent(silent).c_str());
+        else
+          std::fprintf(stderr,
+                       "dtrain: rank %d: %s waited %lld s for %s without progress (--call-timeout %.0f s): "
+                       "a peer hangs; aborting the job\n",
+                       rank, c.what.c_str(), static_cast<long long>(waited), c.peers.c_str(),
+                       c.timeout.count() / 1000.0);
         std::fflush(stderr);
         MPI_Abort(MPI_COMM_WORLD, 1);
       }
@@ -76,9 +85,11 @@ class Watchdog {
 void setWatchdogTimeout(Millis timeout) { Watchdog::instance().timeoutMs = timeout.count(); }
 Millis watchdogTimeout() { return Millis{Watchdog::instance().timeoutMs.load()}; }
 
-BlockingScope::BlockingScope(std::string what, std::string peers, Millis timeout) {
+BlockingScope::BlockingScope(std::string what, std::string peers, Millis timeout,
+                             std::vector<int> worldPeers) {
   if (timeout.count() <= 0) timeout = watchdogTimeout();
-  id_ = Watchdog::instance().open({std::move(what), std::move(peers), WatchClock::now(), timeout});
+  id_ = Watchdog::instance().open(
+      {std::move(what), std::move(peers), WatchClock::now(), timeout, std::move(worldPeers)});
 }
 
 BlockingScope::~BlockingScope() { Watchdog::instance().close(id_); }

@@ -5,10 +5,13 @@
 // MPI library (a blocking collective, MPI_Comm_split, the shared window's setup
 // and free, MPI_Finalize's fence) cannot. A BlockingScope marks such a call; a
 // thread checks the open scopes every 200 ms and, when one has been open longer
-// than the timeout plus a grace (so that a deadline-driven wait throws first,
-// with its better message), prints one line naming the call and the peers it
-// waits for and calls MPI_Abort: mpirun then ends every rank.
+// than the per-call timeout (--call-timeout) plus a grace, or when one of the
+// peers it waits for has sent no heartbeat for longer than --comm-timeout plus a
+// grace (Liveness.h; the grace lets a deadline-driven wait throw first, with its
+// better message), prints one line naming the call and the peers it waits for
+// and calls MPI_Abort: mpirun then ends every rank.
 #include <string>
+#include <vector>
 
 #include "comm/Types.h"
 
@@ -22,7 +25,10 @@ class BlockingScope {
  public:
   // `what`: the call ("MPI_Allreduce (allreduce #12 on rank 0)"); `peers`: whom
   // it waits for ("ranks 1, 2" or "the other 3 ranks"). timeout 0: the watchdog's.
-  BlockingScope(std::string what, std::string peers, Millis timeout = Millis{0});
+  // `worldPeers`: their MPI_COMM_WORLD ranks, whose heartbeats are watched (none:
+  // only the per-call timeout, as for MPI_Finalize once beats have stopped).
+  BlockingScope(std::string what, std::string peers, Millis timeout = Millis{0},
+                std::vector<int> worldPeers = {});
   ~BlockingScope();
   BlockingScope(const BlockingScope&) = delete;
   BlockingScope& operator=(const BlockingScope&) = delete;

@@ -1,0 +1,189 @@
+#include "comm/mpi/Liveness.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "core/Error.h"
+
+namespace dtrain::comm::mpi {
+
+namespace {
+
+using BeatClock = std::chrono::steady_clock;
+// Below MPI's guaranteed tag bound (32767); nothing else uses MPI_COMM_WORLD.
+constexpr int kBeatTag = 32001;
+
+int64_t nowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(BeatClock::now().time_since_epoch()).count();
+}
+
+class BeatThread {
+ public:
+  BeatThread(Millis limit, int rank, int size)
+      : limit_(limit), rank_(rank), size_(size), lastHeardNs_(new std::atomic<int64_t>[size]) {
+    const int64_t start = nowNs();
+    for (int k = 0; k < size; ++k) lastHeardNs_[k].store(start);
+    period_ = std::clamp(limit / 5, Millis{50}, Millis{1000});
+    thread_ = std::thread([this] { loop(); });
+  }
+  ~BeatThread() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  Millis limit() const { return limit_; }
+  int size() const { return size_; }
+  int64_t lastHeardNs(int worldRank) const { return lastHeardNs_[worldRank].load(std::memory_order_relaxed); }
+
+ private:
+  void loop() {
+    // A dead link must not end the job through MPI's default handler (with its
+    // own message): beats are best effort, the silence is what counts.
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    std::vector<MPI_Request> sends(size_, MPI_REQUEST_NULL);
+    static const char kBeat = 1;
+    char got = 0;
+    MPI_Request recv = MPI_REQUEST_NULL;
+    MPI_Irecv(&got, 1, MPI_CHAR, MPI_ANY_SOURCE, kBeatTag, MPI_COMM_WORLD, &recv);
+    auto nextBeat = BeatClock::now();
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (!stop_) {
+      lock.unlock();
+      for (;;) {  // every beat that has arrived
+        int flag = 0;
+        MPI_Status st;
+        if (MPI_Test(&recv, &flag, &st) != MPI_SUCCESS || !flag) break;
+        if (st.MPI_SOURCE >= 0 && st.MPI_SOURCE < size_)
+          lastHeardNs_[st.MPI_SOURCE].store(nowNs(), std::memory_order_relaxed);
+        MPI_Irecv(&got, 1, MPI_CHAR, MPI_ANY_SOURCE, kBeatTag, MPI_COMM_WORLD, &recv);
+      }
+      if (BeatClock::now() >= nextBeat) {
+        for (int p = 0; p < size_; ++p) {
+          if (p == rank_) continue;
+          int done = 1;
+          if (sends[p] != MPI_REQUEST_NULL) MPI_Test(&sends[p], &done, MPI_STATUS_IGNORE);
+          // One beat in flight per peer: a dead link must not pile them up.
+          if (done)
+            MPI_Isend(&kBeat, 1, MPI_CHAR, p, kBeatTag, MPI_COMM_WORLD, &sends[p]);
+        }
+        nextBeat = BeatClock::now() + period_;
+      }
+      lock.lock();
+      // Receiving is polled: a beat is noticed within 20 ms, and stop at once.
+      cv_.wait_for(lock, std::chrono::milliseconds(20), [this] { return stop_; });
+    }
+    lock.unlock();
+    MPI_Cancel(&recv);
+    MPI_Wait(&recv, MPI_STATUS_IGNORE);
+    for (auto& s : sends)
+      if (s != MPI_REQUEST_NULL) MPI_Request_free(&s);  // eager one-byte sends drain on their own
+  }
+
+  Millis limit_;
+  Millis period_;
+  int rank_, size_;
+  std::unique_ptr<std::atomic<int64_t>[]> lastHeardNs_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+std::mutex gMutex;
+std::shared_ptr<BeatThread> gBeat;
+
+std::shared_ptr<BeatThread> current() {
+  std::lock_guard<std::mutex> lock(gMutex);
+  return gBeat;
+}
+
+std::string seconds(Millis m) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f", m.count() / 1000.0);
+  return buf;
+}
+
+}  // namespace
+
+void startHeartbeat(Millis silenceLimit) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  std::lock_guard<std::mutex> lock(gMutex);
+  if (size < 2 || gBeat) return;
+  gBeat = std::make_shared<BeatThread>(silenceLimit, rank, size);
+}
+
+void stopHeartbeat() {
+  std::shared_ptr<BeatThread> beat;
+  {
+    std::lock_guard<std::mutex> lock(gMutex);
+    beat.swap(gBeat);
+  }
+  // Joined here, before MPI_Finalize: a checker holds its copy only for a scan.
+  while (beat && beat.use_count() > 1) std::this_thread::yield();
+  beat.reset();
+}
+
+std::vector<SilentPeer> silentPeers(const std::vector<int>& worldRanks, Millis extra) {
+  std::vector<SilentPeer> out;
+  auto beat = current();
+  if (!beat) return out;
+  const int64_t now = nowNs();
+  const int64_t limitNs = (beat->limit() + extra).count() * 1000000;
+  for (int r : worldRanks) {
+    if (r < 0 || r >= beat->size()) continue;  // MPI reports a bad peer itself
+    const int64_t last = beat->lastHeardNs(r);
+    if (now - last > limitNs) out.push_back({r, Millis{(now - last) / 1000000}});
+  }
+  return out;
+}
+
+std::string describeSilent(const std::vector<SilentPeer>& silent) {
+  std::string s;
+  for (size_t i = 0; i < silent.size(); ++i)
+    s += (i ? ", " : "") + std::string("rank ") + std::to_string(silent[i].worldRank);
+  auto beat = current();
+  const Millis limit = beat ? beat->limit() : Millis{0};
+  return dtrain::detail::concat(s, " sent no heartbeat for ", seconds(silent.front().silence),
+                                " s (--comm-timeout ", seconds(limit),
+                                " s): it died, is stopped or its link is down");
+}
+
+void throwIfSilent(const std::vector<int>& worldRanks, const std::string& what) {
+  auto silent = silentPeers(worldRanks);
+  if (!silent.empty()) throw PeerSilentError(what + ": " + describeSilent(silent));
+}
+
+std::vector<int> worldRanksOf(MPI_Comm comm) {
+  MPI_Group group, world;
+  MPI_Comm_group(comm, &group);
+  MPI_Comm_group(MPI_COMM_WORLD, &world);
+  int n = 0;
+  MPI_Group_size(group, &n);
+  std::vector<int> mine(n), theirs(n);
+  for (int k = 0; k < n; ++k) mine[k] = k;
+  MPI_Group_translate_ranks(group, n, mine.data(), world, theirs.data());
+  MPI_Group_free(&group);
+  MPI_Group_free(&world);
+  return theirs;
+}
+
+std::vector<int> worldPeersOf(MPI_Comm comm) {
+  int me = 0;
+  MPI_Comm_rank(comm, &me);
+  std::vector<int> all = worldRanksOf(comm);
+  all.erase(all.begin() + me);
+  return all;
+}
+
+}  // namespace dtrain::comm::mpi
