@@ -47,6 +47,7 @@ ModelProfile gptProfile(const std::string& name, const GptShape& s) {
     b.sequenceNames = {b.name};
     // ln_1, c_attn, c_proj, ln_2, c_fc, mlp.c_proj: 12C^2 + 13C.
     b.tensors = {c, c, 3 * c * c, 3 * c, c * c, c, c, c, 4 * c * c, 4 * c, 4 * c * c, c};
+    b.linears = {{c, 3 * c}, {c, c}, {c, 4 * c}, {4 * c, c}};
     // Column-parallel c_attn and c_fc (weights and biases), row-parallel
     // weights of both c_proj: everything but the LayerNorms and c_proj's biases.
     b.tensorParallelParams = 12 * c * c + 7 * c;
@@ -107,6 +108,7 @@ ModelProfile mlpProfile(int64_t inputs, const std::vector<int64_t>& hidden, int6
     l.sequenceNames.push_back(l.name);
     if (i + 2 < widths.size()) l.sequenceNames.push_back(std::to_string(2 * i + 2));
     l.tensors = {out * in, out};
+    l.linears = {{in, out}};
     // Megatron-style pairs: the first two Linears (column then row parallel).
     if (i < 2 && widths.size() > 3) l.tensorParallelParams = i == 0 ? out * in + out : out * in;
     l.tensorParallelSums = i == 1 && widths.size() > 3 ? 1 : 0;

@@ -7,6 +7,7 @@
 // papers' GPTs) comes from gptProfile().
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "api/RunConfig.h"
@@ -31,6 +32,9 @@ struct LayerProfile {
   // and write per sample in forward, at the memory's streaming rate; the
   // part tensor parallelism cuts apart.
   double elementwiseBytes = 0, elementwiseBytesCut = 0;
+  // (in, out) of each nn::Linear weight it holds, whose gradient --sfb can send
+  // as tokensPerSample factor rows per sample instead.
+  std::vector<std::pair<int64_t, int64_t>> linears;
   int64_t params() const;
 };
 

@@ -7,6 +7,7 @@
 #include "api/Train.h"
 #include "core/Error.h"
 #include "nn/Gpt.h"
+#include "parallel/allreduce/SufficientFactors.h"
 
 namespace dtrain::plan {
 
@@ -53,6 +54,17 @@ struct PlanSearch {
     }
   }
 
+  // Whether --sfb auto would send some Linear layer's factors (else it is the
+  // plain allreduce candidate again).
+  bool factorsPay(const runtime::TrainConfig& c, int dp) const {
+    if (!profile) return false;
+    const int64_t rows = c.batchSize * c.accumulate * profile->tokensPerSample;
+    for (const auto& layer : profile->layers)
+      for (const auto& [in, out] : layer.linears)
+        if (parallel::sfbPays(rows, in, out, dp)) return true;
+    return false;
+  }
+
   runtime::TrainConfig start(int ranks) const {
     runtime::TrainConfig c = req.base.train;
     c.model = req.model;
@@ -86,6 +98,11 @@ struct PlanSearch {
           consider(c, mesh + ", compress " + k + rs);
         }
         c.compress = "none";
+        if (factorsPay(c, dp)) {  // lossless: the same gradient, other bytes
+          c.sfb = "auto";
+          consider(c, mesh + ", sfb auto" + rs);
+          c.sfb = "off";
+        }
       }
     }
   }

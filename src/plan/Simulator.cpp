@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "parallel/Mesh.h"
+#include "parallel/allreduce/SufficientFactors.h"
 #include "plan/Collectives.h"
 #include "plan/PipelineSim.h"
 
@@ -45,6 +46,31 @@ double zero3RegatheredFraction(const ModelProfile& p, const Layout& l) {
   double kept = static_cast<double>(p.layers[n - 1].params());
   if (p.languageModel && n >= 3) kept += static_cast<double>(p.layers[n - 2].params() + p.layers[0].params());
   return 1 - kept / std::max(1.0, static_cast<double>(p.params()));
+}
+
+// --sfb (parallel/allreduce/SufficientFactors.h): the Linear weights whose B
+// factor rows per rank are allgathered instead of their gradient allreduced
+// (one allgather per layer, as the trainer does), and the GEMM that rebuilds
+// each weight's gradient from all ranks' rows.
+struct SufficientFactorCost {
+  double weightParams = 0, seconds = 0, bytesPerRank = 0, rebuildS = 0;
+};
+SufficientFactorCost sufficientFactors(const api::RunConfig& rc, const Machine& m, const ModelProfile& p,
+                                       const Layout& l, const RankGroup& g) {
+  const auto& c = rc.train;
+  SufficientFactorCost out;
+  if (c.sfb == "off" || l.strategy != "allreduce" || l.dp < 2) return out;
+  const int64_t rows = c.batchSize * c.accumulate * p.tokensPerSample;
+  for (const LayerProfile& layer : p.layers)
+    for (const auto& [in, outputs] : layer.linears) {
+      if (c.sfb == "auto" && !parallel::sfbPays(rows, in, outputs, l.dp)) continue;
+      const double msg = 4.0 * static_cast<double>(rows * (in + outputs));
+      out.weightParams += static_cast<double>(in * outputs);
+      out.seconds += allgatherTime(m, l.placement, g, msg * l.dp);
+      out.bytesPerRank += msg * (l.dp - 1);
+      out.rebuildS += 2.0 * static_cast<double>(in * outputs) * static_cast<double>(rows * l.dp) / m.flops(c.precision);
+    }
+  return out;
 }
 
 struct StageCompute {
@@ -233,7 +259,8 @@ Prediction simulate(const api::RunConfig& rc, const Machine& m, const ModelProfi
     r.bytesPerRank += pushBytes;
   } else if (l.dp > 1 && l.strategy != "hogwild") {
     const RankGroup g = meshGroup(l, MeshDim::Replicas);
-    const double bytes = gradBytes * ratio;
+    const SufficientFactorCost sfb = sufficientFactors(rc, m, p, l, g);
+    const double bytes = (gradBytes - 4 * sfb.weightParams) * ratio;
     if (gathersCompressed(c.compress)) {
       dpS = allgatherTime(m, l.placement, g, bytes * l.dp);
       r.bytesPerRank += bytes * (l.dp - 1);
@@ -249,6 +276,9 @@ Prediction simulate(const api::RunConfig& rc, const Machine& m, const ModelProfi
       dpS *= 1 + again / 2;
       r.bytesPerRank += again * reduceScatterBytesPerRank(l.dp, bytes);
     }
+    dpS += sfb.seconds;
+    r.bytesPerRank += sfb.bytesPerRank;
+    r.computeS += sfb.rebuildS;
     if (l.strategy == "local-sgd") dpS /= static_cast<double>(std::max<int64_t>(1, c.syncEvery));
     // Overlapped with backward (buckets as gradients are ready), all but the last bucket.
     const bool overlaps = c.overlap && c.zero == 0 && l.strategy == "allreduce" && c.compress == "none";

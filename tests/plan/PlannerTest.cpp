@@ -180,3 +180,28 @@ TEST(PlanPlanner, SearchesOverAThousandCandidatesOnACluster) {
   std::printf("plan: %lld candidates, %lld refused, %zu ranked in %.2f s\n", static_cast<long long>(res.enumerated),
               static_cast<long long>(res.rejected), res.ranked.size(), res.seconds);
 }
+
+// A wide mlp at small batches on a slow link: the planner tries --sfb auto
+// (lossless) and ranks it above the plain allreduce.
+TEST(PlanPlanner, SufficientFactorsAreACandidateWhereTheyPay) {
+  plan::PlanRequest r;
+  r.model = "mlp";
+  r.globalBatch = 64;
+  r.hosts = 4;
+  r.ranksPerHost = 1;
+  r.base.train.mlpHidden = {2048, 2048};
+  const plan::PlanResult res = plan::plan(r, cluster("example-cpu.json"));
+  const plan::Candidate* sfb = nullptr;
+  const plan::Candidate* plain = nullptr;
+  for (const auto& c : res.ranked) {
+    const auto& t = c.config.train;
+    if (t.strategy != "allreduce" || t.zero != 0 || t.compress != "none" || t.accumulate != 1) continue;
+    if (!sfb && t.sfb == "auto") sfb = &c;
+    if (!plain && t.sfb == "off") plain = &c;
+  }
+  ASSERT_NE(sfb, nullptr);
+  ASSERT_NE(plain, nullptr);
+  EXPECT_TRUE(sfb->lossy.empty());
+  EXPECT_NE(sfb->summary.find("sfb auto"), std::string::npos) << sfb->summary;
+  EXPECT_GT(sfb->prediction.samplesPerS, plain->prediction.samplesPerS);
+}

@@ -218,3 +218,33 @@ TEST(PlanSimulator, TrainWithAMachineFileReportsItsOwnPrediction) {
                                     "--rounds 1 --progress off --machine " + dir + "/m.json"),
                     2, "the simulator has no model of --strategy fedavg");
 }
+
+// --sfb: the wide mlp's two large weights travel as factors (a ring allgather:
+// (W-1) B (M+N) floats per rank and layer), the rest in the ring allreduce
+// (2 (W-1)/W of it): the trainer's bytes (docs/PERFORMANCE.md, within 1%).
+TEST(PlanSimulator, SufficientFactorsSendTheFactorsOfTheLayersThatPay) {
+  auto wideMlp = [](const std::string& sfb, int64_t batch) {
+    api::RunConfig rc;
+    rc.train.model = "mlp";
+    rc.train.mlpHidden = {2048, 2048};
+    rc.train.backend = "mpi";
+    rc.train.workers = 4;
+    rc.train.batchSize = batch;
+    rc.train.sfb = sfb;
+    return api::prepared(rc, api::sourcesFromValues(rc));
+  };
+  const plan::Machine m = plan::parseMachine(kCluster, "cluster");
+  plan::SimulateOptions o;
+  o.hosts = 2;
+  const double w = 4, b = 16;
+  const double factors = 4 * (w - 1) * b * ((784 + 2048) + (2048 + 2048));
+  const double rest = 4 * (10 * 2048 + 2048 + 2048 + 10);
+  const double all = 4 * (784 * 2048 + 2048 * 2048 + 10 * 2048 + 2048 + 2048 + 10);
+  const plan::Prediction off = plan::simulate(wideMlp("off", 16), m, o);
+  const plan::Prediction sfb = plan::simulate(wideMlp("auto", 16), m, o);
+  EXPECT_NEAR(off.bytesPerRank, 2 * (w - 1) / w * all, 1e-6 * all);
+  EXPECT_NEAR(sfb.bytesPerRank, factors + 2 * (w - 1) / w * rest, 1e-6 * all);
+  EXPECT_GT(sfb.samplesPerS, off.samplesPerS);  // 12x fewer bytes on the slow link
+  // At 512 rows per rank no layer pays: auto is the plain allreduce.
+  EXPECT_NEAR(plan::simulate(wideMlp("auto", 512), m, o).bytesPerRank, 2 * (w - 1) / w * all, 1e-6 * all);
+}
