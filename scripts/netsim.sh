@@ -222,6 +222,9 @@ EOF
   # (OpenMPI 4.1.4, Debian 12). Ranks do not need that shared copy.
   local yield=0
   ((np > $(nproc))) && yield=1
+  # dtrain's --threads auto divides a host's cores among its ranks, but every
+  # emulated host shares this machine's cores: give each rank its share of them.
+  local threads="${OMP_NUM_THREADS:-$(( $(nproc) / np > 1 ? $(nproc) / np : 1 ))}"
   # mpirun runs in the background so that SIGTERM / SIGINT to this script reach it
   # (bash would die on them and leave mpirun running): mpirun passes them on to
   # the ranks once, which then stop cleanly (dtrain launch stops a job this way).
@@ -229,7 +232,7 @@ EOF
     mpirun --allow-run-as-root -np "$np" --hostfile "$hostfile" --map-by slot --bind-to none \
     --mca plm_rsh_agent "$state/agent" --mca routed direct --mca btl tcp,self \
     --mca btl_tcp_if_include "$net.0/24" --mca oob_tcp_if_include "$net.0/24" \
-    --mca mpi_yield_when_idle "$yield" --mca rtc ^hwloc "$@" <&0 &
+    --mca mpi_yield_when_idle "$yield" --mca rtc ^hwloc -x OMP_NUM_THREADS="$threads" "$@" <&0 &
   local mpid=$! rc=0
   trap 'kill -TERM "$mpid" 2>/dev/null' TERM
   trap 'kill -INT "$mpid" 2>/dev/null' INT

@@ -43,6 +43,7 @@ std::optional<Value> toValue(const Option& o, const toml::node& n) {
       return std::nullopt;
     case Kind::Int:
       if (auto i = n.as_integer()) return Value(static_cast<int64_t>(i->get()));
+      if (auto w = n.as_string(); w && !o.zeroWord.empty() && w->get() == o.zeroWord) return Value(int64_t{0});
       return std::nullopt;
     case Kind::Float:
       if (auto d = number(n)) return Value(*d);
@@ -132,7 +133,8 @@ std::string configToToml(const RunConfig& rc) {
   for (const auto& [o, v] : usedValues(rc)) {
     if (!group || *group != o->group) out << (group ? "\n" : "") << "[" << o->group << "]\n";
     group = &o->group;
-    out << o->key << " = " << toToml(v) << "\n";
+    const bool word = !o->zeroWord.empty() && v == Value(int64_t{0});
+    out << o->key << " = " << (word ? "\"" + o->zeroWord + "\"" : toToml(v)) << "\n";
   }
   return out.str();
 }

@@ -88,6 +88,7 @@ struct Option {
   std::optional<double> min, max;  // numbers (and list elements): the range
   bool minExclusive = false;       // min itself is out of range (> 0, not >= 0)
   std::string resultKey;  // field of the result line when the option applies ("" none)
+  std::string zeroWord;   // Int options: a word that stands for 0 ("auto" for --threads)
   std::function<void(RunConfig&, const Value&)> set;
   std::function<std::optional<Value>(const RunConfig&)> get;  // nullopt: not set
   // "" when the option means something in this configuration, else why not
@@ -119,6 +120,10 @@ struct Option {
   }
   Option& oneOf(std::function<std::vector<std::string>()> values) {
     choices = std::move(values);
+    return *this;
+  }
+  Option& zeroMeans(std::string word) {
+    zeroWord = std::move(word);
     return *this;
   }
   Option& result(std::string k) {

@@ -188,7 +188,9 @@ Value parseText(const Option& o, const std::string& flag, const std::vector<std:
       if (t == "false" || t == "0") return flag == o.negFlag ? true : false;
       throw UsageError(flag + " " + t + ": expected true or false");
     }
-    case Kind::Int: return parseInt(flag, t);
+    case Kind::Int:
+      if (!o.zeroWord.empty() && t == o.zeroWord) return int64_t{0};
+      return parseInt(flag, t);
     case Kind::Float: return parseFloat(flag, t);
     case Kind::String: return t;
     case Kind::IntList: {

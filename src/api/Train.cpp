@@ -16,6 +16,7 @@
 #include "core/Timer.h"
 #include "runtime/CheckpointDir.h"
 #include "runtime/OutputPaths.h"
+#include "runtime/ThreadCount.h"
 #include "runtime/Timeline.h"
 #include "runtime/Trainer.h"
 #include "tensor/cpu/Blas.h"
@@ -42,7 +43,7 @@ nlohmann::json runSingle(const RunConfig& rc, Data data) {
 // threads of this process, sharing one copy of the datasets and one timeline.
 nlohmann::json runLocal(const RunConfig& rc, Data data) {
   const runtime::TrainConfig& c = rc.train;
-  // Process-wide: each rank's kernels use c.threads threads (default 1 per worker).
+  // Process-wide: each rank's kernels use c.threads threads (auto: resolved in train()).
   kernels::configureKernels(c.threads, kernels::parseGemmBackend(c.gemm));
   runtime::Timeline timeline;
   SharedRun shared;
@@ -125,6 +126,10 @@ nlohmann::json train(RunConfig rc, const Sources& src, Data data) {
     rc.train.dataset = "memory";
     rc.train.memoryTestSet = data.test != nullptr;
   }
+  // --threads auto: the cores of this machine shared by the ranks on it; the
+  // result line and the run's record then say how many.
+  rc.train.threads = runtime::resolvedThreads(
+      rc.train, mpi ? runtime::mpiRanksOnThisMachine() : std::max(1, rc.train.workers));
   runtime::resolveCheckpointFlags(rc.train);  // --resume -> --load
   runtime::checkOutputPaths(rc.train);        // files written later: writable before training
   if (!strategyEntry(rc.train.strategy).make) return runFederated(rc, std::move(data));  // its own rounds

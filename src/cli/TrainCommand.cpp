@@ -74,7 +74,7 @@ std::string typeName(const api::Option& o) {
     return "{" + names + "}";
   }
   switch (o.kind) {
-    case api::Kind::Int: return "INT";
+    case api::Kind::Int: return o.zeroWord.empty() ? "INT" : "INT|" + o.zeroWord;
     case api::Kind::Float: return "FLOAT";
     case api::Kind::IntList: return "INT,...";
     case api::Kind::FloatList: return "FLOAT,...";

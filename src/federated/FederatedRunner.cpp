@@ -24,6 +24,7 @@
 #include "runtime/Metrics.h"
 #include "runtime/ModelPipeline.h"
 #include "runtime/Progress.h"
+#include "runtime/ThreadCount.h"
 #include "tensor/cpu/Blas.h"
 
 namespace dtrain::federated {
@@ -422,7 +423,7 @@ void FederatedRunner::aggregateAndApply(int64_t round, const std::vector<int>& s
 nlohmann::json FederatedRunner::run() {
   const auto& c = config_;
   const auto& o = options_;
-  kernels::configureKernels(c.threads, kernels::parseGemmBackend(c.gemm));
+  kernels::configureKernels(runtime::resolvedThreads(c, 1), kernels::parseGemmBackend(c.gemm));
   autograd::setPrecision(autograd::parsePrecision(c.precision));
   if (comm_) comm_->barrier();  // aligns the ranks' timeline clocks
   timeline_.setOrigin(nowMicros());

@@ -139,12 +139,16 @@ std::vector<StageCompute> stageCompute(const api::RunConfig& rc, const Machine& 
   const auto& c = rc.train;
   const bool recompute = c.recompute != "none";
   // Ranks of one host share its cores: their rate divides when they outnumber them.
-  double share = std::max(1.0, static_cast<double>(l.placement.ranksPerHost) * c.threads / m.devicesPerHost);
   // Emulated hosts share one machine's cores: every computing rank of the run
   // (a parameter server's ranks only add up gradients) counts against them.
-  if (m.sharedCores > 0)
-    share = std::max(share, static_cast<double>(l.strategy == "ps" ? l.workers : l.ranks) * c.threads /
-                                m.sharedCores);
+  const double computing = static_cast<double>(l.strategy == "ps" ? l.workers : l.ranks);
+  // --threads auto: the cores of the host (or of the shared machine) over its ranks.
+  const double threads = c.threads > 0 ? c.threads
+                         : m.sharedCores > 0 ? std::max(1.0, std::floor(m.sharedCores / computing))
+                                             : std::max(1.0, std::floor(static_cast<double>(m.devicesPerHost) /
+                                                                        l.placement.ranksPerHost));
+  double share = std::max(1.0, static_cast<double>(l.placement.ranksPerHost) * threads / m.devicesPerHost);
+  if (m.sharedCores > 0) share = std::max(share, computing * threads / m.sharedCores);
   const auto times = layerTimes(rc, m, p, l.microBatchSize, l.tp, share);
   std::vector<StageCompute> out(l.pp);
   for (int s = 0; s < l.pp; ++s) {

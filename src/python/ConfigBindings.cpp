@@ -23,6 +23,8 @@ api::Value toValue(const api::Option& o, const py::handle& v, const std::string&
       if (!py::isinstance<py::bool_>(v)) return fail();
       return v.cast<bool>();
     case api::Kind::Int:
+      if (!o.zeroWord.empty() && py::isinstance<py::str>(v) && v.cast<std::string>() == o.zeroWord)
+        return int64_t{0};
       if (!py::isinstance<py::int_>(v) || py::isinstance<py::bool_>(v)) return fail();
       return v.cast<int64_t>();
     case api::Kind::Float:

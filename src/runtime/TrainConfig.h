@@ -43,7 +43,7 @@ struct TrainConfig {
   int64_t stepSize = 0;  // step schedule
   double gamma = 0.1;    // step schedule
   uint64_t seed = 0;
-  int threads = 1;
+  int threads = 0;  // intra-op threads per rank; 0: auto (runtime/ThreadCount.h)
   std::string gemm = "auto";
   std::string precision = "fp32";  // of linear layers' products: fp32, bf16 (autograd/Precision.h)  // GEMM backend: auto, onednn, openblas (tensor/cpu/Blas.h)
   bool shuffle = true;

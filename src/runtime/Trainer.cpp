@@ -22,6 +22,7 @@
 #include "runtime/ModelPipeline.h"
 #include "runtime/Metrics.h"
 #include "runtime/Progress.h"
+#include "runtime/ThreadCount.h"
 #include "tensor/cpu/Blas.h"
 
 namespace dtrain::runtime {
@@ -215,7 +216,7 @@ void Trainer::saveCheckpointNow(TrainState state, int64_t step, int64_t perEpoch
 TrainResult Trainer::run() {
   const TrainConfig& c = config_;
   if (strategy_->ownsProcess()) {
-    kernels::configureKernels(c.threads, kernels::parseGemmBackend(c.gemm));
+    kernels::configureKernels(resolvedThreads(c, 1), kernels::parseGemmBackend(c.gemm));
   }
   autograd::setPrecision(autograd::parsePrecision(c.precision));
   const bool reporter = strategy_->isReporter();

@@ -22,8 +22,10 @@ void addTrainingOptions(Schema& s) {
       .train(&TrainConfig::accumulate).range(1).result("accumulate");
   s.add("training", "seed", "--seed", "Seed of initialization and shuffling")
       .train(&TrainConfig::seed).range(0);
-  s.add("training", "threads", "--threads", "Intra-op threads (BLAS and kernels)")
-      .train(&TrainConfig::threads).range(1, 1024).result("threads");
+  s.add("training", "threads", "--threads",
+        "Intra-op threads per rank (BLAS and kernels): auto (OMP_NUM_THREADS when set, else this "
+        "machine's cores shared by the ranks running on it) or N")
+      .train(&TrainConfig::threads).range(0, 1024).zeroMeans("auto").result("threads");
   s.add("training", "precision", "--precision",
         "Linear layers' matrix products: fp32, or bf16 (bf16 operands, fp32 accumulation; "
         "parameters, gradients and optimizer state stay fp32)")

@@ -1,0 +1,76 @@
+// --threads auto, the default: OMP_NUM_THREADS when set, else this machine's
+// usable cores shared by the ranks running on it (at least 1); the result line
+// says how many ran. The suite runs with OMP_NUM_THREADS=1 (tests/CMakeLists.txt):
+// these tests unset or set it themselves.
+#include <sched.h>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/CliRunner.h"
+
+namespace dtrain::test {
+namespace {
+
+const std::string kThreadsRun =
+    " train --model mlp --dataset synthetic --synthetic-size 256 --batch-size 16 --max-steps 2 --progress off ";
+
+int cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  EXPECT_EQ(sched_getaffinity(0, sizeof set, &set), 0);
+  return std::max(1, CPU_COUNT(&set));
+}
+
+// The "threads" of the result line (stdout's last line).
+int threadsIn(const std::string& out) {
+  std::string text = out;
+  while (!text.empty() && text.back() == '\n') text.pop_back();
+  return nlohmann::json::parse(text.substr(text.rfind('\n') + 1)).at("threads").get<int>();
+}
+
+int threadsOf(const std::string& env, const std::string& flags) {
+  const CliResult r = runShell("env " + env + " " + std::string(DTRAIN_BIN) + kThreadsRun + flags);
+  EXPECT_EQ(r.code, 0) << r.err;
+  return threadsIn(r.out);
+}
+
+TEST(ThreadCount, AutoTakesTheCoresSharedByTheRanks) {
+  EXPECT_EQ(threadsOf("-u OMP_NUM_THREADS", ""), cores());
+  EXPECT_EQ(threadsOf("-u OMP_NUM_THREADS", "--workers 2"), std::max(1, cores() / 2));
+  EXPECT_EQ(threadsOf("-u OMP_NUM_THREADS", "--threads auto --workers 4"), std::max(1, cores() / 4));
+}
+
+TEST(ThreadCount, OmpNumThreadsAndAGivenCountWin) {
+  EXPECT_EQ(threadsOf("OMP_NUM_THREADS=3", ""), 3);
+  EXPECT_EQ(threadsOf("OMP_NUM_THREADS=3", "--threads 1"), 1);
+  // (libgomp, loaded with oneDNN, prints its own warning about the variable first.)
+  const CliResult bad = runShell("env OMP_NUM_THREADS=many " + std::string(DTRAIN_BIN) + kThreadsRun);
+  EXPECT_EQ(bad.code, 2) << bad.err;
+  EXPECT_NE(bad.err.find("dtrain: error: --threads auto: OMP_NUM_THREADS must be a whole number from 1 to "
+                         "1024 (got 'many')"), std::string::npos) << bad.err;
+  EXPECT_EQ(bad.out, "");
+  expectError(runDtrain(kThreadsRun + "--threads many"), 2, "--threads");
+}
+
+TEST(ThreadCount, ConfigFilesTakeAutoOrACount) {
+  const CliResult printed = runDtrain(kThreadsRun + "--print-config");
+  ASSERT_EQ(printed.code, 0) << printed.err;
+  EXPECT_NE(printed.out.find("threads = \"auto\""), std::string::npos) << printed.out;
+  const std::string path = tempDir() + "/threads.toml";
+  for (const std::string& value : {"\"auto\"", "2"}) {
+    std::ofstream(path) << "[training]\nthreads = " << value << "\n";
+    const CliResult r = runShell("env OMP_NUM_THREADS=1 " + std::string(DTRAIN_BIN) + kThreadsRun + "--config " + path);
+    ASSERT_EQ(r.code, 0) << value << ": " << r.err;
+    EXPECT_EQ(threadsIn(r.out), value == "2" ? 2 : 1);
+  }
+  std::ofstream(path) << "[training]\nthreads = \"many\"\n";
+  expectError(runDtrain(kThreadsRun + "--config " + path), 2, "threads");
+}
+
+}  // namespace
+}  // namespace dtrain::test
