@@ -119,7 +119,9 @@ def report(a):
     machines = {}
     for r in map(json.loads, open(a.report)):
         if r.get("summary") == "all" and r["hosts"] == 4:
-            machines[r["rate"]] = r["machine"]
+            # The machine file where the run left it, else beside the rows (--dir).
+            path = r["machine"]
+            machines[r["rate"]] = path if os.path.exists(path) else os.path.join(a.dir, os.path.basename(path))
     if a.resimulate:
         for r in rows:
             toml = os.path.join(a.dir, f"{r['model']}-{r['rate']}-h{r['hosts']}-{r['config']}.toml")

@@ -112,6 +112,7 @@ ModelProfile mlpProfile(int64_t inputs, const std::vector<int64_t>& hidden, int6
     // Megatron-style pairs: the first two Linears (column then row parallel).
     if (i < 2 && widths.size() > 3) l.tensorParallelParams = i == 0 ? out * in + out : out * in;
     l.tensorParallelSums = i == 1 && widths.size() > 3 ? 1 : 0;
+    l.tensorParallelBackwardSums = 0;  // its f is at the input (layer 0 is column-parallel)
     if (l.tensorParallelSums > 0) p.tensorSumWidth = out;  // the row-parallel Linear's output, not the input's 784
     l.computeCut = l.tensorParallelParams > 0;
     l.forwardFlops = 2.0 * static_cast<double>(in * out);

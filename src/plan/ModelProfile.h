@@ -27,6 +27,10 @@ struct LayerProfile {
   double activationBytesCut = 0;    // the part tensor parallelism cuts (divided by T)
   double recomputeKeptBytes = 0;    // with --recompute: what the layer keeps (its input)
   int tensorParallelSums = 0;       // Megatron's forward allreduces (g) of [tokens, width]
+  // Its backward allreduces (f, before each column-parallel Linear); -1: one per
+  // forward one. None where that Linear reads the model's input, whose
+  // gradient no one needs (the mlp's first layer).
+  int tensorParallelBackwardSums = -1;
   bool computeCut = false;          // its FLOPs divide across the tensor-parallel group
   // Bytes the elementwise ops (LayerNorm, GELU, softmax, residual adds) read
   // and write per sample in forward, at the memory's streaming rate; the
