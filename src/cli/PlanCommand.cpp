@@ -8,6 +8,7 @@
 
 #include "api/ConfigFile.h"
 #include "core/Error.h"
+#include "plan/LossyCosts.h"
 #include "plan/Planner.h"
 
 namespace dtrain::cli {
@@ -116,7 +117,11 @@ void runPlan(const PlanFlags& f) {
         nlohmann::json line = plan::predictionJson(c.prediction);
         line["rank"] = i + 1;
         line["summary"] = c.summary;
-        if (!c.lossy.empty()) line["lossy"] = c.lossy;
+        if (!c.lossy.empty()) {
+          line["lossy"] = c.lossy;
+          const std::string cost = plan::measuredAccuracyCost(c.config.train);
+          line["accuracy_cost"] = cost.empty() ? "not measured" : cost;
+        }
         if (autoBatch) line["global_batch_auto"] = autoNote;
         line["config"] = api::configToToml(c.config);
         std::cout << line.dump() << "\n";
@@ -132,10 +137,22 @@ void runPlan(const PlanFlags& f) {
               static_cast<long long>(res.enumerated), res.seconds, static_cast<long long>(res.rejected),
               static_cast<long long>(res.tooBig), res.ranked.size());
   std::printf("  #     samples/s     step ms   peak memory  why (dominant term)        configuration\n");
-  for (size_t i = 0; i < chosen.size() && i < k; ++i) printRow(i, *chosen[i]);
+  // A lossy row's price, where PERFORMANCE.md measured it, on the line below it.
+  auto printCost = [](const plan::Candidate& c) {
+    if (c.lossy.empty()) return;
+    const std::string cost = plan::measuredAccuracyCost(c.config.train);
+    std::printf("        %s\n", cost.empty() ? "accuracy cost: not measured" : cost.c_str());
+  };
+  for (size_t i = 0; i < chosen.size() && i < k; ++i) {
+    printRow(i, *chosen[i]);
+    printCost(*chosen[i]);
+  }
   if (!lossy.empty()) {
     std::printf("\nLossy (they change what is learned; --allow-lossy ranks them with the others):\n");
-    for (size_t i = 0; i < lossy.size() && i < std::min<size_t>(k, 5); ++i) printRow(i, *lossy[i]);
+    for (size_t i = 0; i < lossy.size() && i < std::min<size_t>(k, 5); ++i) {
+      printRow(i, *lossy[i]);
+      printCost(*lossy[i]);
+    }
   }
   if (!f.writeConfig.empty()) std::printf("\nwrote %s (dtrain train --config %s)\n", f.writeConfig.c_str(), f.writeConfig.c_str());
 }

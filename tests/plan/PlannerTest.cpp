@@ -10,6 +10,7 @@
 #include "api/ConfigFile.h"
 #include "api/Train.h"
 #include "cli/CliRunner.h"
+#include "plan/LossyCosts.h"
 #include "plan/Planner.h"
 
 using namespace dtrain;
@@ -204,4 +205,32 @@ TEST(PlanPlanner, SufficientFactorsAreACandidateWhereTheyPay) {
   EXPECT_TRUE(sfb->lossy.empty());
   EXPECT_NE(sfb->summary.find("sfb auto"), std::string::npos) << sfb->summary;
   EXPECT_GT(sfb->prediction.samplesPerS, plain->prediction.samplesPerS);
+}
+
+// Lossy candidates carry the accuracy cost PERFORMANCE.md measured for them
+// (or say at which setting it was measured); lossless ones none.
+TEST(PlanPlanner, LossyChoicesShowTheirMeasuredAccuracyCost) {
+  plan::PlanRequest r;
+  r.model = "mlp";
+  r.globalBatch = 256;
+  r.hosts = 4;
+  r.ranksPerHost = 1;
+  const plan::PlanResult res = plan::plan(r, cluster("example-cpu.json"));
+  int lossy = 0;
+  for (const auto& c : res.ranked) {
+    const std::string cost = plan::measuredAccuracyCost(c.config.train);
+    if (c.lossy.empty()) {
+      EXPECT_EQ(cost, "") << c.summary;
+      continue;
+    }
+    ++lossy;
+    if (c.config.train.compress == "bf16") continue;  // not measured
+    EXPECT_EQ(cost.rfind("measured", 0), 0u) << c.summary << ": " << cost;
+    if (c.config.train.compress == "topk") EXPECT_NE(cost.find("-1.27 accuracy points"), std::string::npos) << cost;
+  }
+  EXPECT_GT(lossy, 3);
+  runtime::TrainConfig t;
+  t.compress = "powersgd";
+  t.compressRank = 1;
+  EXPECT_EQ(plan::measuredAccuracyCost(t).rfind("measured at rank 2: ", 0), 0u) << plan::measuredAccuracyCost(t);
 }
