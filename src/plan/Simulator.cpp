@@ -135,7 +135,8 @@ std::vector<std::pair<double, double>> layerTimes(const api::RunConfig& rc, cons
 }
 
 std::vector<StageCompute> stageCompute(const api::RunConfig& rc, const Machine& m, const ModelProfile& p,
-                                       const Layout& l, double* updateS) {
+                                       const Layout& l, double* updateS, double shareOverride,
+                                       double* shareUsed, double* threadsUsed) {
   const auto& c = rc.train;
   const bool recompute = c.recompute != "none";
   // Ranks of one host share its cores: their rate divides when they outnumber them.
@@ -149,6 +150,9 @@ std::vector<StageCompute> stageCompute(const api::RunConfig& rc, const Machine& 
                                                                         l.placement.ranksPerHost));
   double share = std::max(1.0, static_cast<double>(l.placement.ranksPerHost) * threads / m.devicesPerHost);
   if (m.sharedCores > 0) share = std::max(share, computing * threads / m.sharedCores);
+  if (shareOverride > 0) share = shareOverride;
+  *shareUsed = share;
+  *threadsUsed = threads;
   const auto times = layerTimes(rc, m, p, l.microBatchSize, l.tp, share);
   std::vector<StageCompute> out(l.pp);
   for (int s = 0; s < l.pp; ++s) {
@@ -190,8 +194,8 @@ Prediction simulate(const api::RunConfig& rc, const Machine& m, const ModelProfi
   if (c.pipelineStages > 1)
     for (const auto& [f, b] : layerTimes(rc, m, p, 1, 1, 1)) cost.push_back(f + b);
   Layout& l = r.layout = layoutFor(rc, p, o.hosts > 0 ? o.hosts : m.hosts.value_or(1), cost);
-  double calibratedUpdate = -1;
-  const auto stages = stageCompute(rc, m, p, l, &calibratedUpdate);
+  double calibratedUpdate = -1, share = 1, threads = 1;
+  const auto stages = stageCompute(rc, m, p, l, &calibratedUpdate, o.computeShare, &share, &threads);
   const double act = static_cast<double>(l.microBatchSize * p.tokensPerSample * p.width) * p.elementBytes;
   // Tensor-parallel sums per micro-batch, on the stage's critical path.
   const RankGroup tpGroup = meshGroup(l, MeshDim::Tensor);
@@ -325,6 +329,27 @@ Prediction simulate(const api::RunConfig& rc, const Machine& m, const ModelProfi
       {r.optimizerS, "optimizer"}};
   const auto* top = std::max_element(std::begin(terms), std::end(terms));
   r.dominant = top->second + " " + std::to_string(static_cast<int>(std::lround(100 * top->first / r.stepS))) + "%";
+  if (l.pp > 1 && m.sharedCores > 0 && o.computeShare <= 0) {
+    // A pipeline's ranks idle in its bubble and while messages travel, and the
+    // emulated hosts' ranks then leave the shared cores to the others: the
+    // rate divides by the ranks computing at once, not by all of them. Solve
+    // share = (busy rank-seconds at that share / step) x threads / cores.
+    double busy = 0;  // rank-seconds of compute per step at `share`
+    for (const auto& st : stages) busy += mb * (st.forwardS + st.backwardS + st.recomputeS);
+    busy *= static_cast<double>(l.dp) * l.tp;
+    const double alone = busy / share;
+    double s = share;
+    Prediction best = r;
+    for (int i = 0; i < 8; ++i) {
+      const double next = std::clamp(alone * s * threads / (best.stepS * m.sharedCores), 1.0, share);
+      if (std::abs(next - s) < 1e-3 * s) break;
+      s = next;
+      SimulateOptions again = o;
+      again.computeShare = s;
+      best = simulate(rc, m, p, again);
+    }
+    return best;
+  }
   return r;
 }
 
