@@ -17,6 +17,25 @@ double reduceScatterTime(int n, double bytes, const LinkCost& link) {
   return (n - 1) * link.alphaS + reduceScatterBytesPerRank(n, bytes) / link.bytesPerS;
 }
 
+double rhdAllreduceTime(int n, int perHost, double bytes, const LinkCost& intra, const LinkCost& inter) {
+  // comm/algorithms/Rhd.cpp halves from distance n/2 down: while the distance is
+  // at least the ranks per host (mpirun's by-core mapping), every rank of a host
+  // sends across at once, so the host's link carries perHost halves.
+  double t = 0, part = bytes / 2;
+  for (int d = n / 2; d >= 1; d /= 2, part /= 2) {
+    const bool across = d >= perHost;
+    const LinkCost& l = across ? inter : intra;
+    t += 2 * (l.alphaS + (across ? perHost : 1) * part / l.bytesPerS);  // halving, then doubling
+  }
+  return t;
+}
+
+double treeAllreduceTime(int n, double bytes, const LinkCost& link) {
+  int levels = 0;
+  while ((1 << levels) < n) ++levels;
+  return 2.0 * levels * link.time(bytes);  // reduce up, broadcast down, the whole message per level
+}
+
 double hierarchicalAllreduceTime(int hosts, int perHost, double bytes, const LinkCost& intra,
                                  const LinkCost& inter) {
   // Reduce to the host's leader and broadcast back: each a reduce-scatter's traffic.
@@ -55,8 +74,10 @@ double allreduceTime(const Machine& m, const Placement& p, const RankGroup& g, d
                         : p.threads        ? LinkKind::SameProcess
                                            : LinkKind::IntraHost;
   // The trainer's auto (comm::Communicator::chooseAllreduce) never picks the
-  // hierarchical one: a ring above 1 MiB (tree and recursive halving below).
-  const bool hier = algo == "hier";
+  // hierarchical one: a ring above 1 MiB, recursive halving and doubling above
+  // 16 KiB, a tree below.
+  const std::string a = algo != "auto" ? algo : bytes <= 16384 ? "tree" : bytes <= 1048576 ? "rhd" : "ring";
+  const bool hier = a == "hier";
   if (const CollectiveFit* f = calibratedFit(m, kind, g, hier ? "allreduce_hier" : "allreduce_ring"))
     return f->cost.time(bytes);
   if (hier && g.hostsSpanned > 1) {
@@ -66,6 +87,13 @@ double allreduceTime(const Machine& m, const Placement& p, const RankGroup& g, d
     return hierarchicalAllreduceTime(g.hostsSpanned, g.perHost, bytes,
                                      m.link(p.threads ? LinkKind::SameProcess : LinkKind::IntraHost), inter);
   }
+  if (a == "rhd" && g.hostsSpanned > 1) {
+    LinkCost inter = m.link(LinkKind::InterHost);
+    inter.bytesPerS /= std::max(1, g.concurrentPerHost);
+    return rhdAllreduceTime(g.size, g.perHost, bytes, m.link(p.threads ? LinkKind::SameProcess : LinkKind::IntraHost),
+                            inter);
+  }
+  if (a == "tree") return treeAllreduceTime(g.size, bytes, groupLink(m, p, g));
   return ringAllreduceTime(g.size, bytes, groupLink(m, p, g));
 }
 

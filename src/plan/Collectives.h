@@ -15,6 +15,10 @@ double ringAllreduceBytesPerRank(int n, double bytes);
 double reduceScatterBytesPerRank(int n, double bytes);  // = allgather's
 double ringAllreduceTime(int n, double bytes, const LinkCost& link);
 double reduceScatterTime(int n, double bytes, const LinkCost& link);  // = allgather's
+// Recursive halving and doubling (comm/algorithms/Rhd.cpp) with `perHost`
+// consecutive ranks on each host; a tree (reduce, then broadcast).
+double rhdAllreduceTime(int n, int perHost, double bytes, const LinkCost& intra, const LinkCost& inter);
+double treeAllreduceTime(int n, double bytes, const LinkCost& link);
 // Two-level: reduce on each host, ring over `hosts` leaders, broadcast back.
 double hierarchicalAllreduceTime(int hosts, int perHost, double bytes, const LinkCost& intra,
                                  const LinkCost& inter);

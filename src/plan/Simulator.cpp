@@ -201,7 +201,7 @@ Prediction simulate(const api::RunConfig& rc, const Machine& m, const ModelProfi
   const RankGroup tpGroup = meshGroup(l, MeshDim::Tensor);
   const double tpAct = p.tensorSumWidth > 0 ? act / static_cast<double>(p.width) * static_cast<double>(p.tensorSumWidth)
                                              : act;
-  const double tpSum = l.tp > 1 ? allreduceTime(m, l.placement, tpGroup, tpAct, "ring") : 0;
+  const double tpSum = l.tp > 1 ? allreduceTime(m, l.placement, tpGroup, tpAct, "auto") : 0;
   // Forward (g), backward (f) and, with recomputation, forward again.
   const int forwardPasses = c.recompute != "none" ? 2 : 1;
   std::vector<double> fwd(l.pp), bwd(l.pp);
@@ -277,7 +277,12 @@ Prediction simulate(const api::RunConfig& rc, const Machine& m, const ModelProfi
       dpS = allgatherTime(m, l.placement, g, bytes * l.dp);
       r.bytesPerRank += bytes * (l.dp - 1);
     } else {
-      dpS = allreduceTime(m, l.placement, g, bytes, c.allreduceAlgo);
+      // In fusion buckets (--fusion-mb), each its own call: auto picks each
+      // bucket's algorithm by its size.
+      const double bucketBytes = std::min(bytes, std::max(1.0, c.fusionMb * 1048576.0));
+      const double full = std::floor(bytes / bucketBytes), rest = bytes - full * bucketBytes;
+      dpS = full * allreduceTime(m, l.placement, g, bucketBytes, c.allreduceAlgo) +
+            (rest > 0 ? allreduceTime(m, l.placement, g, rest, c.allreduceAlgo) : 0);
       r.bytesPerRank += ringAllreduceBytesPerRank(l.dp, bytes);
     }
     if (c.zero == 3) {

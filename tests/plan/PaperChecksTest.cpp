@@ -56,6 +56,9 @@ RowPrediction predictRow(const MegatronRow& r, const Machine& m) {
   c.recompute = "blocks";
   c.optimizer = "adam";
   c.pipelineSchedule = "1f1b";
+  // Megatron-LM allreduces its contiguous gradient buffer in one call, not in
+  // dtrain's 0.25 MB fusion buckets.
+  c.fusionMb = 1e9;
   c.batchSize = r.batch / d;
   // Micro-batches of one sequence (the paper's b = 1 for its pipelined runs).
   if (r.p > 1) c.microBatches = c.batchSize;
