@@ -56,7 +56,7 @@ struct SufficientFactorCost {
   double weightParams = 0, seconds = 0, bytesPerRank = 0, rebuildS = 0;
 };
 SufficientFactorCost sufficientFactors(const api::RunConfig& rc, const Machine& m, const ModelProfile& p,
-                                       const Layout& l, const RankGroup& g) {
+                                       const Layout& l, const RankGroup& g, double computeShare) {
   const auto& c = rc.train;
   SufficientFactorCost out;
   if (c.sfb == "off" || l.strategy != "allreduce" || l.dp < 2) return out;
@@ -68,7 +68,8 @@ SufficientFactorCost sufficientFactors(const api::RunConfig& rc, const Machine& 
       out.weightParams += static_cast<double>(in * outputs);
       out.seconds += allgatherTime(m, l.placement, g, msg * l.dp);
       out.bytesPerRank += msg * (l.dp - 1);
-      out.rebuildS += 2.0 * static_cast<double>(in * outputs) * static_cast<double>(rows * l.dp) / m.flops(c.precision);
+      out.rebuildS += 2.0 * static_cast<double>(in * outputs) * static_cast<double>(rows * l.dp) /
+                      (m.flops(c.precision) / computeShare);
     }
   return out;
 }
@@ -271,7 +272,7 @@ Prediction simulate(const api::RunConfig& rc, const Machine& m, const ModelProfi
     r.bytesPerRank += pushBytes;
   } else if (l.dp > 1 && l.strategy != "hogwild") {
     const RankGroup g = meshGroup(l, MeshDim::Replicas);
-    const SufficientFactorCost sfb = sufficientFactors(rc, m, p, l, g);
+    const SufficientFactorCost sfb = sufficientFactors(rc, m, p, l, g, share);
     const double bytes = (gradBytes - 4 * sfb.weightParams) * ratio;
     if (gathersCompressed(c.compress)) {
       dpS = allgatherTime(m, l.placement, g, bytes * l.dp);
