@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# Writes the seeds of the wire-message fuzz targets: python3 wire_seeds.py CORPUS_DIR
+# Writes the seeds of the wire-message fuzz targets (psmessages, sandblaster, federated): python3 wire_seeds.py CORPUS_DIR
 # (make_seeds.sh runs it).
 # Parameter-server messages (FuzzPsMessages): byte 0 the channel, then a Header
 # (parallel/ps/Protocol.h: kind, worker, 7 int64 counters, lr, waitS, 8 int64
@@ -8,6 +8,7 @@ import json, math, os, struct, sys
 c = sys.argv[1]
 os.makedirs(f"{c}/psmessages", exist_ok=True)
 os.makedirs(f"{c}/sandblaster", exist_ok=True)
+os.makedirs(f"{c}/federated", exist_ok=True)
 def header(kind, worker=0, step=0, seq=0, version=0, min_clock=0, total=0, opt_steps=0, extra=0,
            lr=0.0, wait_s=0.0, memory=(0,) * 8, flags=0, slots=0):
     return struct.pack("<ii7q2d8qii", kind, worker, step, seq, version, min_clock, total, opt_steps,
@@ -76,3 +77,15 @@ sb("seed-bad-keep-without-pair", cmd("keeppair"))
 sb("seed-bad-unit", grad(1, -3, 0, 0, 0) + answer(1, 1e300, 0))
 sb("seed-bad-dims", unit_header(x=(0, 7, [1, 1, 1, 1, 1, 1])))
 sb("seed-bad-extent-overflow", unit_header(x=(0, 2, [2**40, 2**40])))
+
+# Federated (FuzzFederated): byte 0 the message (even: a host's update during
+# round 2; odd: an exchange record), byte 1 the round's client slots (mod 4).
+def fed(name, kind, slots, body):
+    open(f"{c}/federated/{name}", "wb").write(bytes([kind, slots]) + body)
+fed("seed-update", 0, 3, struct.pack("<2qdq", 2, 1, 0.25, 10) + floats(0.1, 0.2, 0.3))
+fed("seed-update-late", 0, 3, struct.pack("<2qdq", 1, 1, 0.25, 10) + floats(0.1, 0.2, 0.3))
+fed("seed-record", 1, 3, struct.pack("<2d", 0.25, 10.0) + floats(0.1, 0.2, 0.3))
+fed("seed-bad-slot", 0, 3, struct.pack("<2qdq", 2, 3, 0.25, 10))
+fed("seed-bad-negative-slot", 0, 3, struct.pack("<2qdq", 2, -1, 0.25, 10))
+fed("seed-bad-steps", 1, 3, struct.pack("<2d", 0.25, math.nan))
+fed("seed-bad-steps-huge", 1, 3, struct.pack("<2d", 0.25, 1e300))
