@@ -51,6 +51,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       case 0: {  // server: worker 0's parameters, then its optimizer state (slots x shard)
         const Header h = decodeHeader(head.data(), {Kind::Init}, "worker 0 (rank 2)");
         receiverSums(h);
+        if (h.slots == 0) return;  // as Server::receiveInit: no state follows
         std::vector<float> state(static_cast<size_t>(h.slots) * 4);
         std::memcpy(state.data(), rest, std::min(restBytes, state.size() * sizeof(float)));
         return;
