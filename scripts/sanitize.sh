@@ -21,6 +21,7 @@ kind="${1:?usage: sanitize.sh address|thread [CTEST ARGS...]}"
 shift
 case "$kind" in
   address) build=build-asan; sanitize=address,undefined
+           targets=(dtrain_test_binaries)  # the tests' binaries: no benchmarks, no Python module
            select=(-LE "netsim|python|package") ;;
   address-quick) build=build-asan; sanitize=address,undefined
            quick=(core_tests tensor_tests autograd_tests optim_tests data_tests)

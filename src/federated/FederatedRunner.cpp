@@ -15,6 +15,7 @@
 #include "core/Timer.h"
 #include "data/Partition.h"
 #include "federated/Aggregators.h"
+#include "federated/ClientMessages.h"
 #include "federated/Attacks.h"
 #include "federated/SecureAggregation.h"
 #include "core/Log.h"
@@ -241,7 +242,7 @@ void FederatedRunner::exchangeResults(std::vector<ClientResult>& results) {
     double head[2];
     std::memcpy(head, rec, sizeof head);
     results[i].meanLoss = head[0];
-    results[i].steps = static_cast<int64_t>(head[1]);
+    results[i].steps = clientStepsFromPeer(head[1], detail::concat("rank ", hostOf(i)));
     results[i].delta.assign(rec + 4, rec + record);
   }
 }

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/Error.h"
+#include "federated/ClientMessages.h"
 
 namespace dtrain::federated {
 namespace {
@@ -12,21 +13,7 @@ namespace {
 constexpr int kRoundTag = 7101;   // server -> host: [round][global model]; round -1: stop
 constexpr int kUpdateTag = 7102;  // host -> server: [round][index][loss][steps][delta]
 constexpr size_t kRoundHeader = 2;   // floats: one int64
-constexpr size_t kUpdateHeader = 8;  // floats: four 8-byte fields
-
-// 8-byte fields carried bit for bit in pairs of floats (the messages are F32).
-template <typename T>
-void put(float* at, T v) {
-  static_assert(sizeof(T) == 8);
-  std::memcpy(at, &v, sizeof v);
-}
-template <typename T>
-T get(const float* at) {
-  T v;
-  std::memcpy(&v, at, sizeof v);
-  return v;
-}
-
+constexpr size_t kUpdateHeader = kUpdateHeaderFloats;
 using Clock = std::chrono::steady_clock;
 
 }  // namespace
@@ -62,13 +49,10 @@ void RoundServer::take(int host, int64_t round, std::vector<ClientResult>& resul
   const float* m = inbox_[host].data();
   DTRAIN_CHECK(outstanding_[host] > 0, "fedavg: host ", host, " sent an update it was not asked for");
   --outstanding_[host];
-  if (get<int64_t>(m) == round) {  // else: a late update of an earlier round, dropped
-    const auto i = static_cast<size_t>(get<int64_t>(m + 2));
-    DTRAIN_CHECK(i < results.size(), "fedavg: host ", host, " sent an update for client slot ", i,
-                 " of ", results.size());
-    results[i].meanLoss = get<double>(m + 4);
-    results[i].steps = get<int64_t>(m + 6);
-    results[i].delta.assign(m + kUpdateHeader, m + kUpdateHeader + modelSize_);
+  // nullopt: a late update of an earlier round, dropped.
+  if (auto update = readClientUpdate(m, modelSize_, round, results.size(), host)) {
+    const size_t i = update->first;
+    results[i] = std::move(update->second);
     arrived[i] = 1;
     --expecting;
   }
@@ -86,7 +70,7 @@ std::vector<char> RoundServer::collect(int64_t round, std::span<const float> glo
   for (int h = 1; h < comm_.size(); ++h) {
     if (count[h] == 0 || outstanding_[h] > 0) continue;  // nothing to do, or still busy
     if (sending_[h]) sending_[h]->wait();  // the host took it: it answered that round
-    put(outbox_[h].data(), round);
+    putField(outbox_[h].data(), round);
     std::copy(global.begin(), global.end(), outbox_[h].begin() + kRoundHeader);
     sending_[h] = comm_.isend(outbox_[h].data(), outbox_[h].size(), DType::F32, h, kRoundTag);
     outstanding_[h] = count[h];
@@ -130,7 +114,7 @@ void RoundServer::finish() {
     while (outstanding_[h] > 0) take(h, -1, none, noneArrived, expecting);
   for (int h = 1; h < comm_.size(); ++h) {
     if (sending_[h]) sending_[h]->wait();
-    put(outbox_[h].data(), int64_t{-1});
+    putField(outbox_[h].data(), int64_t{-1});
     sending_[h] = comm_.isend(outbox_[h].data(), outbox_[h].size(), DType::F32, h, kRoundTag);
   }
   for (int h = 1; h < comm_.size(); ++h) {
@@ -151,7 +135,7 @@ std::optional<int64_t> RoundHost::next(std::vector<float>& global) {
   // may sit out many), so no timeout here; a failed server aborts the job.
   while (!w->waitFor(std::chrono::seconds(1))) {
   }
-  const auto round = get<int64_t>(inbox_.data());
+  const auto round = getField<int64_t>(inbox_.data());
   if (round < 0) return std::nullopt;
   global.assign(inbox_.begin() + kRoundHeader, inbox_.end());
   return round;
@@ -161,10 +145,10 @@ void RoundHost::send(int64_t round, size_t index, const ClientResult& result) {
   // Reap the updates that have left, so that memory holds only those in flight.
   std::erase_if(sent_, [](auto& s) { return s.second->test(); });
   std::vector<float> m(kUpdateHeader + modelSize_);
-  put(m.data(), round);
-  put(m.data() + 2, static_cast<int64_t>(index));
-  put(m.data() + 4, result.meanLoss);
-  put(m.data() + 6, result.steps);
+  putField(m.data(), round);
+  putField(m.data() + 2, static_cast<int64_t>(index));
+  putField(m.data() + 4, result.meanLoss);
+  putField(m.data() + 6, result.steps);
   std::copy(result.delta.begin(), result.delta.end(), m.begin() + kUpdateHeader);
   auto w = comm_.isend(m.data(), m.size(), DType::F32, 0, kUpdateTag);
   sent_.emplace_back(std::move(m), std::move(w));

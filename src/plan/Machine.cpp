@@ -1,6 +1,8 @@
 #include "plan/Machine.h"
 
+#include <cmath>
 #include <fstream>
+#include <limits>
 #include <set>
 #include <sstream>
 
@@ -44,15 +46,26 @@ struct MachineReader {
     if (!positive && x < 0) fail(p, "must be >= 0, got " + v.dump());
     return x;
   }
-  int64_t integer(const json& obj, const std::string& path, const std::string& key) const {
+  // A whole number in [1, max], checked as a double before it is converted
+  // (converting one outside the integer's range is undefined behaviour: the
+  // fuzzer found 1e95 bytes; tests/fuzz/corpus/machinefile/found-*).
+  int64_t integer(const json& obj, const std::string& path, const std::string& key,
+                  int64_t max = std::numeric_limits<int>::max()) const {
     const std::string p = join(path, key);
     if (!obj.contains(key)) fail(p, "missing");
     const json& v = obj.at(key);
-    if (!v.is_number_integer() && !(v.is_number() && v.get<double>() == static_cast<int64_t>(v.get<double>())))
-      fail(p, "must be an integer, got " + v.dump());
-    const auto x = static_cast<int64_t>(v.get<double>());
+    if (!v.is_number()) fail(p, "must be an integer, got " + v.dump());
+    const double x = v.get<double>();
+    if (!(std::isfinite(x) && x == std::floor(x))) fail(p, "must be an integer, got " + v.dump());
     if (x < 1) fail(p, "must be >= 1, got " + v.dump());
-    return x;
+    if (x > static_cast<double>(max)) fail(p, "must be <= " + std::to_string(max) + ", got " + v.dump());
+    return static_cast<int64_t>(x);
+  }
+  // A count of bytes or parameters given as a number (>= 0, or > 0): below 2^62.
+  int64_t amount(const json& obj, const std::string& path, const std::string& key, bool positive) const {
+    const double x = number(obj, path, key, positive);
+    if (!(x < 0x1p62)) fail(join(path, key), "must be below 2^62, got " + obj.at(key).dump());
+    return static_cast<int64_t>(x);
   }
   std::string text(const json& obj, const std::string& path, const std::string& key) const {
     const std::string p = join(path, key);
@@ -121,10 +134,10 @@ struct MachineReader {
       onlyKeys(l, p, {"name", "params", "forward_s", "backward_s", "activation_bytes"});
       LayerTime lt;
       lt.name = text(l, p, "name");
-      lt.params = static_cast<int64_t>(number(l, p, "params", false));
+      lt.params = amount(l, p, "params", false);
       lt.forwardS = number(l, p, "forward_s", false);
       lt.backwardS = number(l, p, "backward_s", false);
-      lt.activationBytes = static_cast<int64_t>(number(l, p, "activation_bytes", false));
+      lt.activationBytes = amount(l, p, "activation_bytes", false);
       mt.layers.push_back(lt);
     }
     return mt;
@@ -138,7 +151,7 @@ struct MachineReader {
       ModelCalibration mc;
       if (cal.contains("precision")) mc.precision = text(cal, path, "precision");
       if (cal.contains("optimizer")) mc.optimizer = text(cal, path, "optimizer");
-      if (cal.contains("params")) mc.params = integer(cal, path, "params");
+      if (cal.contains("params")) mc.params = integer(cal, path, "params", int64_t{1} << 53);
       if (cal.contains("threads")) mc.threads = static_cast<int>(integer(cal, path, "threads"));
       if (!cal.contains("micro_batches") || !cal.at("micro_batches").is_object())
         fail(path + ".micro_batches", "missing (an object: micro-batch size -> times)");
@@ -167,7 +180,7 @@ struct MachineReader {
     if (j.contains("name")) m.name = text(j, "", "name");
     if (j.contains("hosts")) m.hosts = static_cast<int>(integer(j, "", "hosts"));
     m.devicesPerHost = static_cast<int>(integer(j, "", "devices_per_host"));
-    m.memoryPerDeviceBytes = static_cast<int64_t>(number(j, "", "memory_per_device_bytes", true));
+    m.memoryPerDeviceBytes = amount(j, "", "memory_per_device_bytes", true);
     if (j.contains("shared_cores")) m.sharedCores = static_cast<int>(integer(j, "", "shared_cores"));
     if (j.contains("async_sends")) {
       if (!j.at("async_sends").is_boolean()) fail("async_sends", "must be true or false, got " + j.at("async_sends").dump());

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <filesystem>
 #include <string>
@@ -28,12 +29,15 @@ inline const std::string& inputFile(const uint8_t* data, size_t size, const char
   return path;
 }
 
-// Runs fn(), swallowing the exceptions bad input is allowed to raise.
+// Runs fn(), swallowing the exceptions bad input is allowed to raise
+// (DTRAIN_FUZZ_VERBOSE=1 prints each: which check an input reached).
 template <class Fn>
 void expectErrorsOnly(Fn&& fn) {
   try {
     fn();
-  } catch (const std::exception&) {
+  } catch (const std::exception& e) {
+    static const bool verbose = std::getenv("DTRAIN_FUZZ_VERBOSE") != nullptr;
+    if (verbose) std::fprintf(stderr, "rejected: %s\n", e.what());
   }
 }
 

@@ -49,4 +49,6 @@ for f in "$c"/config/*.toml; do mv "$f" "$c/config/seed-$(basename "$f")"; done
 # file with collectives and per-layer model times, is kept as written by hand).
 mkdir -p "$c/machinefile"
 for f in selene-a100 example-cpu; do cp "$here/../../plan/clusters/$f.json" "$c/machinefile/seed-$f.json"; done
+# The wire messages of parameter servers, Sandblaster and federated rounds (FuzzPsMessages, FuzzSandblaster, FuzzFederated).
+/usr/bin/python3 "$here/wire_seeds.py" "$c"
 echo "seeds written under $c"

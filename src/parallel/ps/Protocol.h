@@ -17,11 +17,16 @@
 // Header::seq counts the pushes a worker sent to this server before the
 // message: a server handles a Pull or Done only after those pushes, so a worker
 // always reads its own writes although pushes and pulls travel on two tags.
+#include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <initializer_list>
+#include <string_view>
 #include <type_traits>
 
+#include "core/Error.h"
 #include "core/Memory.h"
 
 namespace dtrain::parallel::ps {
@@ -74,5 +79,41 @@ inline Header readHeader(const float* buf) {
   return h;
 }
 inline void writeHeader(float* buf, const Header& h) { std::memcpy(buf, &h, sizeof h); }
+
+// Bound on the counters a header carries (steps, pushes, versions, parameter
+// counts): far above any run, small enough that what receivers compute with
+// them (+1, differences between two of them) cannot overflow.
+inline constexpr int64_t kMaxCount = int64_t{1} << 53;
+
+// The header of a message from a peer, checked before any of it is used: its
+// kind one of `expected`, every counter in [0, kMaxCount], minClock >= 0 (a
+// server with no live worker left sends the largest int64), sizes within the
+// bounds above, lr and waitS finite, only known flags. A corrupt or foreign
+// message is one line naming the sender and the field, never undefined
+// behaviour or a huge allocation (tests/fuzz/targets/FuzzPsMessages.cpp).
+inline Header decodeHeader(const float* buf, std::initializer_list<Kind> expected, std::string_view from) {
+  const Header h = readHeader(buf);
+  auto check = [&](bool ok, std::string_view field, auto value) {
+    if (!ok)
+      throw Error(detail::concat("parameter server protocol: malformed message from ", from, ": ", field, " ",
+                                 value));
+  };
+  check(std::find(expected.begin(), expected.end(), h.kind) != expected.end(), "kind",
+        static_cast<int32_t>(h.kind));
+  check(h.worker >= 0, "worker", h.worker);
+  for (const auto& [field, v] : {std::pair<std::string_view, int64_t>{"step", h.step},
+                                 {"seq", h.seq},
+                                 {"version", h.version},
+                                 {"total", h.total},
+                                 {"optimizer steps", h.optSteps}})
+    check(v >= 0 && v <= kMaxCount, field, v);
+  check(h.minClock >= 0, "minClock", h.minClock);
+  check(h.extra >= 0 && h.extra <= kMaxStatsBytes, "statistics bytes", h.extra);
+  check(h.slots >= 0 && h.slots <= kMaxOptimizerSlots, "optimizer slots", h.slots);
+  check(std::isfinite(h.lr), "learning rate", h.lr);
+  check(std::isfinite(h.waitS) && h.waitS >= 0, "wait seconds", h.waitS);
+  check((h.flags & ~(kWantParams | kFinished | kDropped)) == 0, "flags", h.flags);
+  return h;
+}
 
 }  // namespace dtrain::parallel::ps

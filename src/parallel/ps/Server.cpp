@@ -106,8 +106,7 @@ void ParameterServer::receiveInit() {
   std::vector<float> buf(kHeaderFloats + n_);
   const auto wait = seconds(std::max(300.0, opts_.timeoutS));
   comm_.recv(buf.data(), buf.size(), DType::F32, opts_.workerRank(0), kInitTag, wait);
-  const Header h = readHeader(buf.data());
-  DTRAIN_CHECK(h.kind == Kind::Init, "server ", server_, ": expected worker 0's parameters");
+  const Header h = decodeHeader(buf.data(), {Kind::Init}, workerName(0));
   DTRAIN_CHECK(h.total == plan_.total, "server ", server_, ": worker 0's model has ", h.total,
                " parameters, this server's ", plan_.total,
                " (do all ranks run the same --model?)");
@@ -191,11 +190,10 @@ void ParameterServer::reply(int w, int32_t flags) {
 
 void ParameterServer::handlePush(int w) {
   Peer& p = peers_[w];
-  const Header h = readHeader(p.pushBuf.data());
+  const Header h = decodeHeader(p.pushBuf.data(), {Kind::Push}, workerName(w));
+  DTRAIN_CHECK(h.worker == w, "server ", server_, ": ", workerName(w), " pushed as worker ", h.worker);
   if (codec_) codec_->decodeInPlace(p.pushBuf.data());
   const float* grad = p.pushBuf.data() + kHeaderFloats;
-  DTRAIN_CHECK(h.kind == Kind::Push && h.worker == w, "server ", server_, ": malformed push from ",
-               workerName(w));
   ++stats_.pushes;
   stats_.bytesIn += pushFloats_ * static_cast<int64_t>(sizeof(float));
   if (opts_.consistency == Consistency::Sync) return handleSyncPush(w, h, grad);
@@ -429,7 +427,7 @@ ServerStats ParameterServer::run() {
       if (p.ctrlWork->test()) {
         p.ctrlWork->wait();
         heard(w);
-        p.parked.push_back(readHeader(p.ctrlBuf.data()));
+        p.parked.push_back(decodeHeader(p.ctrlBuf.data(), {Kind::Pull, Kind::Done}, workerName(w)));
         postCtrl(w);
         progressed = true;
       }

@@ -9,35 +9,14 @@
 #include "core/Rng.h"
 #include "parallel/sandblaster/PollBackoff.h"
 #include "parallel/sandblaster/ShardProtocol.h"
+#include "parallel/sandblaster/UnitProtocol.h"
 
 namespace dtrain::parallel::sandblaster {
 
 namespace {
 using Clock = std::chrono::steady_clock;
-// Tags of the coordinator's and workers' messages (user channel).
-constexpr int kUnitTag = 811, kParamsTag = 812, kXTag = 813, kYTag = 814;
-constexpr int kAnswerHeadTag = 815, kAnswerGradTag = 816;
-constexpr int kMaxDims = 6;
-// A unit's header: kind, evaluation, unit, parameters follow, then x's and y's
-// dtype, dims and shape.
-enum HeaderField { kKind, kEvaluation, kUnit, kParamsFollow, kXMeta, kYMeta = kXMeta + 2 + kMaxDims,
-                   kHeaderSize = kYMeta + 2 + kMaxDims };
-enum Kind : int64_t { kCompute = 0, kDone = 1 };
-struct AnswerHead {
-  double evaluation, unit, loss;
-};
-
-void putShape(int64_t* h, const Tensor& t) {
-  DTRAIN_CHECK(t.dim() <= kMaxDims, "sandblaster: samples of ", t.dim(), " dimensions");
-  h[0] = static_cast<int64_t>(t.dtype());
-  h[1] = t.dim();
-  for (int64_t d = 0; d < t.dim(); ++d) h[2 + d] = t.shape()[d];
-}
-Tensor emptyFromShape(const int64_t* h) {
-  Shape shape;
-  for (int64_t d = 0; d < h[1]; ++d) shape.push_back(h[2 + d]);
-  return Tensor::empty(shape, static_cast<DType>(h[0]));
-}
+using namespace unit;
+Tensor emptyFromMeta(const SampleMeta& m) { return Tensor::empty(m.shape, m.dtype); }
 std::vector<autograd::Variable*> sandblasterParams(nn::Module& model,
                                                    std::vector<std::pair<std::string, autograd::Variable>>& keep) {
   keep = model.namedParameters();
@@ -112,7 +91,7 @@ void SandblasterCoordinator::assign(int w, int unit) {
   p.header[kEvaluation] = evaluation_;
   p.header[kUnit] = unit;
   // 1: the parameters follow; 2: pull them from the shards.
-  p.header[kParamsFollow] = sendParams ? (shards_ ? 2 : 1) : 0;
+  p.header[kParamsFollow] = sendParams ? (shards_ ? kFromShards : kFromCoordinator) : kNoParams;
   putShape(&p.header[kXMeta], xs);
   putShape(&p.header[kYMeta], ys);
   const int dst = workerRank(w);
@@ -138,15 +117,14 @@ bool SandblasterCoordinator::collect(int w) {
   if (!p.busy || !p.answerHead->test() || (p.answerGrad && !p.answerGrad->test())) return false;
   p.answerHead->wait();  // rethrows a failed receive
   if (p.answerGrad) p.answerGrad->wait();
-  const auto evaluation = static_cast<int64_t>(p.answer.evaluation);
-  const auto unit = static_cast<int>(p.answer.unit);
-  if (evaluation == evaluation_ && unit >= 0 && unit < static_cast<int>(unitDone_.size()) &&
-      !unitDone_[unit]) {
+  const Answer answer = decodeAnswer(p.answer, w);
+  const auto unit = static_cast<size_t>(answer.unit);  // in [0, kMaxUnits)
+  if (answer.evaluation == evaluation_ && unit < unitDone_.size() && !unitDone_[unit]) {
     // The first answer wins: its buffer becomes the unit's, and the worker's
     // next answer lands in the unit's old one (empty on the first evaluation).
     std::swap(unitGrad_[unit], p.grad);
     p.grad.resize(params_);
-    unitLoss_[unit] = p.answer.loss;
+    unitLoss_[unit] = answer.loss;
     unitDone_[unit] = 1;
     ++unitsByWorker_[w];
     if (p.backup) ++backupsWon_;
@@ -338,10 +316,11 @@ WorkerStats runSandblasterWorker(
   AnswerHead answer{};
   for (;;) {
     waitLong(*comm.irecv(header.data(), header.size(), DType::I64, 0, kUnitTag));
-    if (header[kKind] == kDone) break;
-    if (header[kParamsFollow]) {
-      if (header[kParamsFollow] == 2) {  // from the shards: ask each for its slice
-        pull = static_cast<double>(header[kEvaluation]);
+    const UnitHeader unitHead = decodeUnitHeader(header.data(), servers);
+    if (unitHead.kind == kDone) break;
+    if (unitHead.params != kNoParams) {
+      if (unitHead.params == kFromShards) {  // ask each shard for its slice
+        pull = static_cast<double>(unitHead.evaluation);
         std::vector<comm::WorkPtr> works;
         for (int s = 0; s < servers; ++s) {
           const auto [lo, hi] = slices[s];
@@ -359,7 +338,7 @@ WorkerStats runSandblasterWorker(
         off += v->numel();
       }
     }
-    Tensor x = emptyFromShape(&header[kXMeta]), y = emptyFromShape(&header[kYMeta]);
+    Tensor x = emptyFromMeta(unitHead.x), y = emptyFromMeta(unitHead.y);
     waitLong(*comm.irecv(x.rawData(), x.nbytes(), DType::U8, 0, kXTag));
     waitLong(*comm.irecv(y.rawData(), y.nbytes(), DType::U8, 0, kYTag));
     model.zeroGrad();
@@ -384,7 +363,7 @@ WorkerStats runSandblasterWorker(
         std::fill(grad.begin() + off, grad.begin() + off + v->numel(), 0.0f);
       off += v->numel();
     }
-    answer = {static_cast<double>(header[kEvaluation]), static_cast<double>(header[kUnit]), lossValue};
+    answer = {static_cast<double>(unitHead.evaluation), static_cast<double>(unitHead.unit), lossValue};
     if (servers > 0) {  // the gradient to the shards, the loss to the coordinator
       gradHead[0] = answer.evaluation;
       gradHead[1] = answer.unit;

@@ -14,8 +14,12 @@
 // their unit's gradient slices to every shard; the coordinator hears only the
 // unit's loss.
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <string_view>
 #include <utility>
+
+#include "core/Error.h"
 
 namespace dtrain::parallel::sandblaster::shard {
 
@@ -55,6 +59,48 @@ struct Command {
 struct Reply {
   double v0 = 0, v1 = 0, pairs = 0;
 };
+
+// Bounds on the numbers a message carries (they come from a peer and become
+// counts, indices and sizes): far above any run, small enough that what they
+// size fits in memory. Doubles hold every whole number up to 2^53 exactly.
+inline constexpr int64_t kMaxCount = int64_t{1} << 53;    // evaluations, history pairs and capacity
+inline constexpr int64_t kMaxUnits = int64_t{1} << 20;    // work units of one evaluation
+inline constexpr int64_t kMaxSamples = int64_t{1} << 36;  // samples of one evaluation (x units: no overflow)
+
+// A whole number a peer sent as a double (commands and gradient heads carry
+// doubles), checked before it becomes an index or a count: a NaN, a fraction
+// or a value outside [lo, hi] is one line naming it (a cast would be undefined
+// behaviour). tests/fuzz/targets/FuzzSandblaster.cpp feeds such messages.
+inline int64_t wholeNumber(double v, int64_t lo, int64_t hi, std::string_view what) {
+  if (!(std::isfinite(v) && v == std::floor(v) && v >= static_cast<double>(lo) &&
+        v <= static_cast<double>(hi)))
+    throw ::dtrain::Error(::dtrain::detail::concat("sandblaster: malformed message: ", what, " is ", v,
+                                                   ", not a whole number in [", lo, ", ", hi, "]"));
+  return static_cast<int64_t>(v);
+}
+
+// A command's operation.
+inline Op opOf(const Command& c) {
+  return static_cast<Op>(wholeNumber(c.op, 0, static_cast<int64_t>(Op::kDone), "the command's op"));
+}
+
+// A shard's history length from its reply, as the coordinator reads it.
+inline int64_t replyPairs(const Reply& r, int shard) {
+  return wholeNumber(r.pairs, 0, kMaxCount, ::dtrain::detail::concat("shard ", shard, "'s history length"));
+}
+
+// What a worker sends a shard ahead of its unit's gradient slice: the
+// evaluation and unit as doubles; evaluation -1 says goodbye.
+struct GradHead {
+  int64_t evaluation = 0, unit = 0;
+  bool goodbye() const { return evaluation < 0; }
+};
+inline GradHead decodeGradHead(const double head[2]) {
+  GradHead h;
+  h.evaluation = wholeNumber(head[0], -1, kMaxCount, "a gradient head's evaluation");
+  if (!h.goodbye()) h.unit = wholeNumber(head[1], 0, kMaxUnits - 1, "a gradient head's unit");
+  return h;
+}
 
 // Shard i's slice of n parameters among s shards: [lo, hi).
 inline std::pair<int64_t, int64_t> sliceOf(int64_t n, int shards, int i) {

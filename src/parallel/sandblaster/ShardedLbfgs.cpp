@@ -28,11 +28,12 @@ ShardedLbfgs::Sums ShardedLbfgs::call(Op op, double a, double b, double c) {
   }
   for (auto& w : works) waitLong(*w);  // an evaluation's end waits for the slowest unit
   Sums out;
+  out.pairs = replyPairs(replies[0], 0);
   for (int s = 0; s < servers_; ++s) {
     const Reply& r = replies[s];
-    DTRAIN_CHECK(static_cast<size_t>(r.pairs) == static_cast<size_t>(replies[0].pairs),
-                 "sandblaster: shards disagree on the L-BFGS history (", replies[0].pairs, " and ", r.pairs,
-                 " pairs)");
+    const int64_t pairs = replyPairs(r, s);
+    DTRAIN_CHECK(pairs == out.pairs, "sandblaster: shards disagree on the L-BFGS history (", out.pairs,
+                 " and ", pairs, " pairs)");
     out.sum0 += r.v0;
     out.sum1 += r.v1;
     out.max0 = std::max(out.max0, r.v0);
@@ -163,8 +164,11 @@ void ShardedLbfgs::gatherParameters(nn::Module& model) {
 }
 
 std::map<std::string, Tensor> ShardedLbfgs::gatherHistory() {
-  call(Op::kGatherHistory);
   const size_t m = ro_.size();
+  // The shards send as many pairs as they hold: the coordinator receives as many as it counts.
+  const int64_t pairs = call(Op::kGatherHistory).pairs;
+  DTRAIN_CHECK(pairs == static_cast<int64_t>(m), "sandblaster: the shards hold ", pairs,
+               " L-BFGS pairs, the coordinator ", m);
   std::map<std::string, Tensor> out;
   std::vector<Tensor> s(m), y(m);
   for (size_t k = 0; k < m; ++k) {

@@ -46,6 +46,7 @@ class ShardedLbfgs {
  private:
   struct Sums {
     double sum0 = 0, max0 = 0, sum1 = 0, max1 = 0;
+    int64_t pairs = 0;  // the history length every shard reported
   };
   // Sends one command to every shard and adds up their replies in shard order.
   Sums call(shard::Op op, double a = 0, double b = 0, double c = 0);
