@@ -69,9 +69,11 @@ std::vector<RankMemory> predictMemory(const api::RunConfig& rc, const Layout& l,
   for (int r = 0; r < l.ranks; ++r) {
     RankMemory m;
     if (ps && r < l.servers) {
-      // A server holds its shard of the parameters and of the optimizer's state.
+      // A server holds its shard of the parameters, of the optimizer's state and
+      // the gradient the workers' pushes are summed into (parallel/ps/Server.cpp).
       const double shard = static_cast<double>(p.params()) / l.servers;
       m.parameters = 4 * shard;
+      m.gradients = 4 * shard;
       m.optimizerState = opt * shard;
       m.peak = m.modelStates();
       out.push_back(m);
@@ -109,6 +111,11 @@ std::vector<RankMemory> predictMemory(const api::RunConfig& rc, const Layout& l,
     if (zero == 1) extra = std::max(m.activationsPeak, whole / n);
     if (zero == 2) extra = m.activationsPeak + whole;
     if (zero == 3) extra = std::max(m.activationsPeak + whole, 2 * whole + whole / (2.0 * n));
+    // Compressors with error feedback keep each bucket's residual, a gradient's
+    // worth (parallel/compress: top-k, random-k, 1-bit, signSGD, PowerSGD).
+    const std::string& k = c.compress;
+    const bool feedback = k == "topk" || k == "randomk" || k == "onebit" || k == "signsgd" || k == "powersgd";
+    if (feedback && n > 1 && !ps) extra += whole;
     m.peak = m.modelStates() + extra + 2048;
     out.push_back(m);
   }
