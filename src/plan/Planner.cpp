@@ -177,6 +177,19 @@ struct PlanSearch {
                         consistency);
       }
     }
+    // Sandblaster, where the run's optimizer is L-BFGS (its batch gradients cut
+    // into units for the workers; 0, 1 or 2 parameter shards).
+    if (req.base.train.optimizer == "lbfgs")
+      for (int shards : {0, 1, 2}) {
+        const int workers = ranks - 1 - shards;
+        if (workers < 1 || req.globalBatch % workers != 0) continue;
+        runtime::TrainConfig c = start(workers);
+        c.strategy = "sandblaster";
+        c.sandblasterServers = shards;
+        c.batchSize = req.globalBatch / workers;
+        consider(c, "sandblaster " + std::to_string(workers) + " workers" +
+                        (shards ? ", " + std::to_string(shards) + " shards" : ""));
+      }
     // Local SGD and Hogwild! (lossy: what is learned changes).
     if (req.globalBatch % ranks == 0 && ranks > 1) {
       runtime::TrainConfig c = start(ranks);

@@ -74,6 +74,11 @@ SufficientFactorCost sufficientFactors(const api::RunConfig& rc, const Machine& 
   return out;
 }
 
+// Gradient evaluations per L-BFGS iteration (the step's and its line search's
+// trials), measured on the mlp: 147 in 70 iterations (docs/PERFORMANCE.md,
+// "Sandblaster L-BFGS"), 24 in 10.
+constexpr double kSandblasterEvaluationsPerIteration = 2.2;
+
 struct StageCompute {
   double forwardS = 0, backwardS = 0, recomputeS = 0;  // one micro-batch through the stage
   double params = 0;                                    // the rank's parameters (its tp slice)
@@ -142,8 +147,9 @@ std::vector<StageCompute> stageCompute(const api::RunConfig& rc, const Machine& 
   const bool recompute = c.recompute != "none";
   // Ranks of one host share its cores: their rate divides when they outnumber them.
   // Emulated hosts share one machine's cores: every computing rank of the run
-  // (a parameter server's ranks only add up gradients) counts against them.
-  const double computing = static_cast<double>(l.strategy == "ps" ? l.workers : l.ranks);
+  // (a parameter server's or Sandblaster coordinator's ranks only add up
+  // gradients) counts against them.
+  const double computing = static_cast<double>(l.strategy == "ps" || l.strategy == "sandblaster" ? l.workers : l.ranks);
   // --threads auto: the cores of the host (or of the shared machine) over its ranks.
   const double threads = c.threads > 0 ? c.threads
                          : m.sharedCores > 0 ? std::max(1.0, std::floor(m.sharedCores / computing))
@@ -270,6 +276,31 @@ Prediction simulate(const api::RunConfig& rc, const Machine& m, const ModelProfi
     const bool async = c.consistency != "sync";
     dpExposed = async ? std::max(0.0, dpS / c.pushEvery - r.computeS) : dpS;
     r.bytesPerRank += pushBytes;
+  } else if (l.strategy == "sandblaster") {
+    // parallel/sandblaster: per gradient evaluation the coordinator cuts the
+    // batch into K units for the W workers (each computes about its share), a
+    // worker gets the parameters once per evaluation and answers one gradient
+    // per unit; with S shards the parameters come from, and the unit gradients
+    // go to, the shards, and the coordinator sends only the samples. L-BFGS's
+    // line search evaluates the batch more than once per iteration.
+    const double W = l.workers, S = static_cast<double>(c.sandblasterServers);
+    const double K = c.workUnits > 0 ? static_cast<double>(c.workUnits) : 4 * W;
+    const double evals = kSandblasterEvaluationsPerIteration;
+    const double paramBytes = 4.0 * static_cast<double>(p.params());
+    const double sampleBytes = (p.languageModel ? 8.0 : 4.0) * static_cast<double>(p.width) *
+                               (p.languageModel ? 1.0 : static_cast<double>(p.tokensPerSample));
+    const double samples = static_cast<double>(l.samplesPerStep);
+    const LinkCost link = m.link(l.placement.threads ? LinkKind::SameProcess
+                                 : l.placement.hosts > 1 ? LinkKind::InterHost : LinkKind::IntraHost);
+    const double coordinatorOut = samples * sampleBytes + (S > 0 ? 0 : W * paramBytes);
+    const double coordinatorIn = S > 0 ? 0 : K * paramBytes;
+    const double perShard = S > 0 ? (W + K) * paramBytes / S : 0;
+    const double perEval = std::max({coordinatorOut, coordinatorIn, perShard}) / link.bytesPerS + K * link.alphaS;
+    dpS = evals * perEval;
+    r.computeS *= evals;
+    // Units stream: workers compute one while the next is on its way.
+    dpExposed = std::max(0.0, dpS - r.computeS);
+    r.bytesPerRank += evals * std::max(coordinatorOut, perShard);
   } else if (l.dp > 1 && l.strategy != "hogwild") {
     const RankGroup g = meshGroup(l, MeshDim::Replicas);
     const SufficientFactorCost sfb = sufficientFactors(rc, m, p, l, g, share);

@@ -234,3 +234,29 @@ TEST(PlanPlanner, LossyChoicesShowTheirMeasuredAccuracyCost) {
   t.compressRank = 1;
   EXPECT_EQ(plan::measuredAccuracyCost(t).rfind("measured at rank 2: ", 0), 0u) << plan::measuredAccuracyCost(t);
 }
+
+// With --optimizer lbfgs in the base configuration, Sandblaster (with and
+// without parameter shards) is a candidate, and the one ranked trains as written.
+TEST(PlanPlanner, SandblasterIsACandidateForLbfgs) {
+  plan::PlanRequest r;
+  r.model = "mlp";
+  r.globalBatch = 4096;
+  r.hosts = 1;
+  r.ranksPerHost = 6;
+  r.base.train.optimizer = "lbfgs";
+  r.base.train.lr = 1;
+  r.base.train.dataset = "synthetic";
+  r.base.train.syntheticSize = 8192;
+  const plan::PlanResult res = plan::plan(r, cluster("example-cpu.json"));
+  const plan::Candidate* sb = nullptr;
+  for (const auto& c : res.ranked)
+    if (c.config.train.strategy == "sandblaster" && !sb) sb = &c;
+  ASSERT_NE(sb, nullptr);
+  EXPECT_TRUE(sb->lossy.empty());
+  EXPECT_NE(sb->summary.find("sandblaster"), std::string::npos) << sb->summary;
+  EXPECT_GT(sb->prediction.samplesPerS, 0);
+  api::RunConfig rc = api::configFromToml(api::configToToml(sb->config));
+  rc.train.maxSteps = 1;
+  rc.train.progress = runtime::TrainConfig::Progress::Off;
+  EXPECT_EQ(api::train(rc).at("steps").get<int64_t>(), 1) << sb->summary;
+}
