@@ -20,10 +20,9 @@ initialization, shuffling and every micro-batch).
 import argparse
 import json
 import math
-import os
-import subprocess
 import sys
-import time
+
+from study_runs import append_row, rows, run_dtrain
 
 TRAIN_SAMPLES = 60000
 MICRO = 128
@@ -56,14 +55,7 @@ def command(dtrain, batch, method, epochs, threads):
 
 
 def done(path):
-    seen = set()
-    if os.path.exists(path):
-        with open(path) as f:
-            for line in f:
-                if line.strip():
-                    r = json.loads(line)
-                    seen.add((r["global_batch"], r["method"], r["epochs"]))
-    return seen
+    return {(r["global_batch"], r["method"], r["epochs"]) for r in rows(path)}
 
 
 def run(a):
@@ -82,30 +74,24 @@ def run(a):
         print(f"large_batch: batch {batch} {method}: {steps} steps: {' '.join(args)}", file=sys.stderr, flush=True)
         if a.dry_run:
             continue
-        t0 = time.time()
-        p = subprocess.run(args, capture_output=True, text=True)
-        if p.returncode != 0:
-            print(p.stderr[-2000:], file=sys.stderr)
-            raise SystemExit(f"large_batch.py: batch {batch} {method} failed (exit {p.returncode})")
-        res = json.loads(p.stdout.strip().splitlines()[-1])
+        res, seconds = run_dtrain(args, f"batch {batch} {method}", "large_batch.py")
         row = {"global_batch": batch, "method": method, "epochs": a.epochs, "steps": res["steps"],
                "effective_lr": res.get("effective_lr"), "test_accuracy": res["test_accuracy"],
                "test_loss": res["test_loss"], "train_loss": res["train_loss"],
-               "seconds": round(time.time() - t0, 1), "command": " ".join(args[1:])}
-        with open(a.out, "a") as f:
-            f.write(json.dumps(row) + "\n")
+               "seconds": seconds, "command": " ".join(args[1:])}
+        append_row(a.out, row)
         print(f"large_batch: batch {batch} {method}: accuracy {row['test_accuracy']:.4f} "
               f"({row['seconds']} s)", file=sys.stderr, flush=True)
 
 
 def table(path, plot):
-    rows = [json.loads(l) for l in open(path) if l.strip()]
-    batches = sorted({r["global_batch"] for r in rows})
-    by = {(r["global_batch"], r["method"]): r for r in rows}
+    found = rows(path)
+    batches = sorted({r["global_batch"] for r in found})
+    by = {(r["global_batch"], r["method"]): r for r in found}
     print("| global batch (steps) | " + " | ".join(METHODS) + " |")
     print("|---|" + "---|" * len(METHODS))
     for b in batches:
-        steps = next(r["steps"] for r in rows if r["global_batch"] == b)
+        steps = next(r["steps"] for r in found if r["global_batch"] == b)
         cells = []
         for m in METHODS:
             r = by.get((b, m)) or (by.get((b, "base")) if b == MICRO and m in ("scaled",) else None)
@@ -123,7 +109,7 @@ def table(path, plot):
         ax.set_xscale("log", base=2)
         ax.set_xlabel("global batch")
         ax.set_ylabel("test accuracy")
-        ax.set_title(f"resnet-20, Fashion-MNIST, {rows[0]['epochs']} epochs")
+        ax.set_title(f"resnet-20, Fashion-MNIST, {found[0]['epochs']} epochs")
         ax.legend()
         ax.grid(alpha=0.3)
         fig.tight_layout()

@@ -13,11 +13,9 @@ samples/s, step time); runs already there are skipped.
   /usr/bin/python3 bench/syncbn.py --table bench/syncbn.jsonl
 """
 import argparse
-import json
-import os
-import subprocess
 import sys
-import time
+
+from study_runs import append_row, rows, run_dtrain
 
 REPLICAS = 8
 
@@ -33,13 +31,7 @@ def command(dtrain, batch, sync, epochs):
 
 
 def done(path):
-    seen = set()
-    if os.path.exists(path):
-        for line in open(path):
-            if line.strip():
-                r = json.loads(line)
-                seen.add((r["batch_per_replica"], r["sync_bn"], r["epochs"]))
-    return seen
+    return {(r["batch_per_replica"], r["sync_bn"], r["epochs"]) for r in rows(path)}
 
 
 def run(a):
@@ -52,29 +44,22 @@ def run(a):
             print(f"syncbn: {REPLICAS} x {batch}, sync_bn={sync}: {' '.join(args)}", file=sys.stderr, flush=True)
             if a.dry_run:
                 continue
-            t0 = time.time()
-            p = subprocess.run(args, capture_output=True, text=True)
-            if p.returncode != 0:
-                print(p.stderr[-2000:], file=sys.stderr)
-                raise SystemExit(f"syncbn.py: {REPLICAS} x {batch} sync_bn={sync} failed (exit {p.returncode})")
-            res = json.loads(p.stdout.strip().splitlines()[-1])
+            res, seconds = run_dtrain(args, f"{REPLICAS} x {batch} sync_bn={sync}", "syncbn.py")
             row = {"replicas": REPLICAS, "batch_per_replica": batch, "sync_bn": sync, "epochs": a.epochs,
                    "steps": res["steps"], "test_accuracy": res["test_accuracy"], "test_loss": res["test_loss"],
                    "samples_per_s": res["samples_per_s"], "step_ms": 1e3 * REPLICAS * batch / res["samples_per_s"],
-                   "threads": res.get("threads"), "seconds": round(time.time() - t0, 1),
-                   "command": " ".join(args[1:])}
-            with open(a.out, "a") as f:
-                f.write(json.dumps(row) + "\n")
+                   "threads": res.get("threads"), "seconds": seconds, "command": " ".join(args[1:])}
+            append_row(a.out, row)
             print(f"syncbn: {REPLICAS} x {batch} sync_bn={sync}: accuracy {row['test_accuracy']:.4f}, "
                   f"{row['step_ms']:.1f} ms/step", file=sys.stderr, flush=True)
 
 
 def table(path):
-    rows = {(r["batch_per_replica"], r["sync_bn"]): r for r in map(json.loads, open(path)) if r}
+    by = {(r["batch_per_replica"], r["sync_bn"]): r for r in rows(path)}
     print("| replicas x batch | BN accuracy | SyncBN accuracy | BN ms/step | SyncBN ms/step |")
     print("|---|---|---|---|---|")
-    for b in sorted({k[0] for k in rows}):
-        bn, sbn = rows.get((b, False)), rows.get((b, True))
+    for b in sorted({k[0] for k in by}):
+        bn, sbn = by.get((b, False)), by.get((b, True))
         cell = lambda r, k, f: format(r[k], f) if r else ""
         print(f"| {REPLICAS} x {b} | {cell(bn, 'test_accuracy', '.4f')} | {cell(sbn, 'test_accuracy', '.4f')} | "
               f"{cell(bn, 'step_ms', '.1f')} | {cell(sbn, 'step_ms', '.1f')} |")

@@ -31,14 +31,19 @@ plan::Machine cluster(const std::string& name) {
   return plan::readMachine(std::string(DTRAIN_PLAN_CLUSTERS) + "/" + name);
 }
 
+plan::PlanRequest request(const std::string& model, int64_t globalBatch, int hosts, int ranksPerHost) {
+  plan::PlanRequest r;
+  r.model = model;
+  r.globalBatch = globalBatch;
+  r.hosts = hosts;
+  r.ranksPerHost = ranksPerHost;
+  return r;
+}
+
 }  // namespace
 
 TEST(PlanPlanner, TheBestConfigurationTrainsUnchanged) {
-  plan::PlanRequest r;
-  r.model = "gpt-tiny";
-  r.globalBatch = 8;
-  r.hosts = 1;
-  r.ranksPerHost = 2;
+  plan::PlanRequest r = request("gpt-tiny", 8, 1, 2);
   r.base.train.textFile = corpus();
   r.base.train.evalBatches = 1;
   const plan::PlanResult res = plan::plan(r, cluster("example-cpu.json"));
@@ -170,11 +175,7 @@ TEST(PlanPlanner, CliAutoGlobalBatchSaysWhatItChose) {
 }
 
 TEST(PlanPlanner, SearchesOverAThousandCandidatesOnACluster) {
-  plan::PlanRequest r;
-  r.model = "gpt-base";
-  r.globalBatch = 512;
-  r.hosts = 4;
-  r.ranksPerHost = 8;
+  plan::PlanRequest r = request("gpt-base", 512, 4, 8);
   const plan::PlanResult res = plan::plan(r, cluster("selene-a100.json"));
   EXPECT_GE(res.enumerated, 1000);
   EXPECT_FALSE(res.ranked.empty());
@@ -185,11 +186,7 @@ TEST(PlanPlanner, SearchesOverAThousandCandidatesOnACluster) {
 // A wide mlp at small batches on a slow link: the planner tries --sfb auto
 // (lossless) and ranks it above the plain allreduce.
 TEST(PlanPlanner, SufficientFactorsAreACandidateWhereTheyPay) {
-  plan::PlanRequest r;
-  r.model = "mlp";
-  r.globalBatch = 64;
-  r.hosts = 4;
-  r.ranksPerHost = 1;
+  plan::PlanRequest r = request("mlp", 64, 4, 1);
   r.base.train.mlpHidden = {2048, 2048};
   const plan::PlanResult res = plan::plan(r, cluster("example-cpu.json"));
   const plan::Candidate* sfb = nullptr;
@@ -210,11 +207,7 @@ TEST(PlanPlanner, SufficientFactorsAreACandidateWhereTheyPay) {
 // Lossy candidates carry the accuracy cost PERFORMANCE.md measured for them
 // (or say at which setting it was measured); lossless ones none.
 TEST(PlanPlanner, LossyChoicesShowTheirMeasuredAccuracyCost) {
-  plan::PlanRequest r;
-  r.model = "mlp";
-  r.globalBatch = 256;
-  r.hosts = 4;
-  r.ranksPerHost = 1;
+  plan::PlanRequest r = request("mlp", 256, 4, 1);
   const plan::PlanResult res = plan::plan(r, cluster("example-cpu.json"));
   int lossy = 0;
   for (const auto& c : res.ranked) {
@@ -238,11 +231,7 @@ TEST(PlanPlanner, LossyChoicesShowTheirMeasuredAccuracyCost) {
 // With --optimizer lbfgs in the base configuration, Sandblaster (with and
 // without parameter shards) is a candidate, and the one ranked trains as written.
 TEST(PlanPlanner, SandblasterIsACandidateForLbfgs) {
-  plan::PlanRequest r;
-  r.model = "mlp";
-  r.globalBatch = 4096;
-  r.hosts = 1;
-  r.ranksPerHost = 6;
+  plan::PlanRequest r = request("mlp", 4096, 1, 6);
   r.base.train.optimizer = "lbfgs";
   r.base.train.lr = 1;
   r.base.train.dataset = "synthetic";
