@@ -6,6 +6,7 @@
 # input in build-fuzz/findings/<target>/; fix the code, then keep the input as
 # tests/fuzz/corpus/<target>/found-<what> so that every test run replays it.
 #   bash scripts/fuzz.sh [SECONDS] [TARGET...]    targets: see tests/fuzz/CMakeLists.txt
+# Which check rejected an input: DTRAIN_FUZZ_VERBOSE=1 build-fuzz/tests/fuzz/fuzz_replay_<target> FILE
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-60}"

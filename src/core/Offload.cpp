@@ -13,6 +13,10 @@
 #include "core/Error.h"
 #include "core/Memory.h"
 
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22  // Linux 5.14; older kernels answer EINVAL
+#endif
+
 namespace dtrain::memory {
 namespace {
 const size_t kPage = static_cast<size_t>(sysconf(_SC_PAGESIZE));
@@ -150,12 +154,27 @@ void OffloadFile::run(Lane& lane) {
 }
 
 void OffloadFile::read(const std::vector<Job>& batch) {
-  // Read ahead, then make sure by touching a byte of every page
-  // (MADV_WILLNEED's readahead may stop short of the whole range).
+  // Read ahead (large I/Os), then make sure every page is in (MADV_WILLNEED's
+  // readahead may stop short of the whole range) without reading the memory
+  // from this thread: the trainer may be writing it meanwhile (an optimizer
+  // updating the state it prefetched early), and a read here would race with
+  // that write (ThreadSanitizer: Offload.OneProcessOptimizerStateIsBitwiseUnchanged).
+  // MADV_POPULATE_READ (Linux 5.14) faults the pages in inside the kernel; on
+  // older kernels the file range is read through the page cache into a
+  // scratch buffer, so that the trainer's touch is a minor fault.
   for (const Job& job : batch) ::madvise(job.begin, static_cast<size_t>(job.end - job.begin), MADV_WILLNEED);
-  volatile char sink = 0;
-  for (const Job& job : batch)
-    for (const char* p = job.begin; p < job.end; p += kPage) sink = sink + *p;
+  std::vector<char> scratch;
+  for (const Job& job : batch) {
+    const auto bytes = static_cast<size_t>(job.end - job.begin);
+    if (::madvise(job.begin, bytes, MADV_POPULATE_READ) == 0) continue;
+    scratch.resize(std::min<size_t>(bytes, size_t{1} << 20));
+    for (size_t done = 0; done < bytes;) {
+      const ssize_t got = ::pread(fd_, scratch.data(), std::min(scratch.size(), bytes - done),
+                                  job.offset + static_cast<off_t>(done));
+      if (got <= 0) break;  // a prefetch only: the trainer's own touch reads what is missing
+      done += static_cast<size_t>(got);
+    }
+  }
 }
 
 void OffloadFile::write(const std::vector<Job>& batch) {
