@@ -22,7 +22,12 @@ shift
 case "$kind" in
   address) build=build-asan; sanitize=address,undefined
            targets=(dtrain_test_binaries)  # the tests' binaries: no benchmarks, no Python module
-           select=(-LE "netsim|python|package") ;;
+           select=(-LE "netsim|python|package" -E "Mpi|^comm_mpi_")
+           # Tests of processes under mpirun: ASan and UBSan on, LeakSanitizer off.
+           # OpenMPI (not instrumented) leaves allocations of its own at exit, made
+           # from modules it has unloaded by then ("unknown module" frames), so no
+           # suppression can name them; every such process reported them.
+           mpiSelect=(-LE "netsim|python|package" -R "Mpi|^comm_mpi_") ;;
   address-quick) build=build-asan; sanitize=address,undefined
            quick=(core_tests tensor_tests autograd_tests optim_tests data_tests)
            targets=("${quick[@]}" fuzz_replay_idx fuzz_replay_npy)
@@ -44,4 +49,10 @@ export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0"
 export LSAN_OPTIONS="suppressions=$PWD/tests/sanitizers/lsan.supp"
 export TSAN_OPTIONS="suppressions=$PWD/tests/sanitizers/tsan.supp:halt_on_error=1:second_deadlock_stack=1"
-ctest --test-dir "$build" --no-tests=error --output-on-failure -j "$(nproc)" "${select[@]}" "$@"
+status=0
+ctest --test-dir "$build" --no-tests=error --output-on-failure -j "$(nproc)" "${select[@]}" "$@" || status=1
+if [ -n "${mpiSelect+x}" ]; then
+  ASAN_OPTIONS="detect_leaks=0:abort_on_error=0" \
+    ctest --test-dir "$build" --no-tests=ignore --output-on-failure -j "$(nproc)" "${mpiSelect[@]}" "$@" || status=1
+fi
+exit $status
