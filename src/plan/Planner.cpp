@@ -7,7 +7,6 @@
 #include "api/Train.h"
 #include "core/Error.h"
 #include "nn/Gpt.h"
-#include "parallel/allreduce/SufficientFactors.h"
 
 namespace dtrain::plan {
 
@@ -58,11 +57,7 @@ struct PlanSearch {
   // plain allreduce candidate again).
   bool factorsPay(const runtime::TrainConfig& c, int dp) const {
     if (!profile) return false;
-    const int64_t rows = c.batchSize * c.accumulate * profile->tokensPerSample;
-    for (const auto& layer : profile->layers)
-      for (const auto& [in, out] : layer.linears)
-        if (parallel::sfbPays(rows, in, out, dp)) return true;
-    return false;
+    return !factorLayers(*profile, "auto", c.batchSize * c.accumulate * profile->tokensPerSample, dp).empty();
   }
 
   runtime::TrainConfig start(int ranks) const {

@@ -21,6 +21,16 @@ double compressionRatio(const runtime::TrainConfig& c, double width) {
   return 1;
 }
 
+std::vector<std::pair<int64_t, int64_t>> factorLayers(const ModelProfile& p, const std::string& mode, int64_t rows,
+                                                      int dp) {
+  std::vector<std::pair<int64_t, int64_t>> out;
+  if (mode == "off") return out;
+  for (const LayerProfile& layer : p.layers)
+    for (const auto& [in, outputs] : layer.linears)
+      if (mode == "on" || parallel::sfbPays(rows, in, outputs, dp)) out.emplace_back(in, outputs);
+  return out;
+}
+
 std::string lossyChoice(const runtime::TrainConfig& c) {
   if (c.compress != "none") return "--compress " + c.compress;
   if (c.strategy == "hogwild") return "--strategy hogwild";
@@ -59,18 +69,16 @@ SufficientFactorCost sufficientFactors(const api::RunConfig& rc, const Machine& 
                                        const Layout& l, const RankGroup& g, double computeShare) {
   const auto& c = rc.train;
   SufficientFactorCost out;
-  if (c.sfb == "off" || l.strategy != "allreduce" || l.dp < 2) return out;
+  if (l.strategy != "allreduce" || l.dp < 2) return out;
   const int64_t rows = c.batchSize * c.accumulate * p.tokensPerSample;
-  for (const LayerProfile& layer : p.layers)
-    for (const auto& [in, outputs] : layer.linears) {
-      if (c.sfb == "auto" && !parallel::sfbPays(rows, in, outputs, l.dp)) continue;
-      const double msg = 4.0 * static_cast<double>(rows * (in + outputs));
-      out.weightParams += static_cast<double>(in * outputs);
-      out.seconds += allgatherTime(m, l.placement, g, msg * l.dp);
-      out.bytesPerRank += msg * (l.dp - 1);
-      out.rebuildS += 2.0 * static_cast<double>(in * outputs) * static_cast<double>(rows * l.dp) /
-                      (m.flops(c.precision) / computeShare);
-    }
+  for (const auto& [in, outputs] : factorLayers(p, c.sfb, rows, l.dp)) {
+    const double msg = 4.0 * static_cast<double>(rows * (in + outputs));
+    out.weightParams += static_cast<double>(in * outputs);
+    out.seconds += allgatherTime(m, l.placement, g, msg * l.dp);
+    out.bytesPerRank += msg * (l.dp - 1);
+    out.rebuildS += 2.0 * static_cast<double>(in * outputs) * static_cast<double>(rows * l.dp) /
+                    (m.flops(c.precision) / computeShare);
+  }
   return out;
 }
 

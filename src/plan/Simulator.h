@@ -16,6 +16,7 @@
 //   optimizer  the update's bytes over memory bandwidth (offload: the state
 //              read and written once more).
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -70,5 +71,10 @@ double compressionRatio(const runtime::TrainConfig& c, double width);
 // Choices that change what is learned (compression, asynchrony, Hogwild!,
 // local SGD): "" when the configuration has none, else which.
 std::string lossyChoice(const runtime::TrainConfig& c);
+// The (in, out) Linear weights whose gradient --sfb `mode` sends as factors of
+// `rows` rows per rank over `dp` replicas (on: all; auto: where they pay,
+// parallel::sfbPays; off: none).
+std::vector<std::pair<int64_t, int64_t>> factorLayers(const ModelProfile& p, const std::string& mode, int64_t rows,
+                                                      int dp);
 
 }  // namespace dtrain::plan

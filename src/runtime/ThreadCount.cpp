@@ -19,10 +19,8 @@ int usableCores() {
   return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
-// A positive integer from the environment, or 0 when unset or not one.
-int positiveFromEnv(const char* name) {
-  const char* s = std::getenv(name);
-  if (!s || !*s) return 0;
+// A whole number in [1, 1024], or 0 when `s` is not one.
+int positiveCount(const char* s) {
   char* end = nullptr;
   const long v = std::strtol(s, &end, 10);
   return end && *end == '\0' && v > 0 && v <= 1024 ? static_cast<int>(v) : 0;
@@ -33,7 +31,7 @@ int positiveFromEnv(const char* name) {
 int resolvedThreads(const TrainConfig& c, int ranksOnMachine) {
   if (c.threads > 0) return c.threads;
   if (const char* s = std::getenv("OMP_NUM_THREADS"); s && *s) {
-    const int v = positiveFromEnv("OMP_NUM_THREADS");
+    const int v = positiveCount(s);
     DTRAIN_CHECK_USAGE(v > 0, "--threads auto: OMP_NUM_THREADS must be a whole number from 1 to 1024 (got '", s,
                        "')");
     return v;
@@ -43,7 +41,8 @@ int resolvedThreads(const TrainConfig& c, int ranksOnMachine) {
 
 int mpiRanksOnThisMachine() {
   for (const char* name : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"})
-    if (const int v = positiveFromEnv(name)) return v;
+    if (const char* s = std::getenv(name); s && *s)
+      if (const int v = positiveCount(s)) return v;
   return 1;
 }
 

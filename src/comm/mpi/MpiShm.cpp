@@ -35,13 +35,13 @@ namespace dtrain::comm::mpi {
 
 using dtrain::detail::concat;
 
-NodeShm::NodeShm(MPI_Comm comm) : worldRanks_(worldRanksOf(comm)) {
+NodeShm::NodeShm(MPI_Comm comm) : worldRanks_(worldRanksOf(comm)), worldPeers_(worldPeersOf(comm)) {
   int n = 0, r = 0;
   MPI_Comm_size(comm, &n);
   MPI_Comm_rank(comm, &r);
   // Collective setup inside MPI: the watchdog ends the job if a peer never comes.
   BlockingScope blocking("the shared-memory window's setup", concat("the other ", n - 1, " ranks of this host"),
-                         Millis{0}, worldPeersOf(comm));
+                         Millis{0}, worldPeers_);
   MPI_Info info;
   MPI_Info_create(&info);
   MPI_Info_set(info, "alloc_shared_noncontig", "true");
@@ -81,12 +81,8 @@ NodeShm::NodeShm(MPI_Comm comm) : worldRanks_(worldRanksOf(comm)) {
 }
 
 NodeShm::~NodeShm() {
-  std::vector<int> peers = worldRanks_;
-  int me = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &me);
-  peers.erase(std::remove(peers.begin(), peers.end(), me), peers.end());
   BlockingScope blocking("MPI_Win_free of the shared-memory window", "the other ranks of this host",
-                         Millis{0}, peers);
+                         Millis{0}, worldPeers_);
   if (win_ != MPI_WIN_NULL) MPI_Win_free(&win_);
 }
 

@@ -53,7 +53,8 @@ class NodeShm {
   uint64_t calls_ = 0;
   bool cma_ = false;
   std::vector<int> pids_;
-  std::vector<int> worldRanks_;
+  std::vector<int> worldRanks_;  // MPI_COMM_WORLD rank of each rank of the window
+  std::vector<int> worldPeers_;  // the same without this rank (the watchdog's scopes)
   std::vector<char> tmp_;
 };
 
