@@ -295,8 +295,11 @@ Prediction simulate(const api::RunConfig& rc, const Machine& m, const ModelProfi
     const double K = c.workUnits > 0 ? static_cast<double>(c.workUnits) : 4 * W;
     const double evals = kSandblasterEvaluationsPerIteration;
     const double paramBytes = 4.0 * static_cast<double>(p.params());
-    const double sampleBytes = (p.languageModel ? 8.0 : 4.0) * static_cast<double>(p.width) *
-                               (p.languageModel ? 1.0 : static_cast<double>(p.tokensPerSample));
+    // A unit's samples: a language model's input and target windows of int64
+    // tokens; a classifier's features, taken as fp32 (raw uint8 images such as
+    // Fashion-MNIST's travel as 1 byte each, 4x less).
+    const double sampleBytes = p.languageModel ? 2.0 * 8.0 * static_cast<double>(p.tokensPerSample)
+                                               : 4.0 * static_cast<double>(p.width);
     const double samples = static_cast<double>(l.samplesPerStep);
     const LinkCost link = m.link(l.placement.threads ? LinkKind::SameProcess
                                  : l.placement.hosts > 1 ? LinkKind::InterHost : LinkKind::IntraHost);
