@@ -10,7 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "comm/local/Local.h"
 #include "core/Error.h"
+#include "parallel/PsTestUtil.h"
 #include "parallel/ps/Protocol.h"
 #include "parallel/sandblaster/ShardState.h"
 #include "parallel/sandblaster/UnitProtocol.h"
@@ -69,6 +71,64 @@ TEST(WireProtocol, PsHeadersFromPeersAreCheckedFieldByField) {
     const std::string err = psDecodeError(h, {ps::Kind::Push});
     EXPECT_EQ(err, std::string("parameter server protocol: malformed message from worker 1 (rank 3): ") + c.field);
   }
+}
+
+// A sync server takes its first push's step as where the run starts (a
+// resumed run starts past 0): a step number from a peer must not size its
+// per-step statistics (step 2^50 once asked for 8 PB and died of bad_alloc).
+// One hand-written worker (rank 1) speaks the protocol to one real server.
+TEST(WireProtocol, APsServerStartingAtAHugeStepAllocatesNothingByIt) {
+  runtime::TrainConfig c = smallConfig("mlp", 16);
+  c.strategy = "ps";
+  auto o = test::psOptions(c, 1, ps::Consistency::Sync);
+  o.workers = 1;
+  const int64_t start = ps::kMaxCount - 10;
+  ps::ServerStats stats;
+  comm::local::runLocal(2, [&](comm::Communicator& comm) {
+    auto model = nn::makeModel("mlp", 7);
+    if (comm.rank() == 0) {
+      stats = ps::ParameterServer(comm, *model, o).run();
+      return;
+    }
+    auto beats = comm.split(0, comm.rank());  // as PsWorker: the servers' heartbeats travel there
+    int64_t n = 0;
+    for (const auto& [name, p] : model->namedParameters()) n += p.numel();
+    std::vector<float> msg(ps::kHeaderFloats + n, 0.0f);
+    ps::Header h;
+    h.kind = ps::Kind::Init;
+    h.total = n;
+    ps::writeHeader(msg.data(), h);
+    comm.send(msg.data(), msg.size(), DType::F32, 0, ps::kInitTag);
+    for (int64_t step = start; step < start + 2; ++step) {
+      h = ps::Header{};
+      h.kind = ps::Kind::Push;
+      h.step = step;
+      h.seq = step - start;
+      h.lr = 0.1;
+      h.flags = ps::kWantParams;
+      ps::writeHeader(msg.data(), h);
+      comm.send(msg.data(), msg.size(), DType::F32, 0, ps::kPushTag);
+      comm.recv(msg.data(), msg.size(), DType::F32, 0, ps::kReplyTag);
+      EXPECT_EQ(ps::decodeHeader(msg.data(), {ps::Kind::Params}, "server").step, step + 1);
+    }
+    std::vector<float> ctrl(ps::kHeaderFloats);
+    h = ps::Header{};
+    h.kind = ps::Kind::Done;
+    h.step = start + 2;
+    h.seq = 2;
+    ps::writeHeader(ctrl.data(), h);
+    comm.send(ctrl.data(), ctrl.size(), DType::F32, 0, ps::kCtrlTag);
+    // The final state: header, parameters and optimizer state, statistics.
+    comm.recv(ctrl.data(), ctrl.size(), DType::F32, 0, ps::kFinalTag);
+    const ps::Header fin = ps::decodeHeader(ctrl.data(), {ps::Kind::Final}, "server");
+    std::vector<float> payload((1 + fin.slots) * n);
+    comm.recv(payload.data(), payload.size(), DType::F32, 0, ps::kFinalTag);
+    std::vector<uint8_t> json(fin.extra);
+    comm.recv(json.data(), json.size(), DType::U8, 0, ps::kFinalTag);
+  });
+  EXPECT_EQ(stats.updates, 2);
+  EXPECT_EQ(stats.appliedPerStep, (std::vector<int64_t>{1, 1}));
+  EXPECT_EQ(stats.droppedPerStep, (std::vector<int64_t>{0, 0}));
 }
 
 TEST(WireProtocol, SandblasterNumbersAreWholeAndInRangeBeforeTheyIndex) {

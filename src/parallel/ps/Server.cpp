@@ -210,16 +210,14 @@ void ParameterServer::handleSyncPush(int w, const Header& h, const float* grad) 
   Peer& p = peers_[w];
   ++p.pushesDone;
   p.clock = h.step + 1;
-  auto count = [](std::vector<int64_t>& perStep, int64_t step) -> int64_t& {
-    if (static_cast<int64_t>(perStep.size()) <= step) perStep.resize(step + 1, 0);
-    return perStep[step];
-  };
-  if (stats_.updates == 0 && accepted_ == 0) step_ = h.step;  // a resumed run starts past 0
+  if (stats_.updates == 0 && accepted_ == 0) step_ = firstStep_ = h.step;  // a resumed run starts past 0
+  DTRAIN_CHECK(h.step >= firstStep_, "server ", server_, ": ", workerName(w), " pushed step ", h.step,
+               ", before step ", firstStep_, " where this run started");
   if (h.step < step_) {
     // Late: step h.step was closed with the first W-b gradients. The sender
     // gets the current parameters (and, once a worker finished, the order to stop).
     ++stats_.dropped;
-    ++count(stats_.droppedPerStep, h.step);
+    ++stats_.droppedPerStep[h.step - firstStep_];  // sized for every closed step
     if (h.flags & kWantParams) reply(w, kDropped | (anyDone_ ? kFinished : 0));
     return;
   }
@@ -274,8 +272,7 @@ void ParameterServer::closeSyncStep() {
   if (opts_.clipGradNorm > 0) clipSyncGradient();
   apply(g, stepLr_);
   stats_.appliedPerStep.push_back(accepted_);
-  if (static_cast<int64_t>(stats_.droppedPerStep.size()) <= step_)
-    stats_.droppedPerStep.resize(step_ + 1, 0);
+  stats_.droppedPerStep.push_back(0);  // step_'s late gradients, counted as they come
   ++step_;
   accepted_ = 0;
   // One copy of the new parameters answers every accepted worker.

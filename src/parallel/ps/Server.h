@@ -113,6 +113,10 @@ class ParameterServer {
   ServerStats stats_;
   // sync
   int64_t step_ = 0;               // the step being collected
+  // The first step collected (a resumed run starts past 0): droppedPerStep is
+  // indexed from it, like appliedPerStep, so no peer's step number sizes a
+  // vector (a corrupt first push of step 2^50 is one more step, not 8 PB).
+  int64_t firstStep_ = 0;
   int accepted_ = 0;
   double stepLr_ = 0;
   int folded_ = 0;            // workers 0..folded_-1 are summed into grad_ (or absent)

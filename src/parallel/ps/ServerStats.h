@@ -22,7 +22,8 @@ struct ServerStats {
   int64_t bytesIn = 0, bytesOut = 0;
   double seconds = 0;    // from the first worker message to the last
   std::vector<int64_t> staleness = std::vector<int64_t>(kStalenessBuckets, 0);
-  std::vector<int64_t> appliedPerStep, droppedPerStep;  // sync: gradients per step
+  // sync: gradients applied and dropped per step, from the first step this run collected
+  std::vector<int64_t> appliedPerStep, droppedPerStep;
   int64_t sspMaxAhead = 0;  // ssp: most steps a push ran ahead of the slowest worker
   std::vector<int> deadWorkers;        // every worker declared dead at some point
   std::vector<int> readmittedWorkers;  // one entry per re-admission
