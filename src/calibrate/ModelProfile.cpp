@@ -95,7 +95,13 @@ ModelTimes profileModel(const ModelProfileConfig& c) {
   const nn::ModelInfo info = nn::modelInfo(c.model);
   runtime::applyTaskDefaults(train, [](const char*) { return false; });
   auto model = nn::buildModel(c.model, {}, 1);
-  const auto layers = nn::layerSequence(*model);
+  // A model that is not a sequence of layers (resnet's residual blocks, a
+  // user's graph) is timed whole, as one layer: what the simulator needs for
+  // data parallelism, ZeRO and the rest; a pipeline cannot cut it anyway.
+  const auto layers = nn::isLayerSequence(*model)
+                          ? nn::layerSequence(*model)
+                          : std::vector<nn::SequenceLayer>{
+                                {"model", [m = model.get()](const Variable& x) { return (*m)(x); }, {{"", model}}}};
   auto opt = optim::makeOptimizer(train.optimizer, model->namedParameters(),
                                   runtime::optimizerOptions(train));
   const auto [x, y] = randomBatch(info, c.microBatch);

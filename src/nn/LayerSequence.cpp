@@ -28,6 +28,10 @@ std::vector<SequenceLayer> layerSequence(Module& model) {
   throw UsageError("this model is not a sequence of layers: a pipeline cannot cut it");
 }
 
+bool isLayerSequence(const Module& model) {
+  return dynamic_cast<const Gpt*>(&model) || dynamic_cast<const Sequential*>(&model);
+}
+
 void ModuleGroup::add(const std::string& name, std::shared_ptr<Module> module) {
   for (const auto& [n, m] : children())
     if (m == module) return;

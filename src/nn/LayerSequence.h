@@ -28,6 +28,8 @@ struct SequenceLayer {
 // The layers of `model` (which must outlive them). Throws UsageError for a
 // model that is not a sequence of layers.
 std::vector<SequenceLayer> layerSequence(Module& model);
+// Whether layerSequence(model) has layers to give (gpt, Sequential models).
+bool isLayerSequence(const Module& model);
 
 // A module whose children are the given (name, module) pairs, each module
 // once: namedParameters() lists their parameters under the model's names.

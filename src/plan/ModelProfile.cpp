@@ -1,5 +1,6 @@
 #include "plan/ModelProfile.h"
 
+#include <cmath>
 #include <numeric>
 
 #include "core/Error.h"
@@ -129,21 +130,32 @@ namespace {
 
 nn::ModelOverrides overridesOf(const api::RunConfig& rc) { return runtime::modelOverrides(rc.train); }
 
-// Parameters only, from the real module (models without an analytic profile).
-ModelProfile countedProfile(const api::RunConfig& rc) {
+// Models without an analytic profile: the parameters from the real module,
+// the activations as calibrate measured them (what its layers held after
+// forward, over the micro-batch nearest the run's), as one layer.
+ModelProfile countedProfile(const api::RunConfig& rc, const ModelCalibration& measured) {
   ModelProfile p;
   p.name = rc.train.model;
   const auto model = nn::buildModel(rc.train.model, overridesOf(rc), 0, runtime::dataShape(rc.train));
   LayerProfile all;
   all.name = "model";
   for (const auto& [name, param] : model->namedParameters()) all.tensors.push_back(param.numel());
+  if (!measured.microBatches.empty()) {
+    const double mbs = static_cast<double>(rc.train.batchSize);
+    auto nearest = measured.microBatches.begin();
+    for (auto it = nearest; it != measured.microBatches.end(); ++it)
+      if (std::abs(std::log(it->first / mbs)) < std::abs(std::log(nearest->first / mbs))) nearest = it;
+    double held = 0;
+    for (const LayerTime& l : nearest->second.layers) held += static_cast<double>(l.activationBytes);
+    all.activationBytes = held / static_cast<double>(nearest->first);
+  }
   p.layers.push_back(all);
   return p;
 }
 
 }  // namespace
 
-ModelProfile profileFor(const api::RunConfig& rc, bool calibrated) {
+ModelProfile profileFor(const api::RunConfig& rc, const Machine* machine) {
   const auto& c = rc.train;
   const nn::ModelInfo info = nn::modelInfo(c.model, overridesOf(rc));
   for (const auto& preset : nn::gptPresetNames()) {
@@ -161,11 +173,14 @@ ModelProfile profileFor(const api::RunConfig& rc, bool calibrated) {
     if (hidden.empty()) hidden = {256, 256};
     return mlpProfile(inputs, hidden, d.classes);
   }
-  DTRAIN_CHECK_USAGE(calibrated, "no cost profile for --model ", c.model,
+  const ModelCalibration* measured = nullptr;
+  if (machine)
+    if (auto it = machine->models.find(c.model); it != machine->models.end()) measured = &it->second;
+  DTRAIN_CHECK_USAGE(measured, "no cost profile for --model ", c.model,
                      ": the simulator counts FLOPs for mlp and the gpt models; for other models "
                      "give a machine file whose \"models\" section has measured times for it "
                      "(dtrain calibrate)");
-  return countedProfile(rc);
+  return countedProfile(rc, *measured);
 }
 
 int64_t builtModelParams(const api::RunConfig& rc) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "api/RunConfig.h"
+#include "plan/Machine.h"
 
 namespace dtrain::plan {
 
@@ -73,9 +74,11 @@ ModelProfile mlpProfile(int64_t inputs, const std::vector<int64_t>& hidden, int6
 
 // The profile of the configuration's model (its overrides applied). Throws
 // UsageError for a model without one (lenet, resnet-*, a program's own) unless
-// `calibrated`: then only the parameters are counted, from the real module,
-// and the machine file's measured times stand for the FLOPs.
-ModelProfile profileFor(const api::RunConfig& rc, bool calibrated = false);
+// `machine` has measured it (its "models" section, dtrain calibrate): then the
+// parameters are counted from the real module, the measured times stand for
+// the FLOPs, and the measured activation bytes (per sample, at the micro-batch
+// nearest the configuration's) for the activations.
+ModelProfile profileFor(const api::RunConfig& rc, const Machine* machine = nullptr);
 
 // The parameter count of the module nn::buildModel builds (what the profiles
 // are checked against).

@@ -37,7 +37,7 @@ struct PlanSearch {
       for (const auto& [id, origin] : req.baseSources.where) src.where.emplace(id, origin);
       src.where.emplace("training.batch_size", "--global-batch");
       rc = api::prepared(rc, src);
-      if (!profile) profile = profileFor(rc, machine.models.count(rc.train.model) > 0);
+      if (!profile) profile = profileFor(rc, &machine);
       SimulateOptions o;
       o.hosts = req.hosts;
       Candidate cand{rc, simulate(rc, machine, *profile, o), summary, lossyChoice(rc.train), 0, true};
@@ -212,7 +212,7 @@ PlanResult plan(const PlanRequest& r, const Machine& m) {
   probe.train.model = r.model;
   api::Sources src = api::sourcesFromValues(probe);
   for (const auto& [id, origin] : r.baseSources.where) src.where.emplace(id, origin);
-  s.profile = profileFor(api::prepared(probe, src), m.models.count(r.model) > 0);
+  s.profile = profileFor(api::prepared(probe, src), &m);
   s.run();
   std::stable_sort(s.result.ranked.begin(), s.result.ranked.end(), [](const Candidate& a, const Candidate& b) {
     return a.prediction.samplesPerS > b.prediction.samplesPerS;

@@ -197,7 +197,7 @@ std::vector<StageCompute> stageCompute(const api::RunConfig& rc, const Machine& 
 }  // namespace
 
 Prediction simulate(const api::RunConfig& rc, const Machine& m, const SimulateOptions& o) {
-  return simulate(rc, m, profileFor(rc, m.models.count(rc.train.model) > 0), o);
+  return simulate(rc, m, profileFor(rc, &m), o);
 }
 
 Prediction simulate(const api::RunConfig& rc, const Machine& m, const ModelProfile& p,

@@ -11,7 +11,7 @@
 namespace dtrain::test {
 namespace {
 
-const char* kQuick = "calibrate --models mlp --micro-batches 1 --quick --max-bytes 65536 --repeats 1 --no-mpi";
+const char* kQuick = "calibrate --micro-batches 1 --quick --max-bytes 65536 --repeats 1 --no-mpi --models mlp";
 
 TEST(CalibrateCli, BadFlagsAreOneLineExit2) {
   const std::string out = " --out " + tempDir() + "/m.json";
@@ -31,7 +31,8 @@ TEST(CalibrateCli, BadFlagsAreOneLineExit2) {
 
 TEST(CalibrateCli, QuickRunWritesAValidMachineFile) {
   const std::string path = tempDir() + "/machine.json";
-  const CliResult r = runDtrain(std::string(kQuick) + " --out " + path);
+  // resnet-20 beside the mlp: not a sequence of layers, so timed whole.
+  const CliResult r = runDtrain(std::string(kQuick) + ",resnet-20 --out " + path);
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.err.find("calibrate: wrote " + path), std::string::npos) << r.err;
   std::ifstream in(path);
@@ -52,6 +53,12 @@ TEST(CalibrateCli, QuickRunWritesAValidMachineFile) {
   EXPECT_EQ(mlp.size(), 3u) << mlp.dump();  // precision, threads, micro_batches: the format's keys
   ASSERT_TRUE(mlp["micro_batches"].contains("1"));
   EXPECT_EQ(mlp["micro_batches"]["1"]["layers"].size(), 6u);  // Flatten, Linear, ReLU, ...
+  const auto& resnet = m["models"]["resnet-20"]["micro_batches"]["1"];
+  ASSERT_EQ(resnet["layers"].size(), 1u) << resnet.dump();
+  EXPECT_EQ(resnet["layers"][0]["name"], "model");
+  EXPECT_EQ(resnet["layers"][0]["params"], 272186);
+  EXPECT_GT(resnet["layers"][0]["activation_bytes"].get<double>(), 0);
+  EXPECT_GT(resnet["backward_s"].get<double>(), 0);
 }
 
 #ifdef DTRAIN_WITH_MPI

@@ -248,3 +248,28 @@ TEST(PlanSimulator, SufficientFactorsSendTheFactorsOfTheLayersThatPay) {
   // At 512 rows per rank no layer pays: auto is the plain allreduce.
   EXPECT_NEAR(plan::simulate(wideMlp("auto", 512), m, o).bytesPerRank, 2 * (w - 1) / w * all, 1e-6 * all);
 }
+
+TEST(PlanSimulator, AModelWithoutAProfileTakesItsMeasuresFromTheMachineFile) {
+  // resnet-20 has no analytic profile: without a "models" entry the simulator
+  // refuses it; with one, calibrate's whole-model layer gives the times and
+  // the activations (bytes held after forward over 32 samples: 1e5 a sample).
+  api::RunConfig rc;
+  rc.train.model = "resnet-20";
+  rc.train.dataset = "synthetic";
+  rc.train.batchSize = 16;
+  const api::RunConfig prepared = api::prepared(rc, api::sourcesFromValues(rc));
+  try {
+    plan::simulate(prepared, plan::parseMachine(kCluster, "plain"));
+    ADD_FAILURE() << "simulated a model it has no profile or measurement of";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("no cost profile for --model resnet-20"), std::string::npos) << e.what();
+  }
+  std::string text = kCluster;
+  text.insert(text.rfind('}'), R"(, "models": {"resnet-20": {"micro_batches": {"32": {"forward_s": 0.2,
+      "backward_s": 0.4, "update_s": 0.001, "layers": [{"name": "model", "params": 272186, "forward_s": 0.2,
+      "backward_s": 0.4, "activation_bytes": 3200000}]}}}})");
+  const plan::Prediction p = plan::simulate(prepared, plan::parseMachine(text, "calibrated"));
+  EXPECT_NEAR(p.computeS, 0.3, 1e-9);  // half the measured micro-batch
+  ASSERT_EQ(p.memory.size(), 1u);
+  EXPECT_NEAR(static_cast<double>(p.memory[0].activationsPeak), 16 * 1e5, 1e3);
+}
