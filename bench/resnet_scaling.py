@@ -6,6 +6,7 @@ Gbit/s, flat (ring) against hierarchical allreduce, with and without fp16 compre
                                                  [--batch 64] [--steps 20] [--rounds 1]
                                                  [--out bench/resnet_scaling.jsonl]
   bench/resnet_scaling.py --table bench/resnet_scaling.jsonl
+  bench/resnet_scaling.py --extrapolate bench/machines/zen4-resnet20-netsim4-1gbit.json [--hosts-up-to 64]
 
 Weak scaling, as the notes' curves: every rank trains on --batch samples per step, so the global
 batch grows with the ranks. Layout HxR: H emulated hosts (`scripts/netsim.sh`, one network
@@ -16,6 +17,11 @@ reduce over shared memory, the hosts' leaders' allreduce, in-host broadcast), ea
 machine's cores, so a layout with more ranks than cores oversubscribes them: read the step's
 exposed communication (`exposed_comm_ms`, measured) for what the network costs, and samples/s
 against the same layout's compute-only bound (ranks x batch / compute_ms).
+--extrapolate: what these cores would do as real hosts (each with its own 2 cores, so nothing
+oversubscribed), from `dtrain simulate`: the calibrated machine file's compute and resnet-20 times
+(`dtrain calibrate --models resnet-20 --micro-batches 64 --netsim 4 --rate 1gbit`), its shared
+cores and emulated-host collective fits dropped, and the host links set to 1 and 10 Gbit/s
+(the emulated 1 Gbit/s link's measured 119 MB/s, and 10x that; 50 and 20 us latency).
 Each run appends one JSON line to --out (rows already there are skipped; `--rounds N` repeats
 each configuration N times, alternating, for medians).
 """
@@ -126,6 +132,46 @@ def table(path):
               f"{m['exposed_comm_ms']:.1f} | {per_step / 1e6:.2f} MB | {m['n']} |")
 
 
+def extrapolate(machine_path, dtrain, batch, hosts_up_to):
+    import tempfile
+    with open(machine_path) as f:
+        calibrated = json.load(f)
+    links = {"1gbit": (119e6, 50e-6), "10gbit": (1.19e9, 20e-6)}
+    hosts = [h for h in (1, 2, 4, 8, 16, 32, 64) if h <= hosts_up_to]
+    tmp = tempfile.mkdtemp(prefix="resnet-scaling-")
+    single = None
+    print("| link | hosts x 2 ranks | allreduce | compress | predicted samples/s | per host | scaling efficiency "
+          "| exposed comm ms/step | dominant |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for rate, (bw, alpha) in links.items():
+        m = {k: v for k, v in calibrated.items() if k not in ("shared_cores", "collectives", "hosts")}
+        m["name"] = f"hypothetical: hosts of {calibrated['devices_per_host']} cores, {rate}"
+        m["links"] = dict(calibrated["links"], inter_host={"alpha_s": alpha, "bytes_per_s": bw})
+        mpath = os.path.join(tmp, f"{rate}.json")
+        with open(mpath, "w") as f:
+            json.dump(m, f)
+        for h in hosts:
+            for algo in ALGOS:
+                for compress in COMPRESS:
+                    n = 2 * h
+                    args = train_args(dtrain, n, batch, 20, algo, compress)
+                    conf = subprocess.run(args + ["--print-config"], capture_output=True, text=True, check=True)
+                    cpath = os.path.join(tmp, "run.toml")
+                    with open(cpath, "w") as f:
+                        f.write(conf.stdout)
+                    p = subprocess.run([dtrain, "simulate", "--config", cpath, "--machine", mpath, "--hosts", str(h)],
+                                       capture_output=True, text=True)
+                    if p.returncode != 0:
+                        sys.exit(f"resnet_scaling.py: simulate {h}x2 {algo} {compress}: {p.stderr.strip()}")
+                    r = json.loads(p.stdout.strip().splitlines()[-1])
+                    if single is None:
+                        single = r["samples_per_s"] / 2  # one host's 2 ranks with no network: the per-rank rate
+                    eff = r["samples_per_s"] / (n * single)
+                    print(f"| {rate} | {h}x2 | {algo} | {compress} | {r['samples_per_s']:.0f} | "
+                          f"{r['samples_per_s'] / h:.0f} | {eff:.0%} | {1e3 * r['exposed_comm_s']:.1f} | "
+                          f"{r['dominant']} |")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dtrain", default=os.path.join(ROOT, "build", "dtrain"))
@@ -136,8 +182,12 @@ def main():
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "resnet_scaling.jsonl"))
     ap.add_argument("--table", metavar="JSONL", help="print the markdown table of finished runs")
+    ap.add_argument("--extrapolate", metavar="MACHINE", help="simulate real hosts from a calibrated machine file")
+    ap.add_argument("--hosts-up-to", type=int, default=64)
     a = ap.parse_args()
-    if a.table:
+    if a.extrapolate:
+        extrapolate(a.extrapolate, a.dtrain, a.batch, a.hosts_up_to)
+    elif a.table:
         table(a.table)
     else:
         run(a)

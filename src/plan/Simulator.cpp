@@ -315,17 +315,18 @@ Prediction simulate(const api::RunConfig& rc, const Machine& m, const ModelProfi
   } else if (l.dp > 1 && l.strategy != "hogwild") {
     const RankGroup g = meshGroup(l, MeshDim::Replicas);
     const SufficientFactorCost sfb = sufficientFactors(rc, m, p, l, g, share);
-    const double bytes = (gradBytes - 4 * sfb.weightParams) * ratio;
+    // Fusion buckets (--fusion-mb) are cut from the fp32 gradients; a
+    // compressor then shrinks each one by `ratio`.
+    const double raw = gradBytes - 4 * sfb.weightParams, bytes = raw * ratio;
+    const double rawBucket = std::min(raw, std::max(1.0, c.fusionMb * 1048576.0));
     if (gathersCompressed(c.compress)) {
       dpS = allgatherTime(m, l.placement, g, bytes * l.dp);
       r.bytesPerRank += bytes * (l.dp - 1);
     } else {
-      // In fusion buckets (--fusion-mb), each its own call: auto picks each
-      // bucket's algorithm by its size.
-      const double bucketBytes = std::min(bytes, std::max(1.0, c.fusionMb * 1048576.0));
-      const double full = std::floor(bytes / bucketBytes), rest = bytes - full * bucketBytes;
-      dpS = full * allreduceTime(m, l.placement, g, bucketBytes, c.allreduceAlgo) +
-            (rest > 0 ? allreduceTime(m, l.placement, g, rest, c.allreduceAlgo) : 0);
+      // Each bucket its own call: auto picks each bucket's algorithm by its size.
+      const double full = std::floor(raw / rawBucket), rest = raw - full * rawBucket;
+      dpS = full * allreduceTime(m, l.placement, g, rawBucket * ratio, c.allreduceAlgo) +
+            (rest > 0 ? allreduceTime(m, l.placement, g, rest * ratio, c.allreduceAlgo) : 0);
       r.bytesPerRank += ringAllreduceBytesPerRank(l.dp, bytes);
     }
     if (c.zero == 3) {
@@ -345,9 +346,12 @@ Prediction simulate(const api::RunConfig& rc, const Machine& m, const ModelProfi
     // transfers then wait for cores (TCP and MPI's progress run on them), so
     // they come after backward instead of beside it (measured: gpt-small dp 4
     // at 1 Gbit/s, 116 ms against 76 predicted with overlap).
+    // Compressed buckets overlap as well: the trainer compresses and reduces each
+    // bucket on its communication thread as backward goes (the encoders'
+    // compute, e.g. PowerSGD's orthogonalization, is not modelled).
     const bool coresFree = m.sharedCores == 0 || l.ranks < m.sharedCores;
-    const bool overlaps = c.overlap && c.zero == 0 && l.strategy == "allreduce" && c.compress == "none" && coresFree;
-    const double bucket = allreduceTime(m, l.placement, g, std::min(bytes, c.fusionMb * 1048576.0), c.allreduceAlgo);
+    const bool overlaps = c.overlap && c.zero == 0 && l.strategy == "allreduce" && coresFree;
+    const double bucket = allreduceTime(m, l.placement, g, rawBucket * ratio, c.allreduceAlgo);
     dpExposed = overlaps ? std::max(bucket, dpS - lastBackward) : dpS;
   }
   // The update: parameters, gradients and state read, parameters and state written.

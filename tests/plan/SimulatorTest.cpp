@@ -273,3 +273,27 @@ TEST(PlanSimulator, AModelWithoutAProfileTakesItsMeasuresFromTheMachineFile) {
   ASSERT_EQ(p.memory.size(), 1u);
   EXPECT_NEAR(static_cast<double>(p.memory[0].activationsPeak), 16 * 1e5, 1e3);
 }
+
+TEST(PlanSimulator, CompressionShrinksEachFusionBucketNotTheirNumber) {
+  // The trainer cuts buckets from the fp32 gradients (--fusion-mb) and then
+  // compresses each: fp16 sends as many calls as fp32, each half the bytes.
+  // Latency only (1 s a message, unbounded bandwidth): the same time.
+  std::string text = kCluster;
+  const std::string fast = R"("inter_host": {"alpha_s": 1, "bytes_per_s": 1e15})";
+  text.replace(text.find(R"("inter_host")"), std::string(R"("inter_host": {"alpha_s": 2e-4, "bytes_per_s": 1.25e7})").size(), fast);
+  const plan::Machine m = plan::parseMachine(text, "latency");
+  api::RunConfig rc;
+  rc.train.model = "mlp";
+  rc.train.dataset = "synthetic";
+  rc.train.backend = "mpi";
+  rc.train.workers = 4;
+  rc.train.allreduceAlgo = "ring";
+  plan::SimulateOptions o;
+  o.hosts = 4;
+  const plan::Prediction none = plan::simulate(api::prepared(rc, api::sourcesFromValues(rc)), m, o);
+  rc.train.compress = "fp16";
+  const plan::Prediction fp16 = plan::simulate(api::prepared(rc, api::sourcesFromValues(rc)), m, o);
+  EXPECT_GT(none.commS, 4.0);  // 5 buckets of 1,077,288 bytes, 6 ring steps each
+  EXPECT_NEAR(fp16.commS, none.commS, 1e-6 * none.commS);
+  EXPECT_NEAR(fp16.bytesPerRank, none.bytesPerRank / 2, 1e-6 * none.bytesPerRank);
+}
