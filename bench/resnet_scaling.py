@@ -120,7 +120,11 @@ def table(path):
     print("| link | hosts x ranks | allreduce | compress | samples/s | x 1 process | compute-bound samples/s "
           "| exposed comm ms/step | bytes sent per rank and step | runs |")
     print("|---|---|---|---|---|---|---|---|---|---|")
-    for k in sorted(med, key=lambda k: (k[0] != "-", k[0], k[1] * k[2], k[1], k[3], k[4])):
+    def rate_bits(rate):  # "-" (one host) first, then by speed: "1gbit" before "10gbit"
+        units = {"kbit": 1e3, "mbit": 1e6, "gbit": 1e9}
+        return next((float(rate[:-len(u)]) * f for u, f in units.items() if rate.endswith(u)), 0.0)
+
+    for k in sorted(med, key=lambda k: (rate_bits(k[0]), k[1] * k[2], k[1], k[3], k[4])):
         rate, h, r, algo, compress = k
         m = med[k]
         n = h * r
