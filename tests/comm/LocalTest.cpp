@@ -2,12 +2,16 @@
 // local-only behaviour (one rank's exception fails the others promptly).
 #include <gtest/gtest.h>
 
+#include <signal.h>
+
 #include <stdexcept>
+#include <thread>
 
 #include "Conformance.h"
 #include "comm/Registry.h"
 #include "comm/local/Local.h"
 #include "core/Error.h"
+#include "core/Resumed.h"
 #include "core/Timer.h"
 
 using namespace dtrain;
@@ -144,6 +148,28 @@ TEST(LocalBackend, PointToPointTimeout) {
   local::runLocal(2, [](Communicator& c) {
     if (c.rank() == 1) p2pTimeoutCase(c);
   }, kTimeout);
+}
+
+// A process stopped and continued (Ctrl-Z, a batch system's suspend) must not
+// fail the waits it had in progress: they get their time again
+// (core/Resumed.h). SIGCONT raised in rank 1 at 0.6 s stands for the
+// continue; rank 0's receive of 1 s then lasts until rank 1 sends at 1.4 s.
+TEST(LocalBackend, AWaitAcrossAContinueFromAStopGetsItsTimeAgain) {
+  const uint64_t before = resumed::count();
+  local::runLocal(2, [](Communicator& c) {
+    float x = 0;
+    if (c.rank() == 0) {
+      c.recv(&x, 1, DType::F32, 1, 5, Millis{1000});
+      EXPECT_EQ(x, 42.0f);
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(600));
+      raise(SIGCONT);
+      std::this_thread::sleep_for(std::chrono::milliseconds(800));
+      x = 42;
+      c.send(&x, 1, DType::F32, 0, 5);
+    }
+  }, kTimeout);
+  EXPECT_EQ(resumed::count(), before + 1);
 }
 
 TEST(LocalBackend, MessageSizeMismatch) {

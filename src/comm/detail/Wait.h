@@ -11,6 +11,8 @@
 #include <algorithm>
 #include <thread>
 
+#include "core/Resumed.h"
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #endif
@@ -62,6 +64,17 @@ inline std::chrono::microseconds spinTime(int ranksOnMachine) {
   return ranksOnMachine <= cores ? std::chrono::microseconds(50) : std::chrono::microseconds(0);
 }
 
+// A wait reaching its deadline after its process was stopped and continued
+// (core/Resumed.h) gets its whole length again: the deadline moves to now +
+// `length`; `seen` (resumed::count() when the wait began) is brought up to date.
+inline bool continuedSince(uint64_t& seen, Clock::time_point& deadline, Clock::duration length) {
+  const uint64_t now = resumed::count();
+  if (now == seen) return false;
+  seen = now;
+  deadline = Clock::now() + length;
+  return true;
+}
+
 template <typename Ready, typename Check>
 bool waitUntil(Ready&& ready, Clock::time_point deadline, Check&& check,
                Notifier* notifier = nullptr,
@@ -80,20 +93,22 @@ bool waitUntil(Ready&& ready, Clock::time_point deadline, Check&& check,
   }
   check();
   const auto start = Clock::now();
+  const auto length = deadline - start;
+  uint64_t seen = resumed::count();
   for (uint32_t i = 1;; ++i) {
     if (ready()) return true;
     std::this_thread::yield();
     if ((i & 63) == 0) {
       check();
       auto now = Clock::now();
-      if (now >= deadline) return ready();
+      if (now >= deadline && !continuedSince(seen, deadline, length)) return ready();
       if (now - start > std::chrono::milliseconds(5)) break;  // a long wait: sleep
     }
   }
   auto period = std::chrono::microseconds(50);
   for (;;) {
     check();
-    if (Clock::now() >= deadline) return ready();
+    if (Clock::now() >= deadline && !continuedSince(seen, deadline, length)) return ready();
     if (notifier) {
       if (notifier->sleepFor(ready, std::chrono::microseconds(1000))) return true;
     } else {

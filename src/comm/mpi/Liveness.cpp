@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "core/Error.h"
+#include "core/Resumed.h"
 
 namespace dtrain::comm::mpi {
 
@@ -43,6 +44,16 @@ class BeatThread {
   Millis limit() const { return limit_; }
   int size() const { return size_; }
   int64_t lastHeardNs(int worldRank) const { return lastHeardNs_[worldRank].load(std::memory_order_relaxed); }
+  // After this process was stopped and continued (core/Resumed.h) every peer
+  // counts as heard now: its silence was this process's own (when the whole
+  // job was suspended, the peers' beats resume within a period).
+  void forgiveOwnStop() {
+    const uint64_t r = resumed::count();
+    uint64_t seen = resumedSeen_.load(std::memory_order_relaxed);
+    if (r == seen || !resumedSeen_.compare_exchange_strong(seen, r)) return;
+    const int64_t now = nowNs();
+    for (int k = 0; k < size_; ++k) lastHeardNs_[k].store(now, std::memory_order_relaxed);
+  }
 
  private:
   void loop() {
@@ -92,6 +103,7 @@ class BeatThread {
   Millis period_;
   int rank_, size_;
   std::unique_ptr<std::atomic<int64_t>[]> lastHeardNs_;
+  std::atomic<uint64_t> resumedSeen_{resumed::count()};
   std::mutex mutex_;
   std::condition_variable cv_;
   bool stop_ = false;
@@ -138,6 +150,7 @@ std::vector<SilentPeer> silentPeers(const std::vector<int>& worldRanks, Millis e
   std::vector<SilentPeer> out;
   auto beat = current();
   if (!beat) return out;
+  beat->forgiveOwnStop();
   const int64_t now = nowNs();
   const int64_t limitNs = (beat->limit() + extra).count() * 1000000;
   for (int r : worldRanks) {

@@ -27,6 +27,7 @@
 #include "comm/mpi/MpiCommunicator.h"
 #include "comm/mpi/NodeShm.h"
 #include "core/Error.h"
+#include "core/Resumed.h"
 
 #include "comm/mpi/Liveness.h"
 #include "comm/mpi/Watchdog.h"
@@ -103,6 +104,9 @@ void waitRange(NodeShm& shm, NodeShm::Flag f, uint64_t want, int lo, int hi, con
     return any;
   };
   auto start = comm::detail::Clock::now();
+  auto deadline = call.deadline;  // moved on when the process continues from a stop
+  const auto length = deadline - start;
+  uint64_t seen = resumed::count();
   for (uint32_t i = 1;; ++i) {
     if (!lagging(nullptr)) return;
     comm::detail::cpuRelax();
@@ -113,7 +117,7 @@ void waitRange(NodeShm& shm, NodeShm::Flag f, uint64_t want, int lo, int hi, con
     if ((i & 63) == 0) {
       auto now = comm::detail::Clock::now();
       std::vector<int> who;
-      if (now >= call.deadline) {
+      if (now >= deadline && !comm::detail::continuedSince(seen, deadline, length)) {
         lagging(&who);
         comm::detail::throwNotArrived(call, rank, who);
       }
