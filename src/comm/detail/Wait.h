@@ -65,12 +65,10 @@ inline std::chrono::microseconds spinTime(int ranksOnMachine) {
 }
 
 // A wait reaching its deadline after its process was stopped and continued
-// (core/Resumed.h) gets its whole length again: the deadline moves to now +
-// `length`; `seen` (resumed::count() when the wait began) is brought up to date.
-inline bool continuedSince(uint64_t& seen, Clock::time_point& deadline, Clock::duration length) {
-  const uint64_t now = resumed::count();
-  if (now == seen) return false;
-  seen = now;
+// (core/Resumed.h; `continues` made when the wait began) gets its whole length
+// again: the deadline moves to now + `length`.
+inline bool continuedSince(resumed::Tracker& continues, Clock::time_point& deadline, Clock::duration length) {
+  if (!continues.continued()) return false;
   deadline = Clock::now() + length;
   return true;
 }
@@ -94,21 +92,21 @@ bool waitUntil(Ready&& ready, Clock::time_point deadline, Check&& check,
   check();
   const auto start = Clock::now();
   const auto length = deadline - start;
-  uint64_t seen = resumed::count();
+  resumed::Tracker continues;
   for (uint32_t i = 1;; ++i) {
     if (ready()) return true;
     std::this_thread::yield();
     if ((i & 63) == 0) {
       check();
       auto now = Clock::now();
-      if (now >= deadline && !continuedSince(seen, deadline, length)) return ready();
+      if (now >= deadline && !continuedSince(continues, deadline, length)) return ready();
       if (now - start > std::chrono::milliseconds(5)) break;  // a long wait: sleep
     }
   }
   auto period = std::chrono::microseconds(50);
   for (;;) {
     check();
-    if (Clock::now() >= deadline && !continuedSince(seen, deadline, length)) return ready();
+    if (Clock::now() >= deadline && !continuedSince(continues, deadline, length)) return ready();
     if (notifier) {
       if (notifier->sleepFor(ready, std::chrono::microseconds(1000))) return true;
     } else {

@@ -48,9 +48,7 @@ class BeatThread {
   // counts as heard now: its silence was this process's own (when the whole
   // job was suspended, the peers' beats resume within a period).
   void forgiveOwnStop() {
-    const uint64_t r = resumed::count();
-    uint64_t seen = resumedSeen_.load(std::memory_order_relaxed);
-    if (r == seen || !resumedSeen_.compare_exchange_strong(seen, r)) return;
+    if (!resumed_.continued()) return;
     const int64_t now = nowNs();
     for (int k = 0; k < size_; ++k) lastHeardNs_[k].store(now, std::memory_order_relaxed);
   }
@@ -103,7 +101,7 @@ class BeatThread {
   Millis period_;
   int rank_, size_;
   std::unique_ptr<std::atomic<int64_t>[]> lastHeardNs_;
-  std::atomic<uint64_t> resumedSeen_{resumed::count()};
+  resumed::Tracker resumed_;
   std::mutex mutex_;
   std::condition_variable cv_;
   bool stop_ = false;

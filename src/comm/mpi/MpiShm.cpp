@@ -106,7 +106,7 @@ void waitRange(NodeShm& shm, NodeShm::Flag f, uint64_t want, int lo, int hi, con
   auto start = comm::detail::Clock::now();
   auto deadline = call.deadline;  // moved on when the process continues from a stop
   const auto length = deadline - start;
-  uint64_t seen = resumed::count();
+  resumed::Tracker continues;
   for (uint32_t i = 1;; ++i) {
     if (!lagging(nullptr)) return;
     comm::detail::cpuRelax();
@@ -117,7 +117,7 @@ void waitRange(NodeShm& shm, NodeShm::Flag f, uint64_t want, int lo, int hi, con
     if ((i & 63) == 0) {
       auto now = comm::detail::Clock::now();
       std::vector<int> who;
-      if (now >= deadline && !comm::detail::continuedSince(seen, deadline, length)) {
+      if (now >= deadline && !comm::detail::continuedSince(continues, deadline, length)) {
         lagging(&who);
         comm::detail::throwNotArrived(call, rank, who);
       }

@@ -56,10 +56,8 @@ class Watchdog {
       std::unique_lock<std::mutex> lock(mutex_);
       const auto now = WatchClock::now();
       // The process was stopped and continued: the calls' time starts again.
-      if (const uint64_t r = resumed::count(); r != resumedSeen_) {
-        resumedSeen_ = r;
+      if (resumed_.continued())
         for (auto& [id, c] : open_) c.since = now;
-      }
       for (const auto& [id, c] : open_) {
         const auto silent = silentPeers(c.worldPeers, Millis{2000});
         const bool overdue = now - c.since > c.timeout + graceFor(c.timeout);
@@ -85,7 +83,7 @@ class Watchdog {
   std::map<long, OpenCall> open_;
   long next_ = 0;
   bool started_ = false;
-  uint64_t resumedSeen_ = resumed::count();
+  resumed::Tracker resumed_;
 };
 }  // namespace
 

@@ -2,8 +2,6 @@
 
 #include <algorithm>
 
-#include "core/Resumed.h"
-
 namespace dtrain::parallel::ps {
 
 namespace {
@@ -27,7 +25,6 @@ Heartbeat::Heartbeat(std::unique_ptr<comm::Communicator> comm, std::vector<int> 
       outBuf_(peers_.size(), 0),
       inWork_(peers_.size()),
       outWork_(peers_.size()) {
-  resumedSeen_.store(resumed::count());
   for (size_t i = 0; i < peers_.size(); ++i) {
     lastNs_[i].store(0);
     received_[i].store(0);
@@ -44,9 +41,7 @@ double Heartbeat::silentFor(int i) const {
   const auto now = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start_);
   // After this process was stopped and continued (core/Resumed.h) every peer
   // counts as heard now: the silence was this process's own.
-  const uint64_t r = resumed::count();
-  uint64_t seen = resumedSeen_.load(std::memory_order_relaxed);
-  if (r != seen && resumedSeen_.compare_exchange_strong(seen, r))
+  if (resumed_.continued())
     for (size_t k = 0; k < peers_.size(); ++k) lastNs_[k].store(now.count(), std::memory_order_release);
   return static_cast<double>(now.count() - lastNs_[i].load(std::memory_order_acquire)) * 1e-9;
 }

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "comm/Communicator.h"
+#include "core/Resumed.h"
 
 namespace dtrain::parallel::ps {
 
@@ -79,7 +80,7 @@ class Heartbeat {
   std::vector<int64_t> inBuf_, outBuf_;               // one word per peer
   std::vector<comm::WorkPtr> inWork_, outWork_;
   std::atomic<bool> sending_{true};
-  mutable std::atomic<uint64_t> resumedSeen_{0};  // core/Resumed.h: continues already forgiven
+  mutable resumed::Tracker resumed_;  // continues already forgiven (silentFor)
   std::mutex mutex_;
   std::condition_variable cv_;
   bool stop_ = false;
