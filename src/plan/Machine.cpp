@@ -211,6 +211,15 @@ const char* linkKindName(LinkKind k) {
   }
 }
 
+const std::pair<const int64_t, ModelTime>* ModelCalibration::nearest(int64_t mbs) const {
+  auto best = microBatches.begin();
+  for (auto it = best; it != microBatches.end(); ++it)
+    if (std::abs(std::log(static_cast<double>(it->first) / mbs)) <
+        std::abs(std::log(static_cast<double>(best->first) / mbs)))
+      best = it;
+  return best == microBatches.end() ? nullptr : &*best;
+}
+
 double Machine::flops(const std::string& precision) const {
   if (auto it = flopsPerS.find(precision); it != flopsPerS.end()) return it->second;
   if (auto it = flopsPerS.find("fp32"); it != flopsPerS.end()) return it->second;

@@ -10,6 +10,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
@@ -54,6 +55,9 @@ struct ModelCalibration {
   std::string optimizer;  // the optimizer update_s was measured with ("": not said)
   int64_t params = 0;     // the model's parameters when measured (0: not said)
   std::map<int64_t, ModelTime> microBatches;  // by micro-batch size
+  // The measured size nearest `mbs` by ratio (a measured 8 stands for 6 better
+  // than a measured 2 does) and its times; null when none was measured.
+  const std::pair<const int64_t, ModelTime>* nearest(int64_t mbs) const;
 };
 
 struct Machine {

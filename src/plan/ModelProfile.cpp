@@ -1,6 +1,5 @@
 #include "plan/ModelProfile.h"
 
-#include <cmath>
 #include <numeric>
 
 #include "core/Error.h"
@@ -140,11 +139,7 @@ ModelProfile countedProfile(const api::RunConfig& rc, const ModelCalibration& me
   LayerProfile all;
   all.name = "model";
   for (const auto& [name, param] : model->namedParameters()) all.tensors.push_back(param.numel());
-  if (!measured.microBatches.empty()) {
-    const double mbs = static_cast<double>(rc.train.batchSize);
-    auto nearest = measured.microBatches.begin();
-    for (auto it = nearest; it != measured.microBatches.end(); ++it)
-      if (std::abs(std::log(it->first / mbs)) < std::abs(std::log(nearest->first / mbs))) nearest = it;
+  if (const auto* nearest = measured.nearest(rc.train.batchSize)) {
     double held = 0;
     for (const LayerTime& l : nearest->second.layers) held += static_cast<double>(l.activationBytes);
     all.activationBytes = held / static_cast<double>(nearest->first);

@@ -96,13 +96,9 @@ struct StageCompute {
 // Measured times of the machine file's "models" section at the nearest micro-batch size.
 const ModelTime* calibrated(const Machine& m, const std::string& model, int64_t mbs, double* scale) {
   auto it = m.models.find(model);
-  if (it == m.models.end() || it->second.microBatches.empty()) return nullptr;
-  const auto& sizes = it->second.microBatches;
-  auto best = sizes.begin();
-  for (auto s = sizes.begin(); s != sizes.end(); ++s)
-    if (std::abs(std::log(static_cast<double>(s->first) / mbs)) <
-        std::abs(std::log(static_cast<double>(best->first) / mbs)))
-      best = s;
+  if (it == m.models.end()) return nullptr;
+  const auto* best = it->second.nearest(mbs);
+  if (!best) return nullptr;
   *scale = static_cast<double>(mbs) / static_cast<double>(best->first);
   return &best->second;
 }
