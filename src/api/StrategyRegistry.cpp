@@ -153,6 +153,35 @@ std::unique_ptr<parallel::Strategy> makeLocalSgd(const TrainConfig& c, comm::Com
   return std::make_unique<parallel::localsgd::LocalSgd>(comm, std::move(o));
 }
 
+// A Sandblaster worker's batches (--sandblaster-data workers): the batch of a
+// global step, read once for all the units it computes from it (a step's
+// evaluations share its batch); positioned by step, so a worker that gets no
+// unit of some steps skips them.
+class OwnBatches {
+ public:
+  explicit OwnBatches(runtime::Task& task) : task_(task) {}
+  ~OwnBatches() {
+    if (epoch_ >= 0) task_.endEpoch();
+  }
+  const data::Batch& operator()(int64_t epoch, int64_t step) {
+    if (epoch == epoch_ && step == step_) return batch_;
+    if (epoch != epoch_ || step != step_ + 1) {
+      if (epoch_ >= 0) task_.endEpoch();
+      task_.beginEpoch(epoch, step);
+    }
+    epoch_ = epoch;
+    step_ = step;
+    DTRAIN_CHECK(task_.nextBatch(batch_), "sandblaster: a worker's data has no batch for step ",
+                 step + 1, " (epoch ", epoch + 1, ")");
+    return batch_;
+  }
+
+ private:
+  runtime::Task& task_;
+  int64_t epoch_ = -1, step_ = -1;
+  data::Batch batch_;
+};
+
 // --strategy sandblaster: rank 0 coordinates L-BFGS, ranks 1..servers hold the
 // parameter shards (--sandblaster-servers), the rest compute the work units of
 // each batch gradient (parallel/sandblaster/).
@@ -162,6 +191,7 @@ std::unique_ptr<parallel::Strategy> makeSandblaster(const TrainConfig& c, comm::
   o.servers = static_cast<int>(c.sandblasterServers);
   o.workUnits = static_cast<int>(c.workUnits);
   o.backups = c.backupTasks;
+  o.workersRead = c.sandblasterData == "workers";
   for (const auto& [rank, ms] : c.stragglerMs) o.stragglerMs[static_cast<int>(rank)] = ms;
   o.randomDelayMs = c.randomDelayMs;
   o.seed = c.seed;
@@ -178,12 +208,15 @@ std::unique_ptr<parallel::Strategy> makeSandblaster(const TrainConfig& c, comm::
     parallel::sandblaster::runSandblasterShard(comm, o.servers, params);
     return nullptr;
   }
+  // The coordinator's task as its trainer makes it (replica 0 of 1), so that
+  // the batch of a step is the same here.
   auto task = runtime::makeTask({c, nn::modelInfo(c.model, runtime::modelOverrides(c)), 0, 1, false},
                                 shared.data);
+  OwnBatches batches(*task);
   parallel::sandblaster::runSandblasterWorker(
       comm, *model,
       [&task](const autograd::Variable& out, const Tensor& y) { return task->lossFromOutput(out, y); },
-      o);
+      o, o.workersRead ? parallel::sandblaster::BatchReader(std::ref(batches)) : nullptr);
   return nullptr;
 }
 

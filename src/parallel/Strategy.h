@@ -51,6 +51,9 @@ struct StepWork {
   Tensor x, y;              // this data-parallel replica's samples, along dim 0
   int microBatches = 1;     // x and y cut into this many slices ...
   int64_t microBatchSize = 0;  // ... of this many samples
+  // The global step and epoch x and y belong to (-1: not from the trainer's
+  // loop): where a Sandblaster worker reads the same batch itself.
+  int64_t step = -1, epoch = -1;
   // The task's loss (a mean over the micro-batch) from the model's output
   // (runtime::Task::lossFromOutput): a pipeline's last stage calls it.
   std::function<autograd::Variable(const autograd::Variable& output, const Tensor& y)> lossFromOutput;

@@ -122,6 +122,7 @@ struct TrainConfig {
   int64_t sandblasterServers = 0;     // parameter shards; 0: the coordinator holds all
   int64_t workUnits = 0;              // units per batch gradient; 0: 4 per worker
   bool backupTasks = true;            // re-issue the last pending units to free workers
+  std::string sandblasterData = "workers";  // who reads a unit's samples: workers, coordinator
 
   // Memory: activation recomputation and LoRA (runtime/LoraSetup.h, docs/guide/memory.md).
   std::string recompute = "none";    // none, blocks, all (nn/Recompute.h)

@@ -322,6 +322,8 @@ TrainResult Trainer::run() {
       strategy_->zeroGradients(*model_);
       work.x = b.x;
       work.y = b.y;
+      work.step = step;
+      work.epoch = epoch;
       double stepLoss;
       {
         memory::CategoryScope activations(memory::Category::Activations);  // memory_per_rank

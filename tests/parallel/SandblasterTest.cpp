@@ -80,6 +80,26 @@ TEST(Sandblaster, AStragglerIsCoveredByBackupTasksWithTheSameResult) {
   EXPECT_EQ(waited.line["sandblaster_backups"].get<double>(), 0);
 }
 
+// --sandblaster-data: the workers read their units' samples themselves (the
+// default, told the step and the range) or the coordinator sends them; the
+// same batches either way, so bitwise the same run, and the samples no longer
+// pass through the coordinator.
+TEST(Sandblaster, WorkersReadTheirOwnSamplesWithTheSameResult) {
+  const std::string run = "--strategy sandblaster --workers 3 --work-units 8 ";
+  const SandblasterRun read = runSandblaster(run);
+  const SandblasterRun sent = runSandblaster(run + "--sandblaster-data coordinator");
+  ASSERT_FALSE(read.params.empty());
+  ASSERT_FALSE(sent.params.empty());
+  EXPECT_EQ(read.params, sent.params);
+  EXPECT_EQ(read.line["sandblaster_data"], "workers");
+  EXPECT_EQ(sent.line["sandblaster_data"], "coordinator");
+  EXPECT_EQ(read.line["sandblaster_coordinator_sample_bytes"].get<double>(), 0);
+  EXPECT_GT(sent.line["sandblaster_coordinator_sample_bytes"].get<double>(), 0);
+  EXPECT_LT(read.line["sandblaster_coordinator_bytes"].get<double>(),
+            sent.line["sandblaster_coordinator_bytes"].get<double>() -
+                sent.line["sandblaster_coordinator_sample_bytes"].get<double>() / 2);
+}
+
 // Parameter-server shards (--sandblaster-servers): with one shard every sum is
 // the coordinator's, so the run is bitwise the unsharded one; with three, the
 // dot products add up per shard, in another order. Either way the coordinator

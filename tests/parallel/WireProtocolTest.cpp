@@ -218,6 +218,29 @@ TEST(WireProtocol, UnitHeadersAndAnswersAreChecked) {
   rejects(kXMeta + 1, 7);     // more dimensions than the header holds
   rejects(kXMeta + 2, -4);
   rejects(kXMeta + 2, int64_t{1} << 62);  // bytes past kMaxSampleBytes (no overflow on the way)
+  rejects(kSamples, 2);
+  // A unit the worker reads itself: samples [lo, hi) of a step's batch.
+  std::vector<int64_t> r = h;
+  r[kSamples] = kWorkerReads;
+  r[kBatchEpoch] = 1;
+  r[kBatchStep] = 7;
+  r[kBatchSamples] = 512;
+  r[kUnitLo] = 64;
+  r[kUnitHi] = 128;
+  const UnitHeader read = decodeUnitHeader(r.data(), 0);
+  EXPECT_TRUE(read.workerReads);
+  EXPECT_EQ(read.step, 7);
+  EXPECT_EQ(read.hi - read.lo, 64);
+  auto readRejects = [&](size_t field, int64_t value) {
+    std::vector<int64_t> bad = r;
+    bad[field] = value;
+    EXPECT_THROW(decodeUnitHeader(bad.data(), 0), Error) << "field " << field << " = " << value;
+  };
+  readRejects(kBatchStep, -1);
+  readRejects(kBatchSamples, 0);
+  readRejects(kUnitLo, 512);  // past the batch
+  readRejects(kUnitHi, 64);   // empty
+  readRejects(kUnitHi, 513);
   EXPECT_EQ(decodeAnswer({1, 2, 0.5}, 0).unit, 2);
   EXPECT_THROW(decodeAnswer({1, 1e300, 0.5}, 0), Error);
   EXPECT_THROW(decodeAnswer({std::nan(""), 0, 0.5}, 0), Error);

@@ -255,3 +255,49 @@ TEST(ConvDispatch, ResNetWideLayersOnOnednnShortcutsOnDtrain) {
     EXPECT_EQ(convImplFor(shortcut, p, false), ConvImpl::Dtrain);
   }
 }
+
+// Packed bf16 operands (x and gy rounded and reordered in one pass) give what
+// the plain bf16 path gives from bf16 copies, bit for bit: the same roundings
+// fed to the same primitives. resnet's layers (16+ channels in: no padded
+// blocks) pack; so may layers whose x oneDNN reads plain (few channels in).
+TEST(ConvDispatch, PackedBf16EqualsPlainBf16) {
+  if (!onednn::hasAvx512() || !onednnConvBf16()) GTEST_SKIP() << "no oneDNN bf16 kernels";
+  int packedWide = 0;
+  for (const ConvShape& s : kShapes) {
+    const ConvPacking packing = convPacking(s);
+    const bool wide = s.Cin >= 16 && s.Cout >= 16;
+    if (!packing.packed()) {
+      EXPECT_FALSE(wide) << describe(s);
+      continue;
+    }
+    packedWide += wide;
+    const std::string what = describe(s);
+    const Data d = randomData(s, 31);
+    const auto xh = bf16(d.x), wh = bf16(d.w), gyh = bf16(d.gy);
+    std::vector<float> y(d.gy.size()), gx(d.x.size()), gw(d.w.size()), gb(s.Cout);
+    convolve(s, xh.data(), wh.data(), d.b.data(), y.data());
+    convolveBackward(s, xh.data(), wh.data(), gyh.data(), gx.data(), gw.data(), gb.data());
+
+    EXPECT_EQ(packing.x, s.N * s.Cin * s.H * s.W) << what;
+    std::vector<BFloat16> xp(packing.x), gyp(packing.gy);
+    packConvInput(s, d.x.data(), xp.data());
+    packConvOutputGrad(s, d.gy.data(), gyp.data());
+    std::vector<float> py(y.size()), pgx(gx.size()), pgw(gw.size()), pgb(gb.size()),
+        pgw2(gw.size()), pgb2(gb.size());
+    convolvePacked(s, xp.data(), wh.data(), d.b.data(), py.data());
+    convolveBackwardPacked(s, xp.data(), wh.data(), gyp.data(), pgx.data(), pgw.data(), pgb.data());
+    // Each output alone too, and the bias gradient of a frozen weight.
+    std::vector<float> pgx2(gx.size());
+    convolveBackwardPacked(s, xp.data(), wh.data(), gyp.data(), pgx2.data(), nullptr, nullptr);
+    convolveBackwardPacked(s, xp.data(), wh.data(), gyp.data(), nullptr, pgw2.data(), nullptr);
+    convolveBackwardPacked(s, xp.data(), wh.data(), gyp.data(), nullptr, nullptr, pgb2.data());
+    EXPECT_EQ(py, y) << "y " << what;
+    EXPECT_EQ(pgx, gx) << "gx " << what;
+    EXPECT_EQ(pgx2, gx) << "gx alone " << what;
+    EXPECT_EQ(pgw, gw) << "gw " << what;
+    EXPECT_EQ(pgw2, gw) << "gw alone " << what;
+    EXPECT_EQ(pgb, gb) << "gbias " << what;
+    EXPECT_EQ(pgb2, gb) << "gbias alone " << what;
+  }
+  EXPECT_EQ(packedWide, 4);  // resnet's 3x3 layers and its shortcut
+}

@@ -18,6 +18,11 @@ void addSandblasterOptions(Schema& s) {
   s.add("sandblaster", "backup_tasks", "--backup-tasks",
         "Give the last pending units to a second, free worker; the first answer wins")
       .train(&TrainConfig::backupTasks).negated("--no-backup-tasks");
+  s.add("sandblaster", "data", "--sandblaster-data",
+        "Who reads a work unit's samples: workers (each from its own copy of the data, told the "
+        "step and the unit's range, as DistBelief's workers read their shards) or coordinator "
+        "(it sends them with the unit)")
+      .train(&TrainConfig::sandblasterData).oneOf({"workers", "coordinator"}).result("sandblaster_data");
 }
 
 }  // namespace dtrain::api

@@ -12,11 +12,13 @@ using detail::writeGrad;
 
 // x and w are kept as the forward convolved them: the fp32 tensors, or under
 // bf16 (Precision.h) bf16 copies, and then gy is rounded to bf16 for the
-// backward products too, as linear layers do. Gradients land in fp32.
+// backward products too, as linear layers do. Gradients land in fp32. Where
+// the layer's bf16 passes run packed (ConvDispatch.h), x is kept packed and gy
+// packed once for both backward passes.
 class Conv2dNode final : public Node {
  public:
-  Conv2dNode(kernels::ConvShape s, Tensor x, Tensor w, bool hasBias)
-      : s_(s), x_(std::move(x)), w_(std::move(w)), hasBias_(hasBias) {}
+  Conv2dNode(kernels::ConvShape s, Tensor x, Tensor w, bool hasBias, kernels::ConvPacking packing)
+      : s_(s), x_(std::move(x)), w_(std::move(w)), hasBias_(hasBias), packing_(packing) {}
   const char* name() const override { return "conv2d"; }
   void backward(const Tensor& gy, GradSink& sink) override {
     const bool nx = sink.needs(0), nw = sink.needs(1), nb = hasBias_ && sink.needs(2);
@@ -37,7 +39,12 @@ class Conv2dNode final : public Node {
     pick(nx, 0, x_.numel(), tx, Tx, gx);
     pick(nw, 1, w_.numel(), tw, Tw, gw);
     pick(nb, 2, s_.Cout, tb, Tb, gb);
-    if (x_.dtype() == DType::BF16) {
+    if (packing_.packed()) {
+      Tensor g = Tensor::empty({packing_.gy}, DType::BF16);
+      kernels::packConvOutputGrad(s_, gy.data<float>(), g.data<BFloat16>());
+      kernels::convolveBackwardPacked(s_, x_.data<BFloat16>(), w_.data<BFloat16>(),
+                                      g.data<BFloat16>(), gx, gw, gb);
+    } else if (x_.dtype() == DType::BF16) {
       const Tensor g = detail::toBf16(gy.data<float>(), gy.shape());
       kernels::convolveBackward(s_, x_.data<BFloat16>(), w_.data<BFloat16>(), g.data<BFloat16>(),
                                 gx, gw, gb);
@@ -55,6 +62,7 @@ class Conv2dNode final : public Node {
   kernels::ConvShape s_;
   Tensor x_, w_;
   bool hasBias_;
+  kernels::ConvPacking packing_;
 };
 
 class MaxPoolNode final : public Node {
@@ -118,7 +126,14 @@ Variable conv2d(const Variable& x, const Variable& weight, const Variable& bias,
   const float* b = bd.defined() ? bd.data<float>() : nullptr;
   // The operands as convolved, and kept for backward.
   Tensor xs = xd, ws = wd;
-  if (precision() == Precision::BF16) {
+  kernels::ConvPacking packing;
+  if (precision() == Precision::BF16) packing = kernels::convPacking(s);
+  if (packing.packed()) {
+    xs = Tensor::empty({packing.x}, DType::BF16);
+    kernels::packConvInput(s, xd.data<float>(), xs.data<BFloat16>());
+    ws = detail::toBf16(wd.data<float>(), wd.shape());
+    kernels::convolvePacked(s, xs.data<BFloat16>(), ws.data<BFloat16>(), b, y.data<float>());
+  } else if (precision() == Precision::BF16) {
     xs = detail::toBf16(xd.data<float>(), xd.shape());
     ws = detail::toBf16(wd.data<float>(), wd.shape());
     kernels::convolve(s, xs.data<BFloat16>(), ws.data<BFloat16>(), b, y.data<float>());
@@ -127,7 +142,7 @@ Variable conv2d(const Variable& x, const Variable& weight, const Variable& bias,
   }
   if (!needsGraph({&x, &weight, &bias})) return Variable(std::move(y));
   return record(std::move(y),
-                std::make_shared<Conv2dNode>(s, std::move(xs), std::move(ws), bias.defined()),
+                std::make_shared<Conv2dNode>(s, std::move(xs), std::move(ws), bias.defined(), packing),
                 {&x, &weight, &bias});
 }
 

@@ -92,8 +92,18 @@ void SandblasterCoordinator::assign(int w, int unit) {
   p.header[kUnit] = unit;
   // 1: the parameters follow; 2: pull them from the shards.
   p.header[kParamsFollow] = sendParams ? (shards_ ? kFromShards : kFromCoordinator) : kNoParams;
-  putShape(&p.header[kXMeta], xs);
-  putShape(&p.header[kYMeta], ys);
+  if (o_.workersRead) {
+    p.header[kSamples] = kWorkerReads;
+    p.header[kBatchEpoch] = batchEpoch_;
+    p.header[kBatchStep] = batchStep_;
+    p.header[kBatchSamples] = x_.shape()[0];
+    p.header[kUnitLo] = lo;
+    p.header[kUnitHi] = hi;
+  } else {
+    p.header[kSamples] = kSamplesFollow;
+    putShape(&p.header[kXMeta], xs);
+    putShape(&p.header[kYMeta], ys);
+  }
   const int dst = workerRank(w);
   p.sends.push_back(comm_.isend(p.header.data(), p.header.size(), DType::I64, dst, kUnitTag));
   if (sendParams && !shards_) {
@@ -101,9 +111,11 @@ void SandblasterCoordinator::assign(int w, int unit) {
     p.sends.push_back(comm_.isend(p.params->data(), p.params->size(), DType::F32, dst, kParamsTag));
     p.paramsEvaluation = evaluation_;
   }
-  p.sends.push_back(comm_.isend(xs.rawData(), xs.nbytes(), DType::U8, dst, kXTag));
-  p.sends.push_back(comm_.isend(ys.rawData(), ys.nbytes(), DType::U8, dst, kYTag));
-  sampleBytes_ += static_cast<int64_t>(xs.nbytes() + ys.nbytes());
+  if (!o_.workersRead) {
+    p.sends.push_back(comm_.isend(xs.rawData(), xs.nbytes(), DType::U8, dst, kXTag));
+    p.sends.push_back(comm_.isend(ys.rawData(), ys.nbytes(), DType::U8, dst, kYTag));
+    sampleBytes_ += static_cast<int64_t>(xs.nbytes() + ys.nbytes());
+  }
   p.busy = true;
   p.unit = unit;
   p.backup = unitCopies_[unit] > 0;
@@ -141,6 +153,11 @@ double SandblasterCoordinator::forwardBackward(nn::Module& model, const StepWork
   DTRAIN_CHECK(!peers_.empty(), "sandblaster: forwardBackward before setup");
   x_ = work.x.isContiguous() ? work.x : work.x.clone();
   y_ = work.y.isContiguous() ? work.y : work.y.clone();
+  DTRAIN_CHECK(!o_.workersRead || (work.step >= 0 && work.epoch >= 0),
+               "sandblaster: workers read their samples by step, and this batch has none "
+               "(use --sandblaster-data coordinator)");
+  batchEpoch_ = work.epoch;
+  batchStep_ = work.step;
   stepLoss_ = evaluate(&model);
   return stepLoss_;
 }
@@ -295,7 +312,7 @@ nlohmann::json SandblasterCoordinator::report() const {
 WorkerStats runSandblasterWorker(
     comm::Communicator& comm, nn::Module& model,
     const std::function<autograd::Variable(const autograd::Variable&, const Tensor&)>& lossFromOutput,
-    const SandblasterOptions& o) {
+    const SandblasterOptions& o, const BatchReader& readBatch) {
   WorkerStats stats;
   std::vector<std::pair<std::string, autograd::Variable>> named;
   const std::vector<autograd::Variable*> params = sandblasterParams(model, named);
@@ -338,9 +355,22 @@ WorkerStats runSandblasterWorker(
         off += v->numel();
       }
     }
-    Tensor x = emptyFromMeta(unitHead.x), y = emptyFromMeta(unitHead.y);
-    waitLong(*comm.irecv(x.rawData(), x.nbytes(), DType::U8, 0, kXTag));
-    waitLong(*comm.irecv(y.rawData(), y.nbytes(), DType::U8, 0, kYTag));
+    Tensor x, y;
+    if (unitHead.workerReads) {
+      DTRAIN_CHECK(readBatch, "sandblaster: worker ", rank, " has no data to read its units from");
+      const data::Batch& b = readBatch(unitHead.epoch, unitHead.step);
+      DTRAIN_CHECK(b.size() == unitHead.batch, "sandblaster: worker ", rank, " read ", b.size(),
+                   " samples for step ", unitHead.step + 1, " where the coordinator has ",
+                   unitHead.batch, " (the workers' data differs from the coordinator's; "
+                   "--sandblaster-data coordinator sends the samples)");
+      x = b.x.slice(0, unitHead.lo, unitHead.hi).contiguous();
+      y = b.y.slice(0, unitHead.lo, unitHead.hi).contiguous();
+    } else {
+      x = emptyFromMeta(unitHead.x);
+      y = emptyFromMeta(unitHead.y);
+      waitLong(*comm.irecv(x.rawData(), x.nbytes(), DType::U8, 0, kXTag));
+      waitLong(*comm.irecv(y.rawData(), y.nbytes(), DType::U8, 0, kYTag));
+    }
     model.zeroGrad();
     autograd::Variable loss = lossFromOutput(model.forward(autograd::Variable(x)), y);
     const double lossValue = loss.item();

@@ -11,8 +11,11 @@
 // is the same whichever worker computed each unit.
 //
 // Messages: the coordinator sends a unit as a header, the parameters (only
-// when the worker's copy is older than this evaluation) and the unit's samples;
-// a worker answers with (evaluation, unit, loss) and the unit's gradient. An
+// when the worker's copy is older than this evaluation) and the unit's samples
+// (--sandblaster-data coordinator), or only where the samples are (the step's
+// batch and the unit's range in it: --sandblaster-data workers, the default),
+// and the worker reads them from its own copy of the data, as DistBelief's
+// workers read their data shards; a worker answers with (evaluation, unit, loss) and the unit's gradient. An
 // answer for an older evaluation (a straggler's, overtaken by a backup) is
 // dropped.
 //
@@ -29,6 +32,7 @@
 #include <vector>
 
 #include "comm/Communicator.h"
+#include "data/Dataset.h"
 #include "optim/Lbfgs.h"
 #include "parallel/Strategy.h"
 #include "parallel/sandblaster/ShardedLbfgs.h"
@@ -39,6 +43,7 @@ struct SandblasterOptions {
   int servers = 0;        // parameter shards (ranks 1..servers); 0: the coordinator holds all
   int workUnits = 0;      // units per batch gradient (0: 4 per worker)
   bool backups = true;    // re-issue pending units to free workers
+  bool workersRead = true;  // workers read their units' samples (else the coordinator sends them)
   // Fault injection (--straggler, --random-delay), by comm rank: a worker
   // (rank >= 1) sleeps this long per unit it computes.
   std::map<int, double> stragglerMs;
@@ -54,7 +59,8 @@ class SandblasterCoordinator final : public Strategy {
   std::string name() const override { return "sandblaster"; }
   int rank() const override { return 0; }
   int worldSize() const override { return comm_.size(); }
-  // The coordinator reads the whole batch; the workers read nothing.
+  // The coordinator's trainer reads the whole batch (it sends the samples, or
+  // only where they are); a worker reads the batches of the units it gets.
   int dataRank() const override { return 0; }
   int dataReplicas() const override { return 1; }
   bool ownsProcess() const override { return std::string(comm_.backend()) != "local"; }
@@ -87,6 +93,7 @@ class SandblasterCoordinator final : public Strategy {
   int64_t evaluation_ = 0;
   std::shared_ptr<std::vector<float>> paramsNow_;
   Tensor x_, y_;
+  int64_t batchEpoch_ = -1, batchStep_ = -1;  // where workers read x_, y_
   std::vector<int64_t> unitStart_;  // K + 1 sample offsets
   std::vector<std::vector<float>> unitGrad_;
   std::vector<double> unitLoss_;
@@ -105,13 +112,17 @@ class SandblasterCoordinator final : public Strategy {
 };
 
 // Comm ranks 1..size-1: computes the units the coordinator sends until it says
-// the run is over. `lossFromOutput` is the task's mean loss of a micro-batch.
+// the run is over. `lossFromOutput` is the task's mean loss of a micro-batch;
+// `readBatch` gives the batch of a global step (in an epoch) as the
+// coordinator's trainer reads it, for units the worker reads itself (empty:
+// the worker reads nothing and such a unit is an error).
 struct WorkerStats {
   int64_t units = 0;
 };
+using BatchReader = std::function<const data::Batch&(int64_t epoch, int64_t step)>;
 WorkerStats runSandblasterWorker(
     comm::Communicator& comm, nn::Module& model,
     const std::function<autograd::Variable(const autograd::Variable&, const Tensor&)>& lossFromOutput,
-    const SandblasterOptions& o);
+    const SandblasterOptions& o, const BatchReader& readBatch = {});
 
 }  // namespace dtrain::parallel::sandblaster

@@ -1,8 +1,9 @@
 #pragma once
 // What Sandblaster's coordinator and workers say to each other about work
 // units: the coordinator sends a unit's header (int64s: what to compute, the
-// samples' dtype and shape), then the parameters when they changed, then the
-// samples; the worker answers with an AnswerHead (evaluation, unit, loss as
+// samples' dtype and shape, or where the worker reads them itself), then the
+// parameters when they changed, then the samples unless the worker reads
+// them; the worker answers with an AnswerHead (evaluation, unit, loss as
 // doubles) and its gradient. Both sides check what the other sent before a
 // number becomes an index, a shape or a size (tests/fuzz/targets/FuzzSandblaster.cpp).
 #include <cstdint>
@@ -20,12 +21,17 @@ constexpr int kMaxDims = 6;
 // A unit's samples may take at most this many bytes (x and y each).
 constexpr int64_t kMaxSampleBytes = int64_t{1} << 36;
 // A unit's header: kind, evaluation, unit, parameters follow, then x's and y's
-// dtype, dims and shape.
+// dtype, dims and shape; then who has the samples, and where a worker that
+// reads them finds them: samples [lo, hi) of the batch of global step `step`
+// (epoch `epoch`), which has `batch` samples.
 enum HeaderField { kKind, kEvaluation, kUnit, kParamsFollow, kXMeta, kYMeta = kXMeta + 2 + kMaxDims,
-                   kHeaderSize = kYMeta + 2 + kMaxDims };
+                   kSamples = kYMeta + 2 + kMaxDims, kBatchEpoch, kBatchStep, kBatchSamples,
+                   kUnitLo, kUnitHi, kHeaderSize };
 enum Kind : int64_t { kCompute = 0, kDone = 1 };
 // kParamsFollow: the parameters come from the coordinator, or from the shards.
 enum ParamsFollow : int64_t { kNoParams = 0, kFromCoordinator = 1, kFromShards = 2 };
+// kSamples: the samples follow the header, or the worker reads them (--sandblaster-data).
+enum Samples : int64_t { kSamplesFollow = 0, kWorkerReads = 1 };
 
 struct AnswerHead {
   double evaluation, unit, loss;
@@ -48,7 +54,9 @@ struct UnitHeader {
   Kind kind = kDone;
   int64_t evaluation = 0, unit = 0;
   ParamsFollow params = kNoParams;
-  SampleMeta x, y;
+  SampleMeta x, y;      // kSamplesFollow
+  bool workerReads = false;
+  int64_t epoch = 0, step = 0, batch = 0, lo = 0, hi = 0;  // kWorkerReads
 };
 
 inline void malformedUnit(bool ok, const char* what, int64_t v) {
@@ -84,8 +92,24 @@ inline UnitHeader decodeUnitHeader(const int64_t* h, int servers) {
   u.evaluation = h[kEvaluation];
   u.unit = h[kUnit];
   u.params = static_cast<ParamsFollow>(follow);
-  u.x = sampleMeta(h + kXMeta, "x dtype");
-  u.y = sampleMeta(h + kYMeta, "y dtype");
+  malformedUnit(h[kSamples] == kSamplesFollow || h[kSamples] == kWorkerReads, "samples", h[kSamples]);
+  u.workerReads = h[kSamples] == kWorkerReads;
+  if (!u.workerReads) {
+    u.x = sampleMeta(h + kXMeta, "x dtype");
+    u.y = sampleMeta(h + kYMeta, "y dtype");
+    return u;
+  }
+  malformedUnit(h[kBatchEpoch] >= 0 && h[kBatchEpoch] <= shard::kMaxCount, "epoch", h[kBatchEpoch]);
+  malformedUnit(h[kBatchStep] >= 0 && h[kBatchStep] <= shard::kMaxCount, "step", h[kBatchStep]);
+  malformedUnit(h[kBatchSamples] > 0 && h[kBatchSamples] <= shard::kMaxCount, "batch size",
+                h[kBatchSamples]);
+  malformedUnit(h[kUnitLo] >= 0 && h[kUnitLo] < h[kBatchSamples], "first sample", h[kUnitLo]);
+  malformedUnit(h[kUnitHi] > h[kUnitLo] && h[kUnitHi] <= h[kBatchSamples], "end sample", h[kUnitHi]);
+  u.epoch = h[kBatchEpoch];
+  u.step = h[kBatchStep];
+  u.batch = h[kBatchSamples];
+  u.lo = h[kUnitLo];
+  u.hi = h[kUnitHi];
   return u;
 }
 

@@ -98,4 +98,37 @@ void convolveBackward(const ConvShape& s, const BFloat16* x, const BFloat16* w, 
   backward(s, x, w, gy, gx, gw, gbias);
 }
 
+ConvPacking convPacking(const ConvShape& s) {
+  for (ConvPass p : {ConvPass::Forward, ConvPass::BackwardData, ConvPass::BackwardWeights})
+    if (convImplFor(s, p, true) != ConvImpl::OneDnn) return {};
+  const auto elements = [&](onednn::Packed which) {
+    return static_cast<int64_t>(onednn::packedBytes(s, which) / sizeof(BFloat16));
+  };
+  const int64_t x = elements(onednn::Packed::Src);
+  if (x != s.N * s.Cin * s.H * s.W) return {};  // padded channels: more memory kept
+  return {x, elements(onednn::Packed::DiffDst)};
+}
+
+void packConvInput(const ConvShape& s, const float* x, BFloat16* out) {
+  onednn::pack(s, onednn::Packed::Src, x, out);
+}
+void packConvOutputGrad(const ConvShape& s, const float* gy, BFloat16* out) {
+  onednn::pack(s, onednn::Packed::DiffDst, gy, out);
+}
+void convolvePacked(const ConvShape& s, const BFloat16* x, const BFloat16* w, const float* bias,
+                    float* y) {
+  onednn::convForwardPacked(s, x, w, bias, y);
+}
+void convolveBackwardPacked(const ConvShape& s, const BFloat16* x, const BFloat16* w,
+                            const BFloat16* gy, float* gx, float* gw, float* gbias) {
+  if (gx) onednn::convBackwardDataPacked(s, gy, w, gx);
+  if (gw) {
+    onednn::convBackwardWeightsPacked(s, x, gy, gw, gbias);
+  } else if (gbias) {
+    // The bias gradient alone (a frozen weight): sum gy over batch and pixels.
+    thread_local ScratchBuffer<float> weights;
+    onednn::convBackwardWeightsPacked(s, x, gy, weights.grow(s.Cout * s.Cin * s.KH * s.KW), gbias);
+  }
+}
+
 }  // namespace dtrain::kernels

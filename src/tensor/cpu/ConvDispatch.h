@@ -30,4 +30,23 @@ void convolveBackward(const ConvShape& s, const float* x, const float* w, const 
 void convolveBackward(const ConvShape& s, const BFloat16* x, const BFloat16* w, const BFloat16* gy,
                       float* gx, float* gw, float* gbias);
 
+// --precision bf16 with packed activations (OnednnConv.h's Packed): x and gy
+// rounded and reordered into oneDNN's blocked layouts in one pass each, x kept
+// packed for the weight gradient, one packed gy for both backward passes.
+// Where oneDNN runs all three bf16 passes of s and its blocks pad nothing (a
+// packed x kept for backward costs what the plain bf16 copy did); else
+// packed() is false and the plain functions above apply.
+struct ConvPacking {
+  int64_t x = 0, gy = 0;  // bf16 elements of the packed x and gy
+  bool packed() const { return x > 0; }
+};
+ConvPacking convPacking(const ConvShape& s);
+void packConvInput(const ConvShape& s, const float* x, BFloat16* out);
+void packConvOutputGrad(const ConvShape& s, const float* gy, BFloat16* out);
+void convolvePacked(const ConvShape& s, const BFloat16* x, const BFloat16* w, const float* bias,
+                    float* y);
+// gx, gw, gbias may each be null (not needed).
+void convolveBackwardPacked(const ConvShape& s, const BFloat16* x, const BFloat16* w,
+                            const BFloat16* gy, float* gx, float* gw, float* gbias);
+
 }  // namespace dtrain::kernels

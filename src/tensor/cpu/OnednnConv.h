@@ -19,6 +19,23 @@ void convBackwardData(const ConvShape& s, bool bf16, const void* gy, const void*
 void convBackwardWeights(const ConvShape& s, bool bf16, const void* x, const void* gy, float* gw,
                          float* gbias);
 
+// Packed operands (bf16 only): an activation x (Src) or output gradient gy
+// (DiffDst) converted from fp32 NCHW straight into the blocked bf16 layout
+// oneDNN's forward (x) or backward-data (gy) primitive of s chose, one pass
+// that both rounds and reorders. The plain path above rounds into a bf16 copy
+// and then reorders that copy once per use: x for the forward and again for
+// the weight gradient, gy for each backward pass. packedBytes() may exceed the
+// plain bf16 size where the blocks pad the channels.
+enum class Packed { Src, DiffDst };
+size_t packedBytes(const ConvShape& s, Packed which);
+void pack(const ConvShape& s, Packed which, const float* plain, void* packed);
+// As above, with x and gy packed (w stays plain bf16).
+void convForwardPacked(const ConvShape& s, const void* x, const void* w, const float* bias,
+                       float* y);
+void convBackwardDataPacked(const ConvShape& s, const void* gy, const void* w, float* gx);
+void convBackwardWeightsPacked(const ConvShape& s, const void* x, const void* gy, float* gw,
+                               float* gbias);
+
 // Convolution primitives this thread holds in its cache (for tests: one per
 // shape, pass, precision and bias).
 size_t cachedConvPrimitives();
