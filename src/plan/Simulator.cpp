@@ -285,8 +285,10 @@ Prediction simulate(const api::RunConfig& rc, const Machine& m, const ModelProfi
     // batch into K units for the W workers (each computes about its share), a
     // worker gets the parameters once per evaluation and answers one gradient
     // per unit; with S shards the parameters come from, and the unit gradients
-    // go to, the shards, and the coordinator sends only the samples. L-BFGS's
-    // line search evaluates the batch more than once per iteration.
+    // go to, the shards, and the coordinator sends only the samples, or with
+    // --sandblaster-data workers (the default) only unit headers: the workers
+    // read the samples themselves. L-BFGS's line search evaluates the batch
+    // more than once per iteration.
     const double W = l.workers, S = static_cast<double>(c.sandblasterServers);
     const double K = c.workUnits > 0 ? static_cast<double>(c.workUnits) : 4 * W;
     const double evals = kSandblasterEvaluationsPerIteration;
@@ -296,7 +298,7 @@ Prediction simulate(const api::RunConfig& rc, const Machine& m, const ModelProfi
     // Fashion-MNIST's travel as 1 byte each, 4x less).
     const double sampleBytes = p.languageModel ? 2.0 * 8.0 * static_cast<double>(p.tokensPerSample)
                                                : 4.0 * static_cast<double>(p.width);
-    const double samples = static_cast<double>(l.samplesPerStep);
+    const double samples = c.sandblasterData == "workers" ? 0.0 : static_cast<double>(l.samplesPerStep);
     const LinkCost link = m.link(l.placement.threads ? LinkKind::SameProcess
                                  : l.placement.hosts > 1 ? LinkKind::InterHost : LinkKind::IntraHost);
     const double coordinatorOut = samples * sampleBytes + (S > 0 ? 0 : W * paramBytes);
