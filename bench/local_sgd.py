@@ -11,6 +11,12 @@ evaluation at or past it), the final metric, bytes sent per worker, syncs.
 
   mlp:  bench/local_sgd.py --rate 100mbit --only allreduce,h1,h4,h16,h64
   gpt:  bench/local_sgd.py --rate 100mbit --model gpt-tiny --only allreduce-adamw,diloco50 ...
+
+--plot PNG --runs LABEL=METRICS.jsonl,... draws the evaluations of finished runs
+(their --metrics files: these runs' or any `dtrain train --metrics` of local SGD
+or allreduce) against the bytes rank 0 had sent (`bytes_sent_total` of the
+training records, interpolated to each evaluation's step) and against training
+seconds; nothing is run.
 """
 import argparse, csv, json, os, shlex, subprocess, sys
 
@@ -53,8 +59,62 @@ def run_torch(a, slug, port):
             "bytes_sent_per_worker": None, "bytes_per_sample": None, "syncs": res["syncs"]}
 
 
+def curve(path):
+    """(steps, metric name, values, seconds, bytes sent by rank 0) of a --metrics file's evaluations."""
+    sent, evals = [(0, 0.0)], []
+    with open(path) as f:
+        for rec in map(json.loads, f):
+            if "bytes_sent_total" in rec:
+                sent.append((rec["step"], rec["bytes_sent_total"]))
+            elif "time_s" in rec and ("val_loss" in rec or "test_accuracy" in rec):
+                evals.append(rec)
+    if not evals:
+        sys.exit(f"local_sgd.py: {path} has no evaluations (train with --eval-every N --metrics FILE)")
+    key = "val_loss" if "val_loss" in evals[0] else "test_accuracy"
+    sent.sort()
+
+    def bytes_at(step):  # linear between the logged steps; past the last, at its rate
+        for (s0, b0), (s1, b1) in zip(sent, sent[1:]):
+            if step <= s1:
+                return b0 + (b1 - b0) * (step - s0) / max(1, s1 - s0)
+        s1, b1 = sent[-1]
+        return b1 * step / max(1, s1)
+
+    steps = [r["step"] for r in evals]
+    return steps, key, [r[key] for r in evals], [r["time_s"] for r in evals], [bytes_at(s) for s in steps]
+
+
+def plot(png, runs, title):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, (by_bytes, by_time) = plt.subplots(1, 2, figsize=(11, 4.2))
+    key = None
+    for spec in runs.split(","):
+        label, _, path = spec.rpartition("=")
+        if not path:
+            sys.exit(f"local_sgd.py: --runs wants LABEL=FILE, got '{spec}'")
+        steps, key, values, seconds, sent = curve(path)
+        by_bytes.plot([b / 1e6 for b in sent], values, marker="o", ms=3, label=label)
+        by_time.plot(seconds, values, marker="o", ms=3, label=label)
+    by_bytes.set_xscale("log")
+    by_bytes.set_xlabel("MB sent by rank 0 (log)")
+    by_time.set_xlabel("training seconds")
+    for ax in (by_bytes, by_time):
+        ax.set_ylabel(key)
+        ax.grid(alpha=0.3)
+    by_time.legend()
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(png, dpi=100)
+    print(f"wrote {png}")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--plot", metavar="PNG", help="plot --runs instead of running anything")
+    p.add_argument("--runs", default="", help="with --plot: LABEL=METRICS.jsonl,... (the last = splits)")
+    p.add_argument("--title", default="", help="with --plot: the figure's title")
     p.add_argument("--hosts", type=int, default=4)
     p.add_argument("--rate", default="100mbit")
     p.add_argument("--model", default="mlp")
@@ -66,6 +126,8 @@ def main():
     p.add_argument("--torch-epochs", type=int, default=3, help="epochs of the PyTorch peer runs")
     p.add_argument("--csv", default=os.path.join(ROOT, "bench", "local_sgd.csv"))
     a = p.parse_args()
+    if a.plot:
+        return plot(a.plot, a.runs, a.title)
     lm = a.model.startswith("gpt")
     os.makedirs(a.dir, exist_ok=True)
     up = subprocess.run([NETSIM, "up", str(a.hosts), "--rate", a.rate], capture_output=True, text=True)
