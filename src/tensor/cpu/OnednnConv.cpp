@@ -126,9 +126,10 @@ dnnl::convolution_backward_data::primitive_desc backwardDataPd(
 }
 
 // The packed layouts of a shape: where the bf16 forward keeps x and the bf16
-// backward-data reads gy. One per shape for the whole process (a tensor
-// packed on one thread may be read on another, whose primitives could have
-// chosen otherwise: they then reorder from these).
+// backward-data reads gy. One per shape for the whole process, never
+// recomputed (a tensor packed on one thread may be read on another, whose
+// primitives could have chosen otherwise: they then reorder from these), so
+// the map only grows: by two descriptors per convolution shape ever seen.
 struct PackedLayouts {
   memory::desc src, diffDst;
 };
