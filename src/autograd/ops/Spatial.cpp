@@ -127,16 +127,17 @@ Variable conv2d(const Variable& x, const Variable& weight, const Variable& bias,
   // The operands as convolved, and kept for backward.
   Tensor xs = xd, ws = wd;
   kernels::ConvPacking packing;
-  if (precision() == Precision::BF16) packing = kernels::convPacking(s);
-  if (packing.packed()) {
-    xs = Tensor::empty({packing.x}, DType::BF16);
-    kernels::packConvInput(s, xd.data<float>(), xs.data<BFloat16>());
+  if (precision() == Precision::BF16) {
     ws = detail::toBf16(wd.data<float>(), wd.shape());
-    kernels::convolvePacked(s, xs.data<BFloat16>(), ws.data<BFloat16>(), b, y.data<float>());
-  } else if (precision() == Precision::BF16) {
-    xs = detail::toBf16(xd.data<float>(), xd.shape());
-    ws = detail::toBf16(wd.data<float>(), wd.shape());
-    kernels::convolve(s, xs.data<BFloat16>(), ws.data<BFloat16>(), b, y.data<float>());
+    packing = kernels::convPacking(s);
+    if (packing.packed()) {
+      xs = Tensor::empty({packing.x}, DType::BF16);
+      kernels::packConvInput(s, xd.data<float>(), xs.data<BFloat16>());
+      kernels::convolvePacked(s, xs.data<BFloat16>(), ws.data<BFloat16>(), b, y.data<float>());
+    } else {
+      xs = detail::toBf16(xd.data<float>(), xd.shape());
+      kernels::convolve(s, xs.data<BFloat16>(), ws.data<BFloat16>(), b, y.data<float>());
+    }
   } else {
     kernels::convolve(s, xd.data<float>(), wd.data<float>(), b, y.data<float>());
   }

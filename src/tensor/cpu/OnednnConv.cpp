@@ -260,11 +260,8 @@ void run(const ConvShape& s, Pass pass, bool bf16, bool bias,
       }
       continue;
     }
-    o.user.set_data_handle(data);
-    if (o.ownBytes == 0) {
-      o.own.set_data_handle(data);  // own is user's memory, or was pointed at a packed operand
-      continue;
-    }
+    o.user.set_data_handle(data);  // own too where it is user (one handle): after a packed call
+    if (o.ownBytes == 0) continue;
     o.own.set_data_handle(scratch[i].grow(static_cast<int64_t>(o.ownBytes)));
     if (!o.output) o.reorder.execute(c.stream, o.user, o.own);
   }
