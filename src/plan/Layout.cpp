@@ -53,7 +53,7 @@ Layout layoutFor(const api::RunConfig& rc, const ModelProfile& profile, int host
   }
   bool sequence = true;  // the profile's layers are the model's layer sequence, one to one
   for (const auto& layer : profile.layers) sequence = sequence && layer.sequenceNames.size() == 1;
-  const std::vector<int> cuts = !c.pipelineSplit.empty() && sequence && l.pp > 1
+  const std::vector<int>& cuts = l.cuts = !c.pipelineSplit.empty() && sequence && l.pp > 1
                                     ? parallel::pipeline::cutsFromSplit(c.pipelineSplit, n, chunks)
                                     : parallel::pipeline::balancedCuts(cost, chunks);
   l.stageLayers.assign(l.pp, {});
@@ -64,6 +64,12 @@ Layout layoutFor(const api::RunConfig& rc, const ModelProfile& profile, int host
   if (l.pp > 1 && profile.languageModel && !profile.layers.empty() && !profile.layers[0].tensors.empty())
     l.tiedCopy = profile.layers[0].tensors[0];
   return l;
+}
+
+int64_t chunkOutputWidth(const Layout& l, const ModelProfile& p, int k) {
+  const int layers = static_cast<int>(p.layers.size());
+  const int last = (k + 1 < static_cast<int>(l.cuts.size()) ? l.cuts[k + 1] : layers) - 1;
+  return last >= 0 && last < layers && p.layers[last].outputWidth > 0 ? p.layers[last].outputWidth : p.width;
 }
 
 RankGroup meshGroup(const Layout& l, MeshDim dim) {

@@ -22,8 +22,10 @@ struct Layout {
   int64_t microBatchSize = 1;   // samples
   int64_t samplesPerStep = 1;   // the global batch
   int servers = 0, workers = 1; // ps
-  // Layers of each stage (its v chunks together), indices into the profile.
+  // Layers of each stage (its v chunks together), indices into the profile;
+  // the first layer of each chunk (chunk k on stage k % pp).
   std::vector<std::vector<int>> stageLayers;
+  std::vector<int> cuts;
   // Elements the last stage holds twice (the tied embedding of lm_head).
   int64_t tiedCopy = 0;
   Placement placement;
@@ -35,6 +37,11 @@ struct Layout {
 // balanced by each layer's forward + backward time, `layerCost` (empty: FLOPs).
 Layout layoutFor(const api::RunConfig& rc, const ModelProfile& profile, int hosts,
                  const std::vector<double>& layerCost = {});
+
+// The width per token of what pipeline chunk k sends on (its last layer's
+// output: mlp's Flatten 784, a hidden layer 256; the model's width where the
+// profile does not say).
+int64_t chunkOutputWidth(const Layout& l, const ModelProfile& p, int k);
 
 // The group of `rank`'s mesh neighbours along one dimension and how many such
 // groups cross a host's link at once.

@@ -58,6 +58,21 @@ double stageActivations(const api::RunConfig& rc, const Layout& l, const ModelPr
   return kept + std::max(whole, biggest);
 }
 
+// A pipeline stage's message buffers (parallel/pipeline/PipelineParallel.cpp):
+// every receive of the step is posted at its start (each chunk's input and
+// its output's gradient, per micro-batch), and what it sends (outputs
+// forward, input gradients back) is kept until the step's end.
+double pipelineBuffers(const Layout& l, const ModelProfile& p, int stage) {
+  const int chunks = l.pp * l.v;
+  const double perToken = static_cast<double>(l.microBatchSize * p.tokensPerSample) * p.elementBytes;
+  double bytes = 0;
+  for (int k = stage; k < chunks; k += l.pp) {
+    if (k > 0) bytes += 2 * perToken * static_cast<double>(chunkOutputWidth(l, p, k - 1));
+    if (k + 1 < chunks) bytes += 2 * perToken * static_cast<double>(chunkOutputWidth(l, p, k));
+  }
+  return bytes * static_cast<double>(l.microBatches);
+}
+
 }  // namespace
 
 std::vector<RankMemory> predictMemory(const api::RunConfig& rc, const Layout& l, const ModelProfile& p) {
@@ -100,6 +115,7 @@ std::vector<RankMemory> predictMemory(const api::RunConfig& rc, const Layout& l,
       inFlight = pipelineInFlight(c.pipelineSchedule, stage, l.pp, static_cast<int>(l.microBatches), l.v) /
                  static_cast<double>(l.v);
     m.activationsPeak = static_cast<double>(l.microBatchSize) * perSample * inFlight;
+    if (l.pp > 1 && stage < l.pp) m.activationsPeak += pipelineBuffers(l, p, stage);
     // The peak: the states and the larger of the activations (end of
     // forward) and what the step's collectives hold for a moment (around the
     // update), measured on the trainer: ZeRO 1 a gradient shard, ZeRO 2 the

@@ -99,14 +99,20 @@ ModelProfile mlpProfile(int64_t inputs, const std::vector<int64_t>& hidden, int6
   widths.insert(widths.end(), hidden.begin(), hidden.end());
   widths.push_back(classes);
   p.width = inputs;
+  // The sequence, one profile layer per sequence layer (so that a pipeline is
+  // cut where the trainer cuts it, and each stage sends its own boundary's
+  // width): 0 Flatten, then Linear and ReLU pairs, the last Linear alone.
+  LayerProfile flatten;
+  flatten.name = "0";
+  flatten.sequenceNames = {flatten.name};
+  flatten.outputWidth = inputs;
+  p.layers.push_back(flatten);
   for (size_t i = 0; i + 1 < widths.size(); ++i) {
     const int64_t in = widths[i], out = widths[i + 1];
+    const bool hiddenLayer = i + 2 < widths.size();
     LayerProfile l;
-    // The sequence: 0 Flatten, then Linear and ReLU pairs, the last Linear alone.
     l.name = std::to_string(2 * i + 1);
-    if (i == 0) l.sequenceNames.push_back("0");
-    l.sequenceNames.push_back(l.name);
-    if (i + 2 < widths.size()) l.sequenceNames.push_back(std::to_string(2 * i + 2));
+    l.sequenceNames = {l.name};
     l.tensors = {out * in, out};
     l.linears = {{in, out}};
     // Megatron-style pairs: the first two Linears (column then row parallel).
@@ -119,8 +125,16 @@ ModelProfile mlpProfile(int64_t inputs, const std::vector<int64_t>& hidden, int6
     l.outputWidth = out;
     // Measured: the hidden layers' outputs before and after the ReLU (the
     // input batch and the logits are not the model's activations).
-    l.activationBytes = i + 2 < widths.size() ? 8.0 * static_cast<double>(out) : 0;
+    l.activationBytes = hiddenLayer ? 4.0 * static_cast<double>(out) : 0;
     p.layers.push_back(l);
+    if (!hiddenLayer) break;
+    LayerProfile relu;
+    relu.name = std::to_string(2 * i + 2);
+    relu.sequenceNames = {relu.name};
+    relu.outputWidth = out;
+    relu.activationBytes = 4.0 * static_cast<double>(out);
+    relu.elementwiseBytes = 8.0 * static_cast<double>(out);  // reads and writes its input's width
+    p.layers.push_back(relu);
   }
   return p;
 }

@@ -1,6 +1,7 @@
 #include "plan/PipelineSim.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 
 #include "core/Error.h"
@@ -10,61 +11,113 @@ namespace dtrain::plan {
 
 namespace pl = parallel::pipeline;
 
-PipelineRun simulatePipeline(const std::string& schedule, int p, int m, int v,
-                             const std::vector<double>& fwd, const std::vector<double>& bwd, double p2p,
-                             bool keepSpans, bool senderBusy) {
+namespace {
+
+// One direction of a host's link: the intervals it is busy, in time order.
+// A message takes the earliest gap where both its links are free, so the
+// order the simulation reaches the messages in does not matter.
+using Busy = std::vector<std::pair<double, double>>;
+
+double firstFreeEnd(const Busy& b, double start, double seconds) {
+  for (const auto& [s, e] : b)
+    if (s < start + seconds && start < e) return e;  // overlaps: try after it
+  return -1;
+}
+
+double reserve(Busy& out, Busy& in, double ready, double seconds) {
+  double t = ready;
+  for (;;) {
+    const double a = firstFreeEnd(out, t, seconds), b = firstFreeEnd(in, t, seconds);
+    if (a < 0 && b < 0) break;
+    t = std::max({t, a, b});
+  }
+  for (Busy* b : {&out, &in}) b->insert(std::upper_bound(b->begin(), b->end(), std::make_pair(t, t)), {t, t + seconds});
+  return t + seconds;
+}
+
+}  // namespace
+
+PipelineRun simulatePipeline(const std::string& schedule, int p, int m, int v, const std::vector<double>& fwd,
+                             const std::vector<double>& bwd, const PipelineLinks& links, bool keepSpans,
+                             bool senderBusy) {
   const pl::ScheduleKind kind = pl::scheduleFromName(schedule);
   std::vector<std::vector<pl::PipeOp>> ops(p);
   for (int s = 0; s < p; ++s) ops[s] = pl::stageOps(kind, s, p, m, v);
   const int chunks = p * v;
-  // End times of each (virtual stage k, micro-batch) forward and backward; -1: not yet.
-  std::vector<double> fEnd(static_cast<size_t>(chunks) * m, -1), bEnd(static_cast<size_t>(chunks) * m, -1);
+  DTRAIN_CHECK(static_cast<int>(links.seconds.size()) >= chunks - 1, "pipeline simulation: ",
+               links.seconds.size(), " message times for ", chunks, " chunks");
+  const bool shared = !links.host.empty();
+  std::map<int, Busy> out, in;  // per host
+  // Per (chunk k, micro-batch): when its forward output reaches chunk k + 1,
+  // and when its input gradient reaches chunk k - 1; -1: not yet sent.
+  std::vector<double> fArrive(static_cast<size_t>(chunks) * m, -1), bArrive(static_cast<size_t>(chunks) * m, -1);
+  std::vector<char> fDone(static_cast<size_t>(chunks) * m, 0);
   std::vector<size_t> next(p, 0);
   std::vector<double> free(p, 0);
   PipelineRun run;
   size_t remaining = 0;
   for (const auto& o : ops) remaining += o.size();
+  auto send = [&](int from, int to, double at, double seconds) {
+    if (!shared || links.host[from] == links.host[to]) return at + seconds;
+    return reserve(out[links.host[from]], in[links.host[to]], at, seconds);
+  };
   while (remaining > 0) {
-    bool progressed = false;
+    // The runnable operation that can start first (the links are reserved
+    // in about the order of time).
+    int best = -1;
+    double bestReady = std::numeric_limits<double>::infinity();
     for (int s = 0; s < p; ++s) {
-      while (next[s] < ops[s].size()) {
-        const pl::PipeOp& op = ops[s][next[s]];
-        const int k = op.chunk * p + s;
-        const size_t at = static_cast<size_t>(k) * m + op.micro;
-        double ready = free[s];
-        if (op.forward) {
-          if (k > 0) {
-            const double dep = fEnd[at - m];
-            if (dep < 0) break;
-            ready = std::max(ready, dep + p2p);
-          }
-        } else {
-          if (fEnd[at] < 0) break;
-          if (k < chunks - 1) {
-            const double dep = bEnd[at + m];
-            if (dep < 0) break;
-            ready = std::max(ready, dep + p2p);
-          }
+      if (next[s] >= ops[s].size()) continue;
+      const pl::PipeOp& op = ops[s][next[s]];
+      const int k = op.chunk * p + s;
+      const size_t at = static_cast<size_t>(k) * m + op.micro;
+      double ready = free[s];
+      if (op.forward) {
+        if (k > 0) {
+          if (fArrive[at - m] < 0) continue;
+          ready = std::max(ready, fArrive[at - m]);
         }
-        const double end = ready + (op.forward ? fwd[s] : bwd[s]);
-        (op.forward ? fEnd : bEnd)[at] = end;
-        // senderBusy: the sender is busy while its message goes out (MPI
-        // progresses a large isend only inside MPI calls: Open MPI's TCP
-        // transport has no progress thread). Measured (mlp, 4 emulated hosts
-        // at 100 Mbit/s): GPipe and 1F1B take the same time, which free sends
-        // would put 57% apart.
-        const bool sends = op.forward ? k < chunks - 1 : k > 0;
-        free[s] = end + (senderBusy && sends ? p2p : 0);
-        if (keepSpans) run.ops.push_back({s, op.forward, op.micro, op.chunk, ready, end});
-        ++next[s];
-        --remaining;
-        progressed = true;
+      } else {
+        if (!fDone[at]) continue;
+        if (k < chunks - 1) {
+          if (bArrive[at + m] < 0) continue;
+          ready = std::max(ready, bArrive[at + m]);
+        }
       }
+      if (ready < bestReady) best = s, bestReady = ready;
     }
-    DTRAIN_CHECK(progressed, "pipeline simulation: the schedule deadlocks");
+    DTRAIN_CHECK(best >= 0, "pipeline simulation: the schedule deadlocks");
+    const int s = best;
+    const pl::PipeOp& op = ops[s][next[s]];
+    const int k = op.chunk * p + s;
+    const size_t at = static_cast<size_t>(k) * m + op.micro;
+    const double end = bestReady + (op.forward ? fwd[s] : bwd[s]);
+    free[s] = end;
+    if (op.forward) {
+      fDone[at] = 1;
+      if (k < chunks - 1) fArrive[at] = send(s, (k + 1) % p, end, links.seconds[k]);
+    } else if (k > 0) {
+      bArrive[at] = send(s, (k - 1) % p, end, links.seconds[k - 1]);
+    }
+    // senderBusy: the sender waits for its message (MPI progresses a large
+    // isend only inside MPI calls: Open MPI's TCP transport has no progress
+    // thread). Measured (mlp, 4 emulated hosts at 100 Mbit/s): GPipe and 1F1B
+    // take the same time, which free sends would put 57% apart.
+    if (senderBusy && op.forward && k < chunks - 1) free[s] = fArrive[at];
+    if (senderBusy && !op.forward && k > 0) free[s] = bArrive[at];
+    if (keepSpans) run.ops.push_back({s, op.forward, op.micro, op.chunk, bestReady, end});
+    ++next[s];
+    --remaining;
   }
   for (double f : free) run.makespan = std::max(run.makespan, f);
   return run;
+}
+
+PipelineRun simulatePipeline(const std::string& schedule, int p, int m, int v, const std::vector<double>& fwd,
+                             const std::vector<double>& bwd, double p2p, bool keepSpans, bool senderBusy) {
+  PipelineLinks links;
+  links.seconds.assign(std::max(0, p * v - 1), p2p);
+  return simulatePipeline(schedule, p, m, v, fwd, bwd, links, keepSpans, senderBusy);
 }
 
 int pipelineInFlight(const std::string& schedule, int stage, int p, int m, int v) {

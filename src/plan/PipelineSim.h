@@ -1,9 +1,12 @@
 #pragma once
 // A discrete-event run of one pipeline step: every stage runs its operations
 // in the order dtrain's schedule gives it (parallel/pipeline/Schedule.h); a
-// forward waits for the previous chunk's, a backward for the next chunk's,
-// plus the point-to-point message between them (with senderBusy, which also
-// keeps its sender busy: no overlap of a send with the next operation). The makespan gives the bubble
+// forward waits for the previous chunk's output, a backward for the next
+// chunk's gradient, each a point-to-point message. Messages between stages on
+// different hosts take turns on the sending host's link out and the receiving
+// host's link in (a middle stage's activations forward and gradients back
+// share its one link); with senderBusy the sender also waits for its message
+// to arrive before its next operation. The makespan gives the bubble
 // ((p - 1) / m of the compute for GPipe and 1F1B, (p - 1) / (v m) interleaved,
 // with equal stages) and the predicted timeline's spans.
 #include <string>
@@ -23,7 +26,20 @@ struct PipelineRun {
   std::vector<PipelineOpSpan> ops;
 };
 
+// The messages between the chunks: seconds[k], one micro-batch's activations
+// from chunk k to chunk k + 1 (and its gradient back) on an idle link;
+// host[s], stage s's host (empty: no link is shared, every message takes its
+// seconds from when it is sent).
+struct PipelineLinks {
+  std::vector<double> seconds;
+  std::vector<int> host;
+};
+
 // forwardS[s], backwardS[s]: one micro-batch through one of stage s's chunks.
+PipelineRun simulatePipeline(const std::string& schedule, int stages, int microBatches, int virtualStages,
+                             const std::vector<double>& forwardS, const std::vector<double>& backwardS,
+                             const PipelineLinks& links, bool keepSpans, bool senderBusy = false);
+// Every message p2pS, no shared links.
 PipelineRun simulatePipeline(const std::string& schedule, int stages, int microBatches, int virtualStages,
                              const std::vector<double>& forwardS, const std::vector<double>& backwardS,
                              double p2pS, bool keepSpans, bool senderBusy = false);

@@ -232,24 +232,38 @@ Prediction simulate(const api::RunConfig& rc, const Machine& m, const ModelProfi
   r.bytesPerRank = tpBytes * mb;
   if (l.pp > 1) {
     const RankGroup pipe = meshGroup(l, MeshDim::Pipeline);
-    // A stage sends its last layer's output (mlp: a hidden layer's width, not
-    // the input's): the widest boundary (interleaved: any layer but the last).
-    int64_t boundary = 0;
-    for (int s = 0; s + 1 < l.pp || (l.v > 1 && s < l.pp); ++s)
-      for (size_t i = 0; i < l.stageLayers[s].size(); ++i) {
-        const int layer = l.stageLayers[s][i];
-        const bool ends = l.v > 1 ? layer + 1 < static_cast<int>(p.layers.size()) : i + 1 == l.stageLayers[s].size();
-        if (ends) boundary = std::max(boundary, p.layers[layer].outputWidth > 0 ? p.layers[layer].outputWidth : p.width);
-      }
-    const double pipeAct = boundary > 0 ? act / static_cast<double>(p.width) * static_cast<double>(boundary) : act;
-    const double p2p = p2pTime(m, l.placement, 0, pipe.hostsSpanned > 1 ? l.placement.ranksPerHost : 0, pipeAct,
-                               pipe.concurrentPerHost);
+    // Chunk k sends its last layer's output (mlp: the Flatten's 784 wide, a
+    // hidden layer's 256) to chunk k + 1, and gets its gradient back.
+    const int chunks = l.pp * l.v;
+    // Each stage's rank: replica 0's, slice 0's (the other replicas' and
+    // slices' pipelines cross their hosts' links at the same time: the
+    // sharing in p2pTime).
+    std::vector<int> stageRank;
+    PipelineLinks links;
+    for (int s = 0; s < l.pp; ++s) {
+      stageRank.push_back(parallel::meshRank({0, s, 0}, {l.dp, l.pp, l.tp}, l.spread));
+      links.host.push_back(l.placement.host(stageRank.back()));
+    }
+    std::vector<double> boundaryBytes;
+    for (int k = 0; k + 1 < chunks; ++k) {
+      boundaryBytes.push_back(act / static_cast<double>(p.width) * static_cast<double>(chunkOutputWidth(l, p, k)));
+      links.seconds.push_back(p2pTime(m, l.placement, stageRank[k % l.pp], stageRank[(k + 1) % l.pp],
+                                      boundaryBytes.back(), pipe.concurrentPerHost));
+    }
+    // The busiest stage's sends: each chunk's output forward and its input's gradient back.
+    double sentBytes = 0;
+    for (int s = 0; s < l.pp; ++s) {
+      double sent = 0;
+      for (int k = s; k < chunks; k += l.pp)
+        sent += (k + 1 < chunks ? boundaryBytes[k] : 0) + (k > 0 ? boundaryBytes[k - 1] : 0);
+      sentBytes = std::max(sentBytes, sent);
+    }
     const int micro = static_cast<int>(l.microBatches);
     const double bare = simulatePipeline(c.pipelineSchedule, l.pp, micro, l.v, fwd, bwd, 0, false).makespan;
-    const PipelineRun run = simulatePipeline(c.pipelineSchedule, l.pp, micro, l.v, fwd, bwd, p2p, true, !m.asyncSends);
+    const PipelineRun run = simulatePipeline(c.pipelineSchedule, l.pp, micro, l.v, fwd, bwd, links, true, !m.asyncSends);
     r.bubbleS = std::max(0.0, bare - r.computeS - tpExposed);
     p2pExposed = run.makespan - bare;
-    r.bytesPerRank += 2 * mb * l.v * pipeAct;
+    r.bytesPerRank += mb * sentBytes;
     for (const auto& op : run.ops) {
       const int rank = parallel::meshRank({0, op.stage, 0}, {l.dp, l.pp, l.tp}, l.spread);
       r.spans.push_back({rank, 0, std::string(op.forward ? "F" : "B") + std::to_string(op.micro), "pipeline",

@@ -50,6 +50,45 @@ TEST(PlanClosedForms, BusySendersSerializeThePipelinesMessages) {
     }
 }
 
+TEST(PlanClosedForms, StagesOnHostsTakeTurnsOnTheirLinks) {
+  // GPipe, messages only, each t, every stage on its own host: a host's link
+  // out carries one message at a time, so even with free senders the m
+  // micro-batches cross each link one after another, 2 (m + p - 2) t (the busy
+  // senders' time); on one host (no shared link) 2 (p - 1) t.
+  const double t = 0.5;
+  for (const char* schedule : {"gpipe"})
+    for (int p : {2, 3, 4})
+      for (int m : {1, 4, 8}) {
+        const std::vector<double> zero(p, 0.0);
+        PipelineLinks links;
+        links.seconds.assign(p - 1, t);
+        for (int s = 0; s < p; ++s) links.host.push_back(s);
+        EXPECT_NEAR(simulatePipeline(schedule, p, m, 1, zero, zero, links, false).makespan, 2 * (m + p - 2) * t, 1e-9)
+            << schedule << " p " << p << " m " << m;
+        links.host.assign(p, 0);
+        EXPECT_NEAR(simulatePipeline(schedule, p, m, 1, zero, zero, links, false).makespan, 2 * (p - 1) * t, 1e-9);
+      }
+}
+
+TEST(PlanClosedForms, AMiddleStagesGradientsAndActivationsShareItsLink) {
+  // Three stages on three hosts, compute free: stage 1's link out carries its
+  // m activations forward (1 s each) and its m gradients back (2 s each, the
+  // wider boundary: mlp's Flatten), after the first activation reached it
+  // (2 s), so the step takes at least 2 + 3 m; with links not shared, less.
+  const std::vector<double> zero(3, 0.0);
+  for (int m : {2, 4, 8}) {
+    PipelineLinks shared;
+    shared.seconds = {2.0, 1.0};  // chunk 0 -> 1 wider than 1 -> 2 (mlp's Flatten)
+    shared.host = {0, 1, 2};
+    PipelineLinks apart = shared;
+    apart.host.clear();
+    const double a = simulatePipeline("1f1b", 3, m, 1, zero, zero, shared, false).makespan;
+    const double b = simulatePipeline("1f1b", 3, m, 1, zero, zero, apart, false).makespan;
+    EXPECT_GT(a, b) << "m " << m;
+    EXPECT_GE(a, 2.0 + 3.0 * m - 1e-9) << "m " << m;
+  }
+}
+
 TEST(PlanClosedForms, InterleavingShrinksTheBubbleVFold) {
   for (int p : {2, 4})
     for (int v : {2, 4})
