@@ -53,17 +53,18 @@ rate_bytes() {
     b = n * m[u]; if (b >= 1000) printf "%d\n", b }'
 }
 
-# Egress shaping of one device. burst: 0.125 ms at line rate, at least 16 KiB
-# (tbf splits larger GSO packets itself). A real link sends nothing faster
-# than its rate; a larger bucket lets each step's first bytes after an idle
-# moment through at memory speed (the 4 ms burst this had before sent 1 MB at
-# 1 Gbit/s in 5.1 ms after 50 ms idle instead of 9.3: the mlp's steps
-# measured up to 2x faster than the link allows). 16 KiB costs 2-4% of the
-# steady rate at 1 Gbit/s, which calibrate measures.
+# Egress shaping of one device. burst: 0.5 ms at line rate, at least 64 KiB
+# (one GSO super-packet: a smaller bucket makes tbf split them, which at
+# 1 Gbit/s on 4 hosts cost so much of this machine's CPU that collectives ran
+# at half the rate and gpt-small's steps up to 2.4x slower). A real link sends
+# nothing faster than its rate; a larger bucket lets each step's first bytes
+# after an idle moment through at memory speed (the 4 ms this had before sent
+# 1 MB at 1 Gbit/s in 5.1 ms after 50 ms idle instead of 9.3: the mlp's steps
+# measured up to 2x faster than the link allows; 64 KiB: 8.8 ms).
 shape() {  # netns-or-empty dev rate
   local bps burst
   bps=$(rate_bytes "$3")
-  burst=$((bps / 8000)); ((burst >= 16384)) || burst=16384
+  burst=$((bps / 2000)); ((burst >= 65536)) || burst=65536
   ip ${1:+-n "$1"} link set "$2" up
   tc ${1:+-n "$1"} qdisc replace dev "$2" root tbf rate "$3" burst "$burst" latency 50ms
 }

@@ -97,13 +97,27 @@ double allreduceTime(const Machine& m, const Placement& p, const RankGroup& g, d
   return ringAllreduceTime(g.size, bytes, groupLink(m, p, g));
 }
 
-double allgatherTime(const Machine& m, const Placement& p, const RankGroup& g, double bytes) {
+namespace {
+
+// A ring collective that moves (n - 1) / n of the bytes: its calibrated fit
+// where the machine file has one at this shape, else the closed form.
+double ringHalfTime(const Machine& m, const Placement& p, const RankGroup& g, double bytes, const char* fit) {
   if (g.size <= 1) return 0;
   const LinkKind kind = g.hostsSpanned > 1 ? LinkKind::InterHost
                         : p.threads        ? LinkKind::SameProcess
                                            : LinkKind::IntraHost;
-  if (const CollectiveFit* f = calibratedFit(m, kind, g, "allgather_ring")) return f->cost.time(bytes);
+  if (const CollectiveFit* f = calibratedFit(m, kind, g, fit)) return f->cost.time(bytes);
   return reduceScatterTime(g.size, bytes, groupLink(m, p, g));
+}
+
+}  // namespace
+
+double allgatherTime(const Machine& m, const Placement& p, const RankGroup& g, double bytes) {
+  return ringHalfTime(m, p, g, bytes, "allgather_ring");
+}
+
+double reduceScatterTime(const Machine& m, const Placement& p, const RankGroup& g, double bytes) {
+  return ringHalfTime(m, p, g, bytes, "reduce_scatter_ring");
 }
 
 double p2pTime(const Machine& m, const Placement& p, int a, int b, double bytes, int sharing) {

@@ -49,7 +49,9 @@ LinkCost groupLink(const Machine& m, const Placement& p, const RankGroup& g);
 // else the closed form.
 double allreduceTime(const Machine& m, const Placement& p, const RankGroup& g, double bytes,
                      const std::string& algo);
+// `bytes`: the whole vector (each rank holds or gets 1/n of it).
 double allgatherTime(const Machine& m, const Placement& p, const RankGroup& g, double bytes);
+double reduceScatterTime(const Machine& m, const Placement& p, const RankGroup& g, double bytes);
 // One point-to-point message between ranks `a` and `b`.
 double p2pTime(const Machine& m, const Placement& p, int a, int b, double bytes, int sharing);
 

@@ -73,6 +73,14 @@ double pipelineBuffers(const Layout& l, const ModelProfile& p, int stage) {
   return bytes * static_cast<double>(l.microBatches);
 }
 
+// One micro-batch through the whole model, with its input copied in (a
+// language model's token ids, 8 bytes each; a classifier's fp32 features).
+double wholeModelActivations(const Layout& l, const ModelProfile& p) {
+  double perSample = p.languageModel ? 8.0 * static_cast<double>(p.tokensPerSample) : 4.0 * static_cast<double>(p.width);
+  for (const auto& layer : p.layers) perSample += layer.activationBytes + layer.activationBytesCut;
+  return static_cast<double>(l.microBatchSize) * perSample;
+}
+
 }  // namespace
 
 std::vector<RankMemory> predictMemory(const api::RunConfig& rc, const Layout& l, const ModelProfile& p) {
@@ -100,7 +108,8 @@ std::vector<RankMemory> predictMemory(const api::RunConfig& rc, const Layout& l,
     const int zero = l.strategy == "ps" ? 0 : c.zero;
     m.parameters = 4 * psi / (zero >= 3 ? n : 1);
     m.gradients = 4 * psi / (zero >= 2 ? n : 1);
-    m.optimizerState = opt * psi / (zero >= 1 ? n : 1);
+    // A parameter server's workers leave the optimizer to the servers.
+    m.optimizerState = ps ? 0 : opt * psi / (zero >= 1 ? n : 1);
     if (c.offload == "optimizer" || c.offload == "params") std::swap(m.offloaded, m.optimizerState);
     if (c.offload == "params") {
       m.offloaded += m.parameters;
@@ -133,6 +142,15 @@ std::vector<RankMemory> predictMemory(const api::RunConfig& rc, const Layout& l,
     const bool feedback = k == "topk" || k == "randomk" || k == "onebit" || k == "signsgd" || k == "powersgd";
     if (feedback && n > 1 && !ps) extra += whole;
     m.peak = m.modelStates() + extra + 2048;
+    if (l.pp > 1) {
+      // A pipeline builds the whole model on every rank before each stage
+      // keeps its own layers, and rank 0 first times every layer on one
+      // micro-batch (parallel/pipeline/PipelinePlan.cpp): the whole model's
+      // parameters and gradients, and that micro-batch through all of it.
+      const double all = 4.0 * static_cast<double>(p.params());
+      m.peak = std::max(m.peak, all + 2048);
+      if (r == 0) m.peak = std::max(m.peak, 2 * all + wholeModelActivations(l, p) + 2048);
+    }
     out.push_back(m);
   }
   return out;

@@ -335,19 +335,20 @@ Prediction simulate(const api::RunConfig& rc, const Machine& m, const ModelProfi
       dpS = allgatherTime(m, l.placement, g, bytes * l.dp);
       r.bytesPerRank += bytes * (l.dp - 1);
     } else {
-      // Each bucket its own call: auto picks each bucket's algorithm by its size.
+      // Each bucket its own call: auto picks each bucket's algorithm by its
+      // size. ZeRO reduce-scatters each bucket and allgathers the updated
+      // slices (parallel/zero: the collectives' own fits, not the
+      // allreduce's); stage 3's forward gathers every unit's parameters and
+      // backward gathers them again, except those still whole from the end of
+      // forward.
+      const double again = c.zero == 3 ? zero3RegatheredFraction(p, l) : 0;
+      auto perBucket = [&](double b) {
+        if (c.zero == 0) return allreduceTime(m, l.placement, g, b, c.allreduceAlgo);
+        return reduceScatterTime(m, l.placement, g, b) + (1 + again) * allgatherTime(m, l.placement, g, b);
+      };
       const double full = std::floor(raw / rawBucket), rest = raw - full * rawBucket;
-      dpS = full * allreduceTime(m, l.placement, g, rawBucket * ratio, c.allreduceAlgo) +
-            (rest > 0 ? allreduceTime(m, l.placement, g, rest * ratio, c.allreduceAlgo) : 0);
-      r.bytesPerRank += ringAllreduceBytesPerRank(l.dp, bytes);
-    }
-    if (c.zero == 3) {
-      // Forward gathers every unit's parameters, backward gathers them again
-      // except those still whole from the end of forward; the update's
-      // reduce-scatter is the allreduce's first half: 1.5x at most.
-      const double again = zero3RegatheredFraction(p, l);
-      dpS *= 1 + again / 2;
-      r.bytesPerRank += again * reduceScatterBytesPerRank(l.dp, bytes);
+      dpS = full * perBucket(rawBucket * ratio) + (rest > 0 ? perBucket(rest * ratio) : 0);
+      r.bytesPerRank += ringAllreduceBytesPerRank(l.dp, bytes) + again * reduceScatterBytesPerRank(l.dp, bytes);
     }
     dpS += sfb.seconds;
     r.bytesPerRank += sfb.bytesPerRank;
