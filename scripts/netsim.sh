@@ -5,7 +5,9 @@
 # of it). Real TCP between real processes, so MPI and dtrain run unchanged; only
 # bandwidth is emulated (this kernel has no netem: no added latency or loss).
 #
-#   netsim.sh up N [--rate 1gbit] [--host-rate I=100mbit ...]   (re)create hosts 0..N-1
+#   netsim.sh up N [--rate 1gbit] [--host-rate I=100mbit ...] [--burst BYTES]
+#                                     (re)create hosts 0..N-1 (--burst: the token
+#                                     bucket, default below)
 #   netsim.sh down                                               remove them
 #   netsim.sh status                                             hosts, addresses, rates
 #   netsim.sh mpirun -np K [--ranks-per-host R] [--hosts I,J,..] -- CMD ARGS...
@@ -53,18 +55,22 @@ rate_bytes() {
     b = n * m[u]; if (b >= 1000) printf "%d\n", b }'
 }
 
-# Egress shaping of one device. burst: 0.5 ms at line rate, at least 64 KiB
-# (one GSO super-packet: a smaller bucket makes tbf split them, which at
-# 1 Gbit/s on 4 hosts cost so much of this machine's CPU that collectives ran
-# at half the rate and gpt-small's steps up to 2.4x slower). A real link sends
-# nothing faster than its rate; a larger bucket lets each step's first bytes
-# after an idle moment through at memory speed (the 4 ms this had before sent
-# 1 MB at 1 Gbit/s in 5.1 ms after 50 ms idle instead of 9.3: the mlp's steps
-# measured up to 2x faster than the link allows; 64 KiB: 8.8 ms).
-shape() {  # netns-or-empty dev rate
+# Egress shaping of one device. burst: 0.5 ms at line rate, at least 16 KiB,
+# and from 500 Mbit/s at least 128 KiB. A real link sends nothing faster than
+# its rate; a larger bucket lets each step's first bytes after an idle moment
+# through at memory speed (the 4 ms this had before sent 1 MB at 1 Gbit/s in
+# 5.1 ms after 50 ms idle instead of 9.3, and made the mlp's steps up to 2x
+# faster than the link allows; 64 KiB at 100 Mbit/s, 5 ms, passed the mlp
+# pipeline's 64 KB messages free: GPipe 133 ms against 153). But a bucket
+# under a GSO packet (64 KiB and its headers) makes tbf split them: at
+# 1 Gbit/s on 4 hosts (2 cores) a 4-rank ring allreduce then ran at half the
+# rate (bus bandwidth 0.06 GB/s with 64 KiB, 0.12 with 128 KiB to 512 KiB).
+shape() {  # netns-or-empty dev rate [burst-bytes]
   local bps burst
   bps=$(rate_bytes "$3")
-  burst=$((bps / 2000)); ((burst >= 65536)) || burst=65536
+  burst=$((bps / 2000)); ((burst >= 16384)) || burst=16384
+  ((bps < 62500000 || burst >= 131072)) || burst=131072
+  burst=${4:-$burst}
   ip ${1:+-n "$1"} link set "$2" up
   tc ${1:+-n "$1"} qdisc replace dev "$2" root tbf rate "$3" burst "$burst" latency 50ms
 }
@@ -85,12 +91,14 @@ cmd_down() {
 }
 
 cmd_up() {
-  local n="" rate="1gbit" spec i
+  local n="" rate="1gbit" spec i burst=""
   declare -A hostRate=()
   while (($#)); do
     case "$1" in
       --rate) rate="${2:-}"; shift 2 || die "--rate needs a value (e.g. 1gbit)" ;;
       --rate=*) rate="${1#*=}"; shift ;;
+      --burst) burst="${2:-}"; shift 2 || die "--burst needs a byte count (e.g. 65536)" ;;
+      --burst=*) burst="${1#*=}"; shift ;;
       --host-rate|--host-rate=*)
         if [[ "$1" == *=* ]]; then spec="${1#*=}"; shift; else spec="${2:-}"; shift 2 || die "--host-rate needs I=RATE"; fi
         [[ "$spec" =~ ^([0-9]+)=(.+)$ ]] || die "--host-rate takes I=RATE (e.g. 1=100mbit), got '$spec'"
@@ -101,6 +109,8 @@ cmd_up() {
   done
   [[ "$n" =~ ^[0-9]+$ ]] && ((n >= 1 && n <= 200)) || die "up needs a host count N in 1..200 (got '${n}')"
   [[ -n "$(rate_bytes "$rate")" ]] || die "bad rate '$rate' (use e.g. 100mbit, 1gbit, 12.5mbps)"
+  [[ -z "$burst" || ( "$burst" =~ ^[0-9]+$ && burst -ge 1600 ) ]] ||
+    die "--burst takes the token bucket's size in bytes, at least 1600 (one packet), got '$burst'"
   for i in "${!hostRate[@]}"; do
     ((i < n)) || die "--host-rate $i=...: there are only hosts 0..$((n - 1))"
     [[ -n "$(rate_bytes "${hostRate[$i]}")" ]] || die "bad rate '${hostRate[$i]}' for host $i"
@@ -119,8 +129,8 @@ cmd_up() {
     ip link set "$v" master "$bridge"
     ip -n "$h" link set lo up
     ip -n "$h" addr add "$net.$((i + 1))/24" dev eth0
-    shape "" "$v" "$r"      # into host i
-    shape "$h" eth0 "$r"    # out of host i
+    shape "" "$v" "$r" "$burst"      # into host i
+    shape "$h" eth0 "$r" "$burst"    # out of host i
   done
   echo "$n" > "$state/hosts"
   echo "netsim: $n hosts up on $net.0/24 (${pre}h0..${pre}h$((n - 1))), links $rate${hostRate[*]:+, some hosts otherwise: see status}"
@@ -258,5 +268,5 @@ case "${1:-}" in
   mpirun) shift; cmd_mpirun "$@" ;;
   probe) shift; cmd_probe "$@" ;;
   kill) shift; cmd_kill "$@" ;;
-  *) die "usage: netsim.sh up N [--rate 1gbit] [--host-rate I=RATE] | down | status | mpirun -np K [--ranks-per-host R] [--hosts I,J,..] -- CMD... | exec I -- CMD... | probe I | kill I" ;;
+  *) die "usage: netsim.sh up N [--rate 1gbit] [--host-rate I=RATE] [--burst BYTES] | down | status | mpirun -np K [--ranks-per-host R] [--hosts I,J,..] -- CMD... | exec I -- CMD... | probe I | kill I" ;;
 esac

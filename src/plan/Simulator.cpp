@@ -10,16 +10,49 @@
 
 namespace dtrain::plan {
 
-double compressionRatio(const runtime::TrainConfig& c, double width) {
+double compressionRatio(const runtime::TrainConfig& c, const ModelProfile& p) {
   const std::string& k = c.compress;
   if (k == "none") return 1;
   if (k == "fp16" || k == "bf16") return 0.5;
   if (k == "qsgd") return c.compressBits / 32.0;
   if (k == "topk" || k == "randomk") return std::min(1.0, 2 * c.compressRatio);  // value + index
   if (k == "onebit" || k == "signsgd") return 1 / 32.0;
-  if (k == "powersgd") return std::min(1.0, 1.25 * c.compressRank / std::max(1.0, width));  // P, Q of [C, 4C]
+  if (k == "powersgd") {
+    // parallel/compress/PowerSgd.cpp: a weight [n, m] as its factors, r (n + m)
+    // values, where that shrinks it to under half (PyTorch's
+    // min_compression_rate 2); biases, norms and other tensors whole.
+    const double r = static_cast<double>(c.compressRank);
+    double weights = 0, sent = 0;
+    for (const LayerProfile& layer : p.layers)
+      for (const auto& [in, out] : layer.linears) {
+        const double n = static_cast<double>(out), m = static_cast<double>(in);
+        weights += n * m;
+        sent += n * m <= 2 * (n + m) * r ? n * m : r * (n + m);
+      }
+    const double all = static_cast<double>(p.params());
+    return all > 0 ? std::min(1.0, (sent + all - weights) / all) : 1;
+  }
   return 1;
 }
+
+namespace {
+
+// PowerSGD's own work on the communication thread, per step: for each
+// compressed weight the error feedback (x = g + e), M Q, M^T P and the error
+// e = x - P Q^T each stream the matrix through memory (7 passes of 4 bytes; the
+// rank-r products are too thin to be compute-bound).
+double powerSgdEncodeSeconds(const runtime::TrainConfig& c, const Machine& m, const ModelProfile& p, double share) {
+  const double r = static_cast<double>(c.compressRank);
+  double streamed = 0;
+  for (const LayerProfile& layer : p.layers)
+    for (const auto& [in, out] : layer.linears) {
+      const double n = static_cast<double>(out), k = static_cast<double>(in);
+      if (n * k > 2 * (n + k) * r) streamed += 7 * 4 * n * k;
+    }
+  return streamed / m.memoryBytesPerS * share;
+}
+
+}  // namespace
 
 std::vector<std::pair<int64_t, int64_t>> factorLayers(const ModelProfile& p, const std::string& mode, int64_t rows,
                                                       int dp) {
@@ -273,7 +306,7 @@ Prediction simulate(const api::RunConfig& rc, const Machine& m, const ModelProfi
   // Gradients across replicas (or to the parameter servers).
   double gradParams = 0;
   for (const auto& s : stages) gradParams = std::max(gradParams, s.params);
-  const double ratio = compressionRatio(c, static_cast<double>(p.width));
+  const double ratio = compressionRatio(c, p);
   const double gradBytes = 4 * gradParams;
   double dpS = 0, dpExposed = 0;
   const double lastBackward = stages.back().backwardS + stages.back().recomputeS;
@@ -343,6 +376,8 @@ Prediction simulate(const api::RunConfig& rc, const Machine& m, const ModelProfi
       // forward.
       const double again = c.zero == 3 ? zero3RegatheredFraction(p, l) : 0;
       auto perBucket = [&](double b) {
+        // PowerSGD allreduces each bucket's P, then (orthogonalized) its Q.
+        if (c.compress == "powersgd") return 2 * allreduceTime(m, l.placement, g, b / 2, c.allreduceAlgo);
         if (c.zero == 0) return allreduceTime(m, l.placement, g, b, c.allreduceAlgo);
         return reduceScatterTime(m, l.placement, g, b) + (1 + again) * allgatherTime(m, l.placement, g, b);
       };
@@ -351,6 +386,7 @@ Prediction simulate(const api::RunConfig& rc, const Machine& m, const ModelProfi
       r.bytesPerRank += ringAllreduceBytesPerRank(l.dp, bytes) + again * reduceScatterBytesPerRank(l.dp, bytes);
     }
     dpS += sfb.seconds;
+    if (c.compress == "powersgd") dpS += powerSgdEncodeSeconds(c, m, p, share);
     r.bytesPerRank += sfb.bytesPerRank;
     r.computeS += sfb.rebuildS;
     if (l.strategy == "local-sgd") dpS /= static_cast<double>(std::max<int64_t>(1, c.syncEvery));

@@ -66,8 +66,8 @@ Prediction simulate(const api::RunConfig& rc, const Machine& m, const ModelProfi
 nlohmann::json predictionJson(const Prediction& p);
 
 // Bytes a gradient compressor sends for `bytes` of fp32 gradients, as a
-// fraction (1 = none); `width` the model's width (powersgd's factors).
-double compressionRatio(const runtime::TrainConfig& c, double width);
+// fraction (1 = none); powersgd counts the profile's weight matrices.
+double compressionRatio(const runtime::TrainConfig& c, const ModelProfile& p);
 // Choices that change what is learned (compression, asynchrony, Hogwild!,
 // local SGD): "" when the configuration has none, else which.
 std::string lossyChoice(const runtime::TrainConfig& c);
