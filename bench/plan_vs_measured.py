@@ -306,7 +306,7 @@ def main():
     finally:
         sh(f"{NETSIM} down")
         fcntl.flock(lock, fcntl.LOCK_UN)
-    if rows:
+    if any(r["config"] != "plan-choice" for r in rows):
         fixed = [r for r in rows if r["config"] != "plan-choice"]
         tot = {"summary": "all", "rate": a.rate, "hosts": a.hosts, "configs": len(fixed),
                "step_mae": round(statistics.mean(abs(r["step_err"]) for r in fixed), 3),

@@ -8,6 +8,7 @@
 #   netsim.sh up N [--rate 1gbit] [--host-rate I=100mbit ...] [--burst BYTES]
 #                                     (re)create hosts 0..N-1 (--burst: the token
 #                                     bucket, default below)
+#   netsim.sh burst RATE              the token bucket's bytes at RATE (what up uses)
 #   netsim.sh down                                               remove them
 #   netsim.sh status                                             hosts, addresses, rates
 #   netsim.sh mpirun -np K [--ranks-per-host R] [--hosts I,J,..] -- CMD ARGS...
@@ -65,12 +66,17 @@ rate_bytes() {
 # under a GSO packet (64 KiB and its headers) makes tbf split them: at
 # 1 Gbit/s on 4 hosts (2 cores) a 4-rank ring allreduce then ran at half the
 # rate (bus bandwidth 0.06 GB/s with 64 KiB, 0.12 with 128 KiB to 512 KiB).
-shape() {  # netns-or-empty dev rate [burst-bytes]
+default_burst() {  # rate -> bytes
   local bps burst
-  bps=$(rate_bytes "$3")
+  bps=$(rate_bytes "$1")
   burst=$((bps / 2000)); ((burst >= 16384)) || burst=16384
   ((bps < 62500000 || burst >= 131072)) || burst=131072
-  burst=${4:-$burst}
+  echo "$burst"
+}
+
+shape() {  # netns-or-empty dev rate [burst-bytes]
+  local burst
+  burst=${4:-$(default_burst "$3")}
   ip ${1:+-n "$1"} link set "$2" up
   tc ${1:+-n "$1"} qdisc replace dev "$2" root tbf rate "$3" burst "$burst" latency 50ms
 }
@@ -268,5 +274,6 @@ case "${1:-}" in
   mpirun) shift; cmd_mpirun "$@" ;;
   probe) shift; cmd_probe "$@" ;;
   kill) shift; cmd_kill "$@" ;;
-  *) die "usage: netsim.sh up N [--rate 1gbit] [--host-rate I=RATE] [--burst BYTES] | down | status | mpirun -np K [--ranks-per-host R] [--hosts I,J,..] -- CMD... | exec I -- CMD... | probe I | kill I" ;;
+  burst) [[ -n "$(rate_bytes "${2:-}")" ]] || die "burst needs a rate (e.g. 1gbit), got '${2:-}'"; default_burst "$2" ;;
+  *) die "usage: netsim.sh up N [--rate 1gbit] [--host-rate I=RATE] [--burst BYTES] | down | status | burst RATE | mpirun -np K [--ranks-per-host R] [--hosts I,J,..] -- CMD... | exec I -- CMD... | probe I | kill I" ;;
 esac

@@ -130,11 +130,12 @@ void describeProbe(const char* kind, const ProbeResult& r, json* samples) {
 // must be this one (and the binary at the same path on every host).
 void probeAcrossHosts(const CalibrateConfig& c, int hosts, const std::vector<size_t>& sizes,
                       json& links, json& collectives, json* samples) {
-  const std::string one = tempFile("inter1"), two = tempFile("inter2");
+  const std::string one = tempFile("inter1"), two = tempFile("inter2"), bucket = tempFile("burst");
   std::string script;
   if (c.netsimHosts > 0) {
     const std::string ns = "bash " + shellQuote(c.netsimScript);
-    script = "set -e; trap " + shellQuote(ns + " down >/dev/null 2>&1") + " EXIT; " + ns + " up " +
+    script = "set -e; trap " + shellQuote(ns + " down >/dev/null 2>&1") + " EXIT; " + ns + " burst " +
+             shellQuote(c.rate) + " > " + shellQuote(bucket) + "; " + ns + " up " +
              std::to_string(hosts) + " --rate " + shellQuote(c.rate) + " >&2; " + ns +
              " mpirun -np " + std::to_string(hosts) + " --ranks-per-host 1 -- " +
              rankCommand(c, one, sizes, 1) + "; " + ns + " mpirun -np " +
@@ -162,6 +163,14 @@ void probeAcrossHosts(const CalibrateConfig& c, int hosts, const std::vector<siz
   describeProbe("inter_host", r1, samples);
   describeProbe("inter_host_shared", r2, samples);
   links["inter_host"] = linkJson(r1.pointToPoint);
+  if (c.netsimHosts > 0) {
+    // The emulated links' token bucket, for the simulator's messages after an idle moment.
+    std::ifstream in(bucket);
+    double bytes = 0;
+    DTRAIN_CHECK(in >> bytes && bytes > 0, "calibrate: netsim.sh burst gave no bucket size in ", bucket);
+    std::remove(bucket.c_str());
+    links["inter_host"]["burst_bytes"] = bytes;
+  }
   collectives["inter_host"] = collectivesJson(r1);
   // The format holds one fit per collective and link kind: those of 1 rank per
   // host, and the hierarchical allreduce (which needs several) from the second

@@ -66,6 +66,40 @@ Layout layoutFor(const api::RunConfig& rc, const ModelProfile& profile, int host
   return l;
 }
 
+ModelProfile pairedForLayout(const ModelProfile& p, const Layout& l) {
+  ModelProfile out = p;
+  const int n = static_cast<int>(p.layers.size());
+  for (int k = 0; k < static_cast<int>(l.cuts.size()); ++k) {
+    const int end = parallel::pipeline::stageEnd(l.cuts, k, n);
+    for (int i = l.cuts[k]; i + 2 < end; ++i) {
+      LayerProfile &col = out.layers[i], &act = out.layers[i + 1], &row = out.layers[i + 2];
+      if (!col.sequenceLinear || !act.sequenceActivation || !row.sequenceLinear) continue;
+      // Does the column-parallel Linear read the model's input (nothing with
+      // parameters before it)? Then no one needs its input's gradient.
+      bool readsInput = true;
+      for (int j = 0; j < i; ++j) readsInput = readsInput && p.layers[j].params() == 0;
+      col.tensorParallelParams = col.params();
+      col.tensorParallelSums = 0;
+      col.tensorParallelBackwardSums = readsInput ? 0 : 1;
+      col.backwardSumWidth = col.inputWidth;
+      row.tensorParallelParams = row.tensors.empty() ? 0 : row.tensors[0];  // the weight; the bias stays whole
+      row.tensorParallelSums = 1;
+      row.tensorParallelBackwardSums = 0;
+      row.forwardSumWidth = row.outputWidth;
+      col.computeCut = act.computeCut = row.computeCut = true;
+      i += 2;
+    }
+  }
+  // Sequence layers left unpaired: whole, no sums.
+  for (LayerProfile& layer : out.layers)
+    if ((layer.sequenceLinear || layer.sequenceActivation) && !layer.computeCut) {
+      layer.tensorParallelParams = 0;
+      layer.tensorParallelSums = 0;
+      layer.tensorParallelBackwardSums = 0;
+    }
+  return out;
+}
+
 int64_t chunkOutputWidth(const Layout& l, const ModelProfile& p, int k) {
   const int layers = static_cast<int>(p.layers.size());
   const int last = (k + 1 < static_cast<int>(l.cuts.size()) ? l.cuts[k + 1] : layers) - 1;

@@ -43,6 +43,15 @@ Layout layoutFor(const api::RunConfig& rc, const ModelProfile& profile, int host
 // profile does not say).
 int64_t chunkOutputWidth(const Layout& l, const ModelProfile& p, int k);
 
+// The profile with its layer sequence's tensor-parallel pairs made as the
+// trainer makes them (nn/TensorParallel.h), within each pipeline chunk's run
+// of layers: Linear -> activation -> Linear becomes a column-parallel Linear
+// (its parameters cut, one backward sum f of its input, none where it reads
+// the model's input) and a row-parallel one (its weight cut, one forward sum
+// g of its output); a Linear without a partner in its chunk stays whole (mlp
+// cut after its first Linear: stage 0 runs whole on every tensor-parallel rank).
+ModelProfile pairedForLayout(const ModelProfile& p, const Layout& l);
+
 // The group of `rank`'s mesh neighbours along one dimension and how many such
 // groups cross a host's link at once.
 enum class MeshDim { Replicas, Pipeline, Tensor };

@@ -76,8 +76,10 @@ struct MachineReader {
 
   LinkCost link(const json& obj, const std::string& path, bool fitKeys = false) const {
     if (fitKeys) onlyKeys(obj, path, {"ranks", "ranks_per_host", "alpha_s", "bytes_per_s"});
-    else onlyKeys(obj, path, {"alpha_s", "bytes_per_s"});
-    return {number(obj, path, "alpha_s", false), number(obj, path, "bytes_per_s", true)};
+    else onlyKeys(obj, path, {"alpha_s", "bytes_per_s", "burst_bytes"});
+    LinkCost l{number(obj, path, "alpha_s", false), number(obj, path, "bytes_per_s", true)};
+    if (!fitKeys && obj.contains("burst_bytes")) l.burstBytes = static_cast<double>(amount(obj, path, "burst_bytes", false));
+    return l;
   }
 
   static std::optional<LinkKind> kind(const std::string& key) {

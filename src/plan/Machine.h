@@ -6,6 +6,7 @@
 // costs alpha_s + b / bytes_per_s. Reading refuses what a typo or a wrong
 // number would silently turn into a wrong prediction: unknown keys, wrong
 // types, negative or zero rates, another format tag (one line, UsageError).
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -23,7 +24,12 @@ inline constexpr const char* kMachineFormat = "dtrain-machine-1";
 struct LinkCost {
   double alphaS = 0;
   double bytesPerS = 0;
+  // An emulated link's token bucket (scripts/netsim.sh's tbf): after an idle
+  // moment this many bytes pass at memory speed. 0 for a real link.
+  double burstBytes = 0;
   double time(double bytes) const { return alphaS + bytes / bytesPerS; }
+  // The link time a full bucket saves a message of `bytes`.
+  double burstSaving(double bytes) const { return std::min(bytes, burstBytes) / bytesPerS; }
 };
 
 // A calibrated fit of a whole collective at the ranks it was measured on.

@@ -115,12 +115,10 @@ ModelProfile mlpProfile(int64_t inputs, const std::vector<int64_t>& hidden, int6
     l.sequenceNames = {l.name};
     l.tensors = {out * in, out};
     l.linears = {{in, out}};
-    // Megatron-style pairs: the first two Linears (column then row parallel).
-    if (i < 2 && widths.size() > 3) l.tensorParallelParams = i == 0 ? out * in + out : out * in;
-    l.tensorParallelSums = i == 1 && widths.size() > 3 ? 1 : 0;
-    l.tensorParallelBackwardSums = 0;  // its f is at the input (layer 0 is column-parallel)
-    if (l.tensorParallelSums > 0) p.tensorSumWidth = out;  // the row-parallel Linear's output, not the input's 784
-    l.computeCut = l.tensorParallelParams > 0;
+    // Tensor parallelism pairs Linear -> ReLU -> Linear within each stage's
+    // run of layers (pairedForLayout).
+    l.sequenceLinear = true;
+    l.inputWidth = in;
     l.forwardFlops = 2.0 * static_cast<double>(in * out);
     l.outputWidth = out;
     // Measured: the hidden layers' outputs before and after the ReLU (the
@@ -134,6 +132,8 @@ ModelProfile mlpProfile(int64_t inputs, const std::vector<int64_t>& hidden, int6
     relu.outputWidth = out;
     relu.activationBytes = 4.0 * static_cast<double>(out);
     relu.elementwiseBytes = 8.0 * static_cast<double>(out);  // reads and writes its input's width
+    relu.sequenceActivation = true;
+    relu.inputWidth = out;
     p.layers.push_back(relu);
   }
   return p;

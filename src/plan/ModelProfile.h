@@ -33,6 +33,14 @@ struct LayerProfile {
   // gradient no one needs (the mlp's first layer).
   int tensorParallelBackwardSums = -1;
   bool computeCut = false;          // its FLOPs divide across the tensor-parallel group
+  // The widths per token of its sums (0: the model's width).
+  int64_t forwardSumWidth = 0, backwardSumWidth = 0;
+  // A Linear, or an elementwise activation, of a layer sequence that
+  // nn/TensorParallel.h pairs (Linear -> activation -> Linear) within each
+  // pipeline stage: its cut and sums depend on where the stages are cut
+  // (plan/Layout.h's pairedForLayout fills the fields above).
+  bool sequenceLinear = false, sequenceActivation = false;
+  int64_t inputWidth = 0;
   // Bytes the elementwise ops (LayerNorm, GELU, softmax, residual adds) read
   // and write per sample in forward, at the memory's streaming rate; the
   // part tensor parallelism cuts apart.
@@ -49,7 +57,6 @@ struct ModelProfile {
   bool languageModel = false;
   int64_t tokensPerSample = 1;      // language models: the block size
   int64_t width = 0;                // the activations' width between layers
-  int64_t tensorSumWidth = 0;       // the tensor-parallel sums' width (0: width; mlp: its second hidden layer)
   int64_t heads = 0;
   double elementBytes = 4;          // of activations and gradients on the wire (fp32)
   // Recomputing a block in backward holds its activations and these

@@ -24,13 +24,26 @@ double firstFreeEnd(const Busy& b, double start, double seconds) {
   return -1;
 }
 
-double reserve(Busy& out, Busy& in, double ready, double seconds) {
+// How full a link's bucket is at `t`: the idle time since its last message
+// over the time it takes to refill (1 where it never sent).
+double bucketAt(const Busy& b, double t, double refillS) {
+  double last = -1;
+  for (const auto& [s, e] : b)
+    if (e <= t) last = std::max(last, e);
+  return last < 0 || refillS <= 0 ? 1 : std::min(1.0, (t - last) / refillS);
+}
+
+// The message starts in the first gap of both links from `ready`; a bucket
+// (saving > 0) takes off what it refilled since the link's last message
+// (the message then fits the gap all the more).
+double reserve(Busy& out, Busy& in, double ready, double seconds, double saving, double refillS) {
   double t = ready;
   for (;;) {
     const double a = firstFreeEnd(out, t, seconds), b = firstFreeEnd(in, t, seconds);
     if (a < 0 && b < 0) break;
     t = std::max({t, a, b});
   }
+  if (saving > 0) seconds -= saving * std::min(bucketAt(out, t, refillS), bucketAt(in, t, refillS));
   for (Busy* b : {&out, &in}) b->insert(std::upper_bound(b->begin(), b->end(), std::make_pair(t, t)), {t, t + seconds});
   return t + seconds;
 }
@@ -57,9 +70,11 @@ PipelineRun simulatePipeline(const std::string& schedule, int p, int m, int v, c
   PipelineRun run;
   size_t remaining = 0;
   for (const auto& o : ops) remaining += o.size();
-  auto send = [&](int from, int to, double at, double seconds) {
+  auto send = [&](int from, int to, double at, int boundary) {
+    double seconds = links.seconds[boundary];
     if (!shared || links.host[from] == links.host[to]) return at + seconds;
-    return reserve(out[links.host[from]], in[links.host[to]], at, seconds);
+    const double saving = links.burstSaving.empty() ? 0 : links.burstSaving[boundary];
+    return reserve(out[links.host[from]], in[links.host[to]], at, seconds, saving, links.refillS);
   };
   while (remaining > 0) {
     // The runnable operation that can start first (the links are reserved
@@ -95,9 +110,9 @@ PipelineRun simulatePipeline(const std::string& schedule, int p, int m, int v, c
     free[s] = end;
     if (op.forward) {
       fDone[at] = 1;
-      if (k < chunks - 1) fArrive[at] = send(s, (k + 1) % p, end, links.seconds[k]);
+      if (k < chunks - 1) fArrive[at] = send(s, (k + 1) % p, end, k);
     } else if (k > 0) {
-      bArrive[at] = send(s, (k - 1) % p, end, links.seconds[k - 1]);
+      bArrive[at] = send(s, (k - 1) % p, end, k - 1);
     }
     // senderBusy: the sender waits for its message (MPI progresses a large
     // isend only inside MPI calls: Open MPI's TCP transport has no progress

@@ -29,10 +29,14 @@ struct PipelineRun {
 // The messages between the chunks: seconds[k], one micro-batch's activations
 // from chunk k to chunk k + 1 (and its gradient back) on an idle link;
 // host[s], stage s's host (empty: no link is shared, every message takes its
-// seconds from when it is sent).
+// seconds from when it is sent). An emulated link's token bucket (netsim's
+// tbf): burstSaving[k], the seconds a full bucket takes off message k, the
+// bucket refilling in refillS of idle link (empty: none).
 struct PipelineLinks {
   std::vector<double> seconds;
   std::vector<int> host;
+  std::vector<double> burstSaving;
+  double refillS = 0;
 };
 
 // forwardS[s], backwardS[s]: one micro-batch through one of stage s's chunks.

@@ -123,7 +123,8 @@ constexpr double kSandblasterEvaluationsPerIteration = 2.2;
 struct StageCompute {
   double forwardS = 0, backwardS = 0, recomputeS = 0;  // one micro-batch through the stage
   double params = 0;                                    // the rank's parameters (its tp slice)
-  int tensorSums = 0, tensorBackwardSums = 0;
+  // The widths per token of its tensor-parallel sums, forward (g) and backward (f).
+  std::vector<int64_t> forwardSums, backwardSums;
 };
 
 // Measured times of the machine file's "models" section at the nearest micro-batch size.
@@ -209,9 +210,12 @@ std::vector<StageCompute> stageCompute(const api::RunConfig& rc, const Machine& 
       if (recompute && layer.recomputeKeptBytes > 0) sc.recomputeS += f;
       sc.params += static_cast<double>(layer.params() - layer.tensorParallelParams) +
                    static_cast<double>(layer.tensorParallelParams) / l.tp;
-      sc.tensorSums += layer.tensorParallelSums;
-      sc.tensorBackwardSums +=
-          layer.tensorParallelBackwardSums >= 0 ? layer.tensorParallelBackwardSums : layer.tensorParallelSums;
+      const int64_t forwardWidth = layer.forwardSumWidth > 0 ? layer.forwardSumWidth : p.width;
+      const int64_t backwardWidth = layer.backwardSumWidth > 0 ? layer.backwardSumWidth : p.width;
+      const int backward = layer.tensorParallelBackwardSums >= 0 ? layer.tensorParallelBackwardSums
+                                                                 : layer.tensorParallelSums;
+      sc.forwardSums.insert(sc.forwardSums.end(), layer.tensorParallelSums, forwardWidth);
+      sc.backwardSums.insert(sc.backwardSums.end(), backward, backwardWidth);
     }
     if (s == l.pp - 1 && l.pp > 1) sc.params += static_cast<double>(l.tiedCopy);
   }
@@ -229,35 +233,55 @@ Prediction simulate(const api::RunConfig& rc, const Machine& m, const SimulateOp
   return simulate(rc, m, profileFor(rc, &m), o);
 }
 
-Prediction simulate(const api::RunConfig& rc, const Machine& m, const ModelProfile& p,
+Prediction simulate(const api::RunConfig& rc, const Machine& m, const ModelProfile& p0,
                     const SimulateOptions& o) {
   const auto& c = rc.train;
   Prediction r;
   // Stages balanced as the trainer balances them: by each layer's time on one micro-batch.
   std::vector<double> cost;
   if (c.pipelineStages > 1)
-    for (const auto& [f, b] : layerTimes(rc, m, p, 1, 1, 1)) cost.push_back(f + b);
-  Layout& l = r.layout = layoutFor(rc, p, o.hosts > 0 ? o.hosts : m.hosts.value_or(1), cost);
+    for (const auto& [f, b] : layerTimes(rc, m, p0, 1, 1, 1)) cost.push_back(f + b);
+  Layout& l = r.layout = layoutFor(rc, p0, o.hosts > 0 ? o.hosts : m.hosts.value_or(1), cost);
+  const ModelProfile p = pairedForLayout(p0, l);
   double calibratedUpdate = -1, share = 1, threads = 1;
   const auto stages = stageCompute(rc, m, p, l, &calibratedUpdate, o.computeShare, &share, &threads);
   const double act = static_cast<double>(l.microBatchSize * p.tokensPerSample * p.width) * p.elementBytes;
-  // Tensor-parallel sums per micro-batch, on the stage's critical path.
+  // Tensor-parallel sums per micro-batch, on the stage's critical path: one
+  // allreduce of [tokens, width] each.
   const RankGroup tpGroup = meshGroup(l, MeshDim::Tensor);
-  const double tpAct = p.tensorSumWidth > 0 ? act / static_cast<double>(p.width) * static_cast<double>(p.tensorSumWidth)
-                                             : act;
-  const double tpSum = l.tp > 1 ? allreduceTime(m, l.placement, tpGroup, tpAct, "auto") : 0;
+  const LinkCost& inter = m.link(LinkKind::InterHost);
+  auto sumBytes = [&](int64_t width) { return act / static_cast<double>(p.width) * static_cast<double>(width); };
+  auto sumsTime = [&](const std::vector<int64_t>& widths, double gap) {
+    double t = 0;
+    for (int64_t w : widths) {
+      double one = allreduceTime(m, l.placement, tpGroup, sumBytes(w), "auto");
+      // An emulated link's bucket refills during the compute between two sums
+      // and lets that much of the next one through at once.
+      if (tpGroup.hostsSpanned > 1 && inter.burstBytes > 0)
+        one = std::max(inter.alphaS, one - std::min(1.0, gap / (inter.burstBytes / inter.bytesPerS)) *
+                                               inter.burstSaving(ringAllreduceBytesPerRank(l.tp, sumBytes(w))));
+      t += one;
+    }
+    return t;
+  };
   // Forward (g), backward (f) and, with recomputation, forward again.
   const int forwardPasses = c.recompute != "none" ? 2 : 1;
   std::vector<double> fwd(l.pp), bwd(l.pp);
   double slowest = 0, slowestTp = 0, tpBytes = 0;
   for (int s = 0; s < l.pp; ++s) {
-    const int sums = stages[s].tensorSums * forwardPasses + stages[s].tensorBackwardSums;
-    const double tpS = tpSum * sums;
-    fwd[s] = (stages[s].forwardS + tpSum * stages[s].tensorSums) / l.v;
-    bwd[s] = (stages[s].backwardS + stages[s].recomputeS + tpS - tpSum * stages[s].tensorSums) / l.v;
-    const double compute = stages[s].forwardS + stages[s].backwardS + stages[s].recomputeS;
-    if (compute > slowest) slowest = compute, slowestTp = tpS;
-    tpBytes = std::max(tpBytes, ringAllreduceBytesPerRank(l.tp, tpAct) * sums);
+    const StageCompute& st = stages[s];
+    const double count = static_cast<double>(st.forwardSums.size() * forwardPasses + st.backwardSums.size());
+    const double gap = count > 0 ? (st.forwardS + st.backwardS) / count : 0;
+    const double forwardTp = l.tp > 1 ? sumsTime(st.forwardSums, gap) : 0;
+    const double backwardTp = l.tp > 1 ? sumsTime(st.backwardSums, gap) + (forwardPasses - 1) * forwardTp : 0;
+    fwd[s] = (st.forwardS + forwardTp) / l.v;
+    bwd[s] = (st.backwardS + st.recomputeS + backwardTp) / l.v;
+    const double compute = st.forwardS + st.backwardS + st.recomputeS;
+    if (compute > slowest) slowest = compute, slowestTp = forwardTp + backwardTp;
+    double bytes = 0;
+    for (int64_t w : st.forwardSums) bytes += forwardPasses * ringAllreduceBytesPerRank(l.tp, sumBytes(w));
+    for (int64_t w : st.backwardSums) bytes += ringAllreduceBytesPerRank(l.tp, sumBytes(w));
+    if (l.tp > 1) tpBytes = std::max(tpBytes, bytes);
   }
   const double mb = static_cast<double>(l.microBatches);
   r.computeS = mb * slowest;
@@ -282,7 +306,9 @@ Prediction simulate(const api::RunConfig& rc, const Machine& m, const ModelProfi
       boundaryBytes.push_back(act / static_cast<double>(p.width) * static_cast<double>(chunkOutputWidth(l, p, k)));
       links.seconds.push_back(p2pTime(m, l.placement, stageRank[k % l.pp], stageRank[(k + 1) % l.pp],
                                       boundaryBytes.back(), pipe.concurrentPerHost));
+      links.burstSaving.push_back(inter.burstSaving(boundaryBytes.back()));
     }
+    links.refillS = inter.burstBytes / inter.bytesPerS;
     // The busiest stage's sends: each chunk's output forward and its input's gradient back.
     double sentBytes = 0;
     for (int s = 0; s < l.pp; ++s) {
@@ -447,7 +473,7 @@ Prediction simulate(const api::RunConfig& rc, const Machine& m, const ModelProfi
       s = next;
       SimulateOptions again = o;
       again.computeShare = s;
-      best = simulate(rc, m, p, again);
+      best = simulate(rc, m, p0, again);
     }
     return best;
   }

@@ -89,6 +89,29 @@ TEST(PlanClosedForms, AMiddleStagesGradientsAndActivationsShareItsLink) {
   }
 }
 
+TEST(PlanClosedForms, AnIdleEmulatedLinksBucketLetsAMessageThrough) {
+  // Two stages on two hosts, compute free, one micro-batch: its activation
+  // and its gradient each cross an idle link whose full bucket takes `save`
+  // off the message; one refilling for half the refill time takes half.
+  const std::vector<double> zero(2, 0.0), busy(2, 1.0);
+  PipelineLinks links;
+  links.seconds = {1.0};
+  links.host = {0, 1};
+  links.burstSaving = {0.4};
+  links.refillS = 2.0;
+  EXPECT_NEAR(simulatePipeline("gpipe", 2, 1, 1, zero, zero, links, false).makespan, 2 * 0.6, 1e-9);
+  // Two micro-batches back to back: the second finds stage 0's link out just
+  // used (empty bucket) and pays the whole second.
+  EXPECT_NEAR(simulatePipeline("gpipe", 2, 2, 1, zero, zero, links, false).makespan, 0.6 + 1.0 + 0.6 + 1.0, 1e-9);
+  // Forwards of 1 s: the first activation leaves at 1 (0.6, on from 1.6), the
+  // second at 2 finds the link idle for 0.4 s of its 2 s refill (0.08 off,
+  // arrives 2.92); stage 1 ends its forwards at 3.92, its first gradient
+  // crosses full links (0.6), the second waits behind it (1.0): 5.52.
+  EXPECT_NEAR(simulatePipeline("gpipe", 2, 2, 1, busy, zero, links, false).makespan, 5.52, 1e-9);
+  links.burstSaving.clear();
+  EXPECT_NEAR(simulatePipeline("gpipe", 2, 1, 1, zero, zero, links, false).makespan, 2.0, 1e-9);
+}
+
 TEST(PlanClosedForms, InterleavingShrinksTheBubbleVFold) {
   for (int p : {2, 4})
     for (int v : {2, 4})

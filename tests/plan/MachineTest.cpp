@@ -19,7 +19,7 @@ const char* kGoodMachine = R"({
   "memory_per_device_bytes": 12884901888,
   "compute": {"flops_per_s": {"fp32": 1.0e11}, "memory_bytes_per_s": 2.0e10},
   "links": {"same_process": {"alpha_s": 2e-6, "bytes_per_s": 8e9},
-            "inter_host": {"alpha_s": 2e-4, "bytes_per_s": 1.2e7}},
+            "inter_host": {"alpha_s": 2e-4, "bytes_per_s": 1.2e7, "burst_bytes": 16384}},
   "collectives": {"inter_host": {"allreduce_ring": {"ranks": 4, "ranks_per_host": 1, "alpha_s": 1e-3, "bytes_per_s": 6e6}}},
   "models": {"gpt-small": {"precision": "fp32", "threads": 1, "micro_batches": {"8": {
       "forward_s": 0.012, "backward_s": 0.025, "update_s": 0.004,
@@ -53,6 +53,8 @@ TEST(PlanMachine, ReadsEverySection) {
   EXPECT_DOUBLE_EQ(m.flops("bf16"), 1e11);  // falls back to fp32
   EXPECT_DOUBLE_EQ(m.link(LinkKind::InterHost).bytesPerS, 1.2e7);
   EXPECT_DOUBLE_EQ(m.link(LinkKind::IntraHost).bytesPerS, 1.2e7);  // no intra_host: the next slower
+  EXPECT_DOUBLE_EQ(m.link(LinkKind::InterHost).burstBytes, 16384);
+  EXPECT_DOUBLE_EQ(m.link(LinkKind::SameProcess).burstBytes, 0);  // a real link has none
   ASSERT_NE(m.collective(LinkKind::InterHost, "allreduce_ring"), nullptr);
   EXPECT_EQ(m.collective(LinkKind::InterHost, "allreduce_ring")->ranks, 4);
   const auto& cal = m.models.at("gpt-small").microBatches.at(8);
@@ -82,6 +84,7 @@ TEST(PlanMachine, RefusesMistakesInOneLineNamingTheKey) {
       {edited("\"devices_per_host\": 2", "\"devices_per_host\": 2.5"), "devices_per_host: must be an integer"},
       {edited("\"8\": {", "\"eight\": {"), "micro_batches.eight: the key must be a micro-batch size"},
       {edited("\"ranks\": 4", "\"rank\": 4"), "allreduce_ring.rank: unknown key"},
+      {edited("\"burst_bytes\": 16384", "\"burst_bytes\": -1"), "links.inter_host.burst_bytes: must be >= 0"},
       {"{\"format\": ", "not JSON"}};
   for (const auto& [text, needle] : cases) {
     const std::string why = refusal(text);
