@@ -169,7 +169,7 @@ void probeAcrossHosts(const CalibrateConfig& c, int hosts, const std::vector<siz
     double bytes = 0;
     DTRAIN_CHECK(in >> bytes && bytes > 0, "calibrate: netsim.sh burst gave no bucket size in ", bucket);
     std::remove(bucket.c_str());
-    links["inter_host"]["burst_bytes"] = bytes;
+    links["inter_host"]["burst_bytes"] = static_cast<int64_t>(bytes);
   }
   collectives["inter_host"] = collectivesJson(r1);
   // The format holds one fit per collective and link kind: those of 1 rank per

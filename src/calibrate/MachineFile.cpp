@@ -82,6 +82,7 @@ void checkMachineJson(const nlohmann::json& m) {
   for (const auto& [kind, fit] : links.items()) {
     DTRAIN_CHECK(linkKinds.count(kind), "machine file: unknown link kind 'links.", kind, "'");
     checkFit(fit, "links." + kind + ".");
+    if (fit.contains("burst_bytes")) positive(fit, "links." + kind + ".", "burst_bytes", true);
   }
   if (m.contains("collectives"))
     for (const auto& [kind, entries] : m.at("collectives").items())

@@ -52,7 +52,7 @@ double reserve(Busy& out, Busy& in, double ready, double seconds, double saving,
 
 PipelineRun simulatePipeline(const std::string& schedule, int p, int m, int v, const std::vector<double>& fwd,
                              const std::vector<double>& bwd, const PipelineLinks& links, bool keepSpans,
-                             bool senderBusy) {
+                             bool senderBusy, const PipelineCores& cores) {
   const pl::ScheduleKind kind = pl::scheduleFromName(schedule);
   std::vector<std::vector<pl::PipeOp>> ops(p);
   for (int s = 0; s < p; ++s) ops[s] = pl::stageOps(kind, s, p, m, v);
@@ -67,7 +67,11 @@ PipelineRun simulatePipeline(const std::string& schedule, int p, int m, int v, c
   std::vector<char> fDone(static_cast<size_t>(chunks) * m, 0);
   std::vector<size_t> next(p, 0);
   std::vector<double> free(p, 0);
+  // Each stage's compute now running (operations run in the order they
+  // start, so the spans covering a start are known when it is reached).
+  std::vector<double> computeFrom(p, 0), computeTo(p, 0);
   PipelineRun run;
+  run.computeS.assign(p, 0);
   size_t remaining = 0;
   for (const auto& o : ops) remaining += o.size();
   auto send = [&](int from, int to, double at, int boundary) {
@@ -106,7 +110,19 @@ PipelineRun simulatePipeline(const std::string& schedule, int p, int m, int v, c
     const pl::PipeOp& op = ops[s][next[s]];
     const int k = op.chunk * p + s;
     const size_t at = static_cast<size_t>(k) * m + op.micro;
-    const double end = bestReady + (op.forward ? fwd[s] : bwd[s]);
+    const std::vector<double>& comm = op.forward ? cores.forwardCommS : cores.backwardCommS;
+    const double commS = comm.empty() ? 0 : comm[s];
+    double computeS = (op.forward ? fwd[s] : bwd[s]) - commS;
+    if (cores.slots > 0) {
+      int busy = 1;
+      for (int o = 0; o < p; ++o)
+        if (o != s && computeFrom[o] <= bestReady && bestReady < computeTo[o]) ++busy;
+      computeS *= std::max(1.0, busy * cores.copies / cores.slots);
+    }
+    computeFrom[s] = bestReady;
+    computeTo[s] = bestReady + computeS;
+    run.computeS[s] += computeS;
+    const double end = bestReady + computeS + commS;
     free[s] = end;
     if (op.forward) {
       fDone[at] = 1;

@@ -24,6 +24,19 @@ struct PipelineOpSpan {
 struct PipelineRun {
   double makespan = 0;
   std::vector<PipelineOpSpan> ops;
+  std::vector<double> computeS;  // per stage: its operations' compute, as run (shared cores slow it)
+};
+
+// Ranks that share cores (emulated hosts on one machine): an operation's
+// compute is slowed by the ranks computing when it starts, copies (the
+// stage's dp x tp ranks, which run the same schedule) for each stage busy
+// then, over `slots` ranks the cores run at full speed (0: none shared).
+// forwardCommS/backwardCommS: the part of forwardS/backwardS that is not
+// compute (tensor-parallel sums), not slowed (empty: none).
+struct PipelineCores {
+  double slots = 0;
+  int copies = 1;
+  std::vector<double> forwardCommS, backwardCommS;
 };
 
 // The messages between the chunks: seconds[k], one micro-batch's activations
@@ -42,7 +55,8 @@ struct PipelineLinks {
 // forwardS[s], backwardS[s]: one micro-batch through one of stage s's chunks.
 PipelineRun simulatePipeline(const std::string& schedule, int stages, int microBatches, int virtualStages,
                              const std::vector<double>& forwardS, const std::vector<double>& backwardS,
-                             const PipelineLinks& links, bool keepSpans, bool senderBusy = false);
+                             const PipelineLinks& links, bool keepSpans, bool senderBusy = false,
+                             const PipelineCores& cores = {});
 // Every message p2pS, no shared links.
 PipelineRun simulatePipeline(const std::string& schedule, int stages, int microBatches, int virtualStages,
                              const std::vector<double>& forwardS, const std::vector<double>& backwardS,

@@ -244,7 +244,7 @@ Prediction simulate(const api::RunConfig& rc, const Machine& m, const ModelProfi
   Layout& l = r.layout = layoutFor(rc, p0, o.hosts > 0 ? o.hosts : m.hosts.value_or(1), cost);
   const ModelProfile p = pairedForLayout(p0, l);
   double calibratedUpdate = -1, share = 1, threads = 1;
-  const auto stages = stageCompute(rc, m, p, l, &calibratedUpdate, o.computeShare, &share, &threads);
+  const auto stages = stageCompute(rc, m, p, l, &calibratedUpdate, 0, &share, &threads);
   const double act = static_cast<double>(l.microBatchSize * p.tokensPerSample * p.width) * p.elementBytes;
   // Tensor-parallel sums per micro-batch, on the stage's critical path: one
   // allreduce of [tokens, width] each.
@@ -266,7 +266,7 @@ Prediction simulate(const api::RunConfig& rc, const Machine& m, const ModelProfi
   };
   // Forward (g), backward (f) and, with recomputation, forward again.
   const int forwardPasses = c.recompute != "none" ? 2 : 1;
-  std::vector<double> fwd(l.pp), bwd(l.pp);
+  std::vector<double> fwd(l.pp), bwd(l.pp), fwdComm(l.pp), bwdComm(l.pp);
   double slowest = 0, slowestTp = 0, tpBytes = 0;
   for (int s = 0; s < l.pp; ++s) {
     const StageCompute& st = stages[s];
@@ -276,6 +276,8 @@ Prediction simulate(const api::RunConfig& rc, const Machine& m, const ModelProfi
     const double backwardTp = l.tp > 1 ? sumsTime(st.backwardSums, gap) + (forwardPasses - 1) * forwardTp : 0;
     fwd[s] = (st.forwardS + forwardTp) / l.v;
     bwd[s] = (st.backwardS + st.recomputeS + backwardTp) / l.v;
+    fwdComm[s] = forwardTp / l.v;
+    bwdComm[s] = backwardTp / l.v;
     const double compute = st.forwardS + st.backwardS + st.recomputeS;
     if (compute > slowest) slowest = compute, slowestTp = forwardTp + backwardTp;
     double bytes = 0;
@@ -318,10 +320,32 @@ Prediction simulate(const api::RunConfig& rc, const Machine& m, const ModelProfi
       sentBytes = std::max(sentBytes, sent);
     }
     const int micro = static_cast<int>(l.microBatches);
-    const double bare = simulatePipeline(c.pipelineSchedule, l.pp, micro, l.v, fwd, bwd, 0, false).makespan;
-    const PipelineRun run = simulatePipeline(c.pipelineSchedule, l.pp, micro, l.v, fwd, bwd, links, true, !m.asyncSends);
-    r.bubbleS = std::max(0.0, bare - r.computeS - tpExposed);
-    p2pExposed = run.makespan - bare;
+    // Emulated hosts share the machine's cores: a pipeline's ranks idle in
+    // its bubble and while messages travel, and the others then compute
+    // faster, so each operation runs at the share of the ranks computing when
+    // it starts (its compute from the times alone), not at all ranks' share.
+    PipelineCores cores;
+    std::vector<double> pipeFwd = fwd, pipeBwd = bwd;
+    if (m.sharedCores > 0) {
+      double unusedUpdate = 0, unusedShare = 0, unusedThreads = 0;
+      const auto alone = stageCompute(rc, m, p, l, &unusedUpdate, 1.0, &unusedShare, &unusedThreads);
+      for (int s = 0; s < l.pp; ++s) {
+        pipeFwd[s] = alone[s].forwardS / l.v + fwdComm[s];
+        pipeBwd[s] = (alone[s].backwardS + alone[s].recomputeS) / l.v + bwdComm[s];
+      }
+      cores.slots = m.sharedCores / threads;
+      cores.copies = l.dp * l.tp;
+      cores.forwardCommS = fwdComm;
+      cores.backwardCommS = bwdComm;
+    }
+    const PipelineRun bare =
+        simulatePipeline(c.pipelineSchedule, l.pp, micro, l.v, pipeFwd, pipeBwd, PipelineLinks{std::vector<double>(
+                             std::max(0, chunks - 1), 0.0), {}, {}, 0}, false, false, cores);
+    const PipelineRun run =
+        simulatePipeline(c.pipelineSchedule, l.pp, micro, l.v, pipeFwd, pipeBwd, links, true, !m.asyncSends, cores);
+    if (m.sharedCores > 0) r.computeS = *std::max_element(bare.computeS.begin(), bare.computeS.end());
+    r.bubbleS = std::max(0.0, bare.makespan - r.computeS - tpExposed);
+    p2pExposed = run.makespan - bare.makespan;
     r.bytesPerRank += mb * sentBytes;
     for (const auto& op : run.ops) {
       const int rank = parallel::meshRank({0, op.stage, 0}, {l.dp, l.pp, l.tp}, l.spread);
@@ -456,27 +480,6 @@ Prediction simulate(const api::RunConfig& rc, const Machine& m, const ModelProfi
       {r.optimizerS, "optimizer"}};
   const auto* top = std::max_element(std::begin(terms), std::end(terms));
   r.dominant = top->second + " " + std::to_string(static_cast<int>(std::lround(100 * top->first / r.stepS))) + "%";
-  if (l.pp > 1 && m.sharedCores > 0 && o.computeShare <= 0) {
-    // A pipeline's ranks idle in its bubble and while messages travel, and the
-    // emulated hosts' ranks then leave the shared cores to the others: the
-    // rate divides by the ranks computing at once, not by all of them. Solve
-    // share = (busy rank-seconds at that share / step) x threads / cores.
-    double busy = 0;  // rank-seconds of compute per step at `share`
-    for (const auto& st : stages) busy += mb * (st.forwardS + st.backwardS + st.recomputeS);
-    busy *= static_cast<double>(l.dp) * l.tp;
-    const double alone = busy / share;
-    double s = share;
-    Prediction best = r;
-    for (int i = 0; i < 8; ++i) {
-      const double next = std::clamp(alone * s * threads / (best.stepS * m.sharedCores), 1.0, share);
-      if (std::abs(next - s) < 1e-3 * s) break;
-      s = next;
-      SimulateOptions again = o;
-      again.computeShare = s;
-      best = simulate(rc, m, p0, again);
-    }
-    return best;
-  }
   return r;
 }
 

@@ -51,9 +51,6 @@ struct Prediction {
 
 struct SimulateOptions {
   int hosts = 0;  // backend mpi: hosts the ranks spread over (0: the machine file's, else 1)
-  // How many ways each rank's compute rate is divided (0: by the ranks that
-  // share the cores; a pipeline on shared cores solves for it, see the .cpp).
-  double computeShare = 0;
 };
 
 // `rc` prepared (api::prepared). The profile: profileFor(rc) unless given.

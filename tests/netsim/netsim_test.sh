@@ -11,8 +11,15 @@ netsim="$1" mpitests="$2" dtrain="$3"
 # serializes concurrent runs (ctest -j, other build trees) of this test.
 NETSIM_ID=213 NETSIM_LOCK=dtrain-netsim-test.lock source "$(dirname "$0")/common.sh"
 
+# The token bucket: 16 KiB at 100 Mbit/s, one GSO packet and more (128 KiB)
+# from 500 Mbit/s (what calibrate --netsim writes as burst_bytes), as set.
+[[ $(bash "$netsim" burst 100mbit) == 16384 && $(bash "$netsim" burst 1gbit) == 131072 ]] ||
+  fail "netsim.sh burst: $(bash "$netsim" burst 100mbit) at 100mbit, $(bash "$netsim" burst 1gbit) at 1gbit"
+! bash "$netsim" up 2 --burst 12 2>/dev/null || fail "netsim.sh up --burst 12 (under one packet) was accepted"
 bash "$netsim" up 2 --rate 100mbit || fail "netsim.sh up 2 --rate 100mbit"
 bash "$netsim" status
+tc -n "dtrain${DTRAIN_NETSIM_ID}-h0" qdisc show dev eth0 | grep -q "burst 16Kb" ||
+  fail "host 0's link is not shaped with a 16 KiB bucket: $(tc -n dtrain${DTRAIN_NETSIM_ID}-h0 qdisc show dev eth0)"
 
 # Generous communication timeouts: the ranks share 2 cores with other builds.
 run() { timeout 240 bash "$netsim" mpirun -np 2 -- env DTRAIN_COMM_TIMEOUT_MS=120000 "$@"; }

@@ -112,6 +112,29 @@ TEST(PlanClosedForms, AnIdleEmulatedLinksBucketLetsAMessageThrough) {
   EXPECT_NEAR(simulatePipeline("gpipe", 2, 1, 1, zero, zero, links, false).makespan, 2.0, 1e-9);
 }
 
+TEST(PlanClosedForms, SharedCoresSlowTheStagesComputingAtOnce) {
+  // GPipe, 2 stages, 2 micro-batches, forwards of 1 s, free backwards and
+  // messages. Stage 0's second forward starts at 1 with stage 1 idle; stage
+  // 1's first starts then too, with stage 0 computing: on one core's worth of
+  // ranks it takes 2 s (1 to 3), its second 1 s alone (3 to 4). With a slot
+  // per rank nothing slows: 3 s.
+  const std::vector<double> f(2, 1.0), b(2, 0.0);
+  PipelineLinks none;
+  none.seconds = {0.0};
+  PipelineCores one;
+  one.slots = 1;
+  EXPECT_NEAR(simulatePipeline("gpipe", 2, 2, 1, f, b, none, false, false, one).makespan, 4.0, 1e-9);
+  PipelineCores two = one;
+  two.slots = 2;
+  EXPECT_NEAR(simulatePipeline("gpipe", 2, 2, 1, f, b, none, false, false, two).makespan, 3.0, 1e-9);
+  // Replicas (dp x tp copies of each stage) compute at the same moments.
+  two.copies = 2;
+  EXPECT_NEAR(simulatePipeline("gpipe", 2, 2, 1, f, b, none, false, false, two).makespan, 4.0, 1e-9);
+  // The tensor-parallel sums in an operation's time are not compute.
+  one.forwardCommS = {0.5, 0.5};
+  EXPECT_NEAR(simulatePipeline("gpipe", 2, 2, 1, f, b, none, false, false, one).makespan, 3.5, 1e-9);
+}
+
 TEST(PlanClosedForms, InterleavingShrinksTheBubbleVFold) {
   for (int p : {2, 4})
     for (int v : {2, 4})
