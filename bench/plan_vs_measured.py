@@ -125,7 +125,7 @@ def report(a):
     rows = list(latest.values())
     machines = {}
     for r in map(json.loads, open(a.report)):
-        if r.get("summary") == "all" and r["hosts"] == 4:
+        if r.get("summary") == "all" and (r["hosts"] == 4 or r["rate"] not in machines):
             # The machine file where the run left it, else beside the rows (--dir).
             path = r["machine"]
             machines[r["rate"]] = path if os.path.exists(path) else os.path.join(a.dir, os.path.basename(path))
