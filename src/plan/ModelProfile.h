@@ -17,8 +17,9 @@ namespace dtrain::plan {
 
 struct LayerProfile {
   std::string name;                 // the layer sequence's name (nn/LayerSequence.h): "transformer.h.0"
-  // The layers of the model's sequence it stands for (calibrate times them
-  // one by one): mlp's Linear with its ReLU (and the first with Flatten).
+  // The layers of the model's sequence it stands for (calibrate times them one
+  // by one): one for the built-in models (mlp's Flatten, Linears and ReLUs,
+  // gpt's embedding, blocks and head).
   std::vector<std::string> sequenceNames;
   std::vector<int64_t> tensors;     // parameter tensors' element counts
   int64_t tensorParallelParams = 0; // of these, the elements cut by tensor parallelism
