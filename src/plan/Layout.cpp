@@ -69,15 +69,16 @@ Layout layoutFor(const api::RunConfig& rc, const ModelProfile& profile, int host
 ModelProfile pairedForLayout(const ModelProfile& p, const Layout& l) {
   ModelProfile out = p;
   const int n = static_cast<int>(p.layers.size());
+  // Layers up to the first with parameters read the model's input: no one
+  // needs its gradient.
+  int firstWithParams = 0;
+  while (firstWithParams < n && p.layers[firstWithParams].params() == 0) ++firstWithParams;
   for (int k = 0; k < static_cast<int>(l.cuts.size()); ++k) {
     const int end = parallel::pipeline::stageEnd(l.cuts, k, n);
     for (int i = l.cuts[k]; i + 2 < end; ++i) {
       LayerProfile &col = out.layers[i], &act = out.layers[i + 1], &row = out.layers[i + 2];
       if (!col.sequenceLinear || !act.sequenceActivation || !row.sequenceLinear) continue;
-      // Does the column-parallel Linear read the model's input (nothing with
-      // parameters before it)? Then no one needs its input's gradient.
-      bool readsInput = true;
-      for (int j = 0; j < i; ++j) readsInput = readsInput && p.layers[j].params() == 0;
+      const bool readsInput = i <= firstWithParams;
       col.tensorParallelParams = col.params();
       col.tensorParallelSums = 0;
       col.tensorParallelBackwardSums = readsInput ? 0 : 1;

@@ -28,8 +28,10 @@ struct LinkCost {
   // moment this many bytes pass at memory speed. 0 for a real link.
   double burstBytes = 0;
   double time(double bytes) const { return alphaS + bytes / bytesPerS; }
-  // The link time a full bucket saves a message of `bytes`.
+  // The link time a full bucket saves a message of `bytes`, and the idle
+  // time that refills an empty one.
   double burstSaving(double bytes) const { return std::min(bytes, burstBytes) / bytesPerS; }
+  double refillS() const { return burstBytes / bytesPerS; }
 };
 
 // A calibrated fit of a whole collective at the ranks it was measured on.

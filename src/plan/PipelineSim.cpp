@@ -145,10 +145,11 @@ PipelineRun simulatePipeline(const std::string& schedule, int p, int m, int v, c
 }
 
 PipelineRun simulatePipeline(const std::string& schedule, int p, int m, int v, const std::vector<double>& fwd,
-                             const std::vector<double>& bwd, double p2p, bool keepSpans, bool senderBusy) {
+                             const std::vector<double>& bwd, double p2p, bool keepSpans, bool senderBusy,
+                             const PipelineCores& cores) {
   PipelineLinks links;
   links.seconds.assign(std::max(0, p * v - 1), p2p);
-  return simulatePipeline(schedule, p, m, v, fwd, bwd, links, keepSpans, senderBusy);
+  return simulatePipeline(schedule, p, m, v, fwd, bwd, links, keepSpans, senderBusy, cores);
 }
 
 int pipelineInFlight(const std::string& schedule, int stage, int p, int m, int v) {

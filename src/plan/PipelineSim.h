@@ -60,7 +60,7 @@ PipelineRun simulatePipeline(const std::string& schedule, int stages, int microB
 // Every message p2pS, no shared links.
 PipelineRun simulatePipeline(const std::string& schedule, int stages, int microBatches, int virtualStages,
                              const std::vector<double>& forwardS, const std::vector<double>& backwardS,
-                             double p2pS, bool keepSpans, bool senderBusy = false);
+                             double p2pS, bool keepSpans, bool senderBusy = false, const PipelineCores& cores = {});
 
 // The most (micro-batch, chunk) pairs stage `stage` holds activations of.
 int pipelineInFlight(const std::string& schedule, int stage, int stages, int microBatches, int virtualStages);

@@ -5,10 +5,43 @@
 
 #include "parallel/Mesh.h"
 #include "parallel/allreduce/SufficientFactors.h"
+#include "parallel/compress/Compressor.h"
 #include "plan/Collectives.h"
 #include "plan/PipelineSim.h"
 
 namespace dtrain::plan {
+
+namespace {
+
+// PowerSGD's view of the model's weights (parallel/compress/PowerSgd.cpp, by
+// its own rule): the elements of all weights [n, m], of those it factors, and
+// the values it sends for them (r (n + m) each factored one, the rest whole).
+struct PowerSgdWeights {
+  double all = 0, factored = 0, sent = 0;
+};
+PowerSgdWeights powerSgdWeights(const ModelProfile& p, int64_t rank) {
+  PowerSgdWeights w;
+  for (const LayerProfile& layer : p.layers)
+    for (const auto& [in, out] : layer.linears) {
+      const int64_t r = parallel::compress::powerSgdRank(out, in, rank,
+                                                         parallel::compress::CompressOptions{}.minCompressionRate);
+      const double n = static_cast<double>(out), m = static_cast<double>(in);
+      w.all += n * m;
+      w.factored += r > 0 ? n * m : 0;
+      w.sent += r > 0 ? static_cast<double>(r) * (n + m) : n * m;
+    }
+  return w;
+}
+
+// PowerSGD's own work on the communication thread, per step: for each
+// factored weight the error feedback (x = g + e), M Q, M^T P and the error
+// e = x - P Q^T each stream the matrix through memory (7 passes of 4 bytes; the
+// rank-r products are too thin to be compute-bound).
+double powerSgdEncodeSeconds(const runtime::TrainConfig& c, const Machine& m, const ModelProfile& p, double share) {
+  return 7 * 4 * powerSgdWeights(p, c.compressRank).factored / m.memoryBytesPerS * share;
+}
+
+}  // namespace
 
 double compressionRatio(const runtime::TrainConfig& c, const ModelProfile& p) {
   const std::string& k = c.compress;
@@ -18,41 +51,13 @@ double compressionRatio(const runtime::TrainConfig& c, const ModelProfile& p) {
   if (k == "topk" || k == "randomk") return std::min(1.0, 2 * c.compressRatio);  // value + index
   if (k == "onebit" || k == "signsgd") return 1 / 32.0;
   if (k == "powersgd") {
-    // parallel/compress/PowerSgd.cpp: a weight [n, m] as its factors, r (n + m)
-    // values, where that shrinks it to under half (PyTorch's
-    // min_compression_rate 2); biases, norms and other tensors whole.
-    const double r = static_cast<double>(c.compressRank);
-    double weights = 0, sent = 0;
-    for (const LayerProfile& layer : p.layers)
-      for (const auto& [in, out] : layer.linears) {
-        const double n = static_cast<double>(out), m = static_cast<double>(in);
-        weights += n * m;
-        sent += n * m <= 2 * (n + m) * r ? n * m : r * (n + m);
-      }
+    // Biases, norms and other tensors go whole.
+    const PowerSgdWeights w = powerSgdWeights(p, c.compressRank);
     const double all = static_cast<double>(p.params());
-    return all > 0 ? std::min(1.0, (sent + all - weights) / all) : 1;
+    return all > 0 ? std::min(1.0, (w.sent + all - w.all) / all) : 1;
   }
   return 1;
 }
-
-namespace {
-
-// PowerSGD's own work on the communication thread, per step: for each
-// compressed weight the error feedback (x = g + e), M Q, M^T P and the error
-// e = x - P Q^T each stream the matrix through memory (7 passes of 4 bytes; the
-// rank-r products are too thin to be compute-bound).
-double powerSgdEncodeSeconds(const runtime::TrainConfig& c, const Machine& m, const ModelProfile& p, double share) {
-  const double r = static_cast<double>(c.compressRank);
-  double streamed = 0;
-  for (const LayerProfile& layer : p.layers)
-    for (const auto& [in, out] : layer.linears) {
-      const double n = static_cast<double>(out), k = static_cast<double>(in);
-      if (n * k > 2 * (n + k) * r) streamed += 7 * 4 * n * k;
-    }
-  return streamed / m.memoryBytesPerS * share;
-}
-
-}  // namespace
 
 std::vector<std::pair<int64_t, int64_t>> factorLayers(const ModelProfile& p, const std::string& mode, int64_t rows,
                                                       int dp) {
@@ -250,16 +255,17 @@ Prediction simulate(const api::RunConfig& rc, const Machine& m, const ModelProfi
   // allreduce of [tokens, width] each.
   const RankGroup tpGroup = meshGroup(l, MeshDim::Tensor);
   const LinkCost& inter = m.link(LinkKind::InterHost);
-  auto sumBytes = [&](int64_t width) { return act / static_cast<double>(p.width) * static_cast<double>(width); };
+  // A micro-batch's activations at another width than the model's (a sum's, a pipeline boundary's).
+  auto bytesAtWidth = [&](int64_t width) { return act / static_cast<double>(p.width) * static_cast<double>(width); };
   auto sumsTime = [&](const std::vector<int64_t>& widths, double gap) {
     double t = 0;
     for (int64_t w : widths) {
-      double one = allreduceTime(m, l.placement, tpGroup, sumBytes(w), "auto");
+      double one = allreduceTime(m, l.placement, tpGroup, bytesAtWidth(w), "auto");
       // An emulated link's bucket refills during the compute between two sums
       // and lets that much of the next one through at once.
       if (tpGroup.hostsSpanned > 1 && inter.burstBytes > 0)
-        one = std::max(inter.alphaS, one - std::min(1.0, gap / (inter.burstBytes / inter.bytesPerS)) *
-                                               inter.burstSaving(ringAllreduceBytesPerRank(l.tp, sumBytes(w))));
+        one = std::max(inter.alphaS, one - std::min(1.0, gap / inter.refillS()) *
+                                               inter.burstSaving(ringAllreduceBytesPerRank(l.tp, bytesAtWidth(w))));
       t += one;
     }
     return t;
@@ -281,8 +287,8 @@ Prediction simulate(const api::RunConfig& rc, const Machine& m, const ModelProfi
     const double compute = st.forwardS + st.backwardS + st.recomputeS;
     if (compute > slowest) slowest = compute, slowestTp = forwardTp + backwardTp;
     double bytes = 0;
-    for (int64_t w : st.forwardSums) bytes += forwardPasses * ringAllreduceBytesPerRank(l.tp, sumBytes(w));
-    for (int64_t w : st.backwardSums) bytes += ringAllreduceBytesPerRank(l.tp, sumBytes(w));
+    for (int64_t w : st.forwardSums) bytes += forwardPasses * ringAllreduceBytesPerRank(l.tp, bytesAtWidth(w));
+    for (int64_t w : st.backwardSums) bytes += ringAllreduceBytesPerRank(l.tp, bytesAtWidth(w));
     if (l.tp > 1) tpBytes = std::max(tpBytes, bytes);
   }
   const double mb = static_cast<double>(l.microBatches);
@@ -305,12 +311,12 @@ Prediction simulate(const api::RunConfig& rc, const Machine& m, const ModelProfi
     }
     std::vector<double> boundaryBytes;
     for (int k = 0; k + 1 < chunks; ++k) {
-      boundaryBytes.push_back(act / static_cast<double>(p.width) * static_cast<double>(chunkOutputWidth(l, p, k)));
+      boundaryBytes.push_back(bytesAtWidth(chunkOutputWidth(l, p, k)));
       links.seconds.push_back(p2pTime(m, l.placement, stageRank[k % l.pp], stageRank[(k + 1) % l.pp],
                                       boundaryBytes.back(), pipe.concurrentPerHost));
       links.burstSaving.push_back(inter.burstSaving(boundaryBytes.back()));
     }
-    links.refillS = inter.burstBytes / inter.bytesPerS;
+    links.refillS = inter.refillS();
     // The busiest stage's sends: each chunk's output forward and its input's gradient back.
     double sentBytes = 0;
     for (int s = 0; s < l.pp; ++s) {
@@ -338,9 +344,8 @@ Prediction simulate(const api::RunConfig& rc, const Machine& m, const ModelProfi
       cores.forwardCommS = fwdComm;
       cores.backwardCommS = bwdComm;
     }
-    const PipelineRun bare =
-        simulatePipeline(c.pipelineSchedule, l.pp, micro, l.v, pipeFwd, pipeBwd, PipelineLinks{std::vector<double>(
-                             std::max(0, chunks - 1), 0.0), {}, {}, 0}, false, false, cores);
+    const PipelineRun bare = simulatePipeline(c.pipelineSchedule, l.pp, micro, l.v, pipeFwd, pipeBwd, 0.0, false,
+                                              false, cores);
     const PipelineRun run =
         simulatePipeline(c.pipelineSchedule, l.pp, micro, l.v, pipeFwd, pipeBwd, links, true, !m.asyncSends, cores);
     if (m.sharedCores > 0) r.computeS = *std::max_element(bare.computeS.begin(), bare.computeS.end());

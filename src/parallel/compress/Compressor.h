@@ -10,6 +10,7 @@
 // so replicas stay identical. State that lives across steps (error-feedback
 // residuals, PowerSGD's Q factors) belongs to the compressor, one per bucket,
 // and is exposed by state() for checkpoints.
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -20,6 +21,14 @@
 #include "tensor/Tensor.h"
 
 namespace dtrain::parallel::compress {
+
+// PowerSGD's rank for a [rows, cols] matrix: min(rank, rows, cols) where its
+// factors, that rank x (rows + cols) values, shrink it minCompressionRate-fold;
+// 0 where it goes whole (PyTorch's min_compression_rate).
+inline int64_t powerSgdRank(int64_t rows, int64_t cols, int64_t rank, double minCompressionRate) {
+  const int64_t r = std::min({rank, rows, cols});
+  return static_cast<double>((rows + cols) * r) * minCompressionRate < static_cast<double>(rows * cols) ? r : 0;
+}
 
 // The --compress flags.
 struct CompressOptions {

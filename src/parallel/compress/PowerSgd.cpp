@@ -63,11 +63,8 @@ class PowerSgd final : public Compressor {
       int64_t n = 1;
       for (int64_t d : s) n *= d;
       const int64_t rows = s.empty() ? 1 : s[0], cols = rows ? n / rows : 0;
-      const int64_t rank = std::min<int64_t>({o.rank, rows, cols});
-      const bool compress = s.size() >= 2 &&
-                            static_cast<double>((rows + cols) * rank) * o.minCompressionRate <
-                                static_cast<double>(n);
-      if (compress) {
+      const int64_t rank = s.size() >= 2 ? powerSgdRank(rows, cols, o.rank, o.minCompressionRate) : 0;
+      if (rank > 0) {
         Matrix m{off, rows, cols, rank, Tensor::zeros({cols, rank})};
         Rng rng(mixSeed(o.seed, layout.index, static_cast<int64_t>(j), 0x9051));
         float* q = m.q.data<float>();
