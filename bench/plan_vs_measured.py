@@ -126,9 +126,9 @@ def report(a):
     machines = {}
     for r in map(json.loads, open(a.report)):
         if r.get("summary") == "all" and (r["hosts"] == 4 or r["rate"] not in machines):
-            # The machine file where the run left it, else beside the rows (--dir).
-            path = r["machine"]
-            machines[r["rate"]] = path if os.path.exists(path) else os.path.join(a.dir, os.path.basename(path))
+            # The machine file beside the rows (--dir), else where the run left it.
+            path, beside = r["machine"], os.path.join(a.dir, os.path.basename(r["machine"]))
+            machines[r["rate"]] = beside if os.path.exists(beside) else path
     if a.resimulate:
         for r in rows:
             toml = os.path.join(a.dir, f"{r['model']}-{r['rate']}-h{r['hosts']}-{r['config']}.toml")

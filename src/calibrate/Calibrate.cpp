@@ -172,11 +172,11 @@ void probeAcrossHosts(const CalibrateConfig& c, int hosts, const std::vector<siz
     links["inter_host"]["burst_bytes"] = static_cast<int64_t>(bytes);
   }
   collectives["inter_host"] = collectivesJson(r1);
-  // The format holds one fit per collective and link kind: those of 1 rank per
-  // host, and the hierarchical allreduce (which needs several) from the second
-  // run. The second run's other fits (2 ranks sharing each host's link) go to
-  // the progress lines and --samples only.
+  // 2 ranks per host sharing its link and cores: the simulator's fits for groups
+  // of that shape (8 ranks packed 2 a host); the hierarchical allreduce, which
+  // needs several a host, also stands for every shape across hosts.
   json shared = collectivesJson(r2);
+  collectives["inter_host_shared"] = shared;
   if (shared.contains("allreduce_hier")) collectives["inter_host"]["allreduce_hier"] = shared["allreduce_hier"];
 }
 
@@ -315,7 +315,11 @@ nlohmann::json runCalibrate(const CalibrateConfig& c) {
 void runCommRank(const std::string& outFile, const std::vector<size_t>& sizes, int ranksPerHost) {
   auto comm = comm::makeCommunicator("mpi");
   const int n = comm->size();
-  ProbeConfig cfg{.sizes = sizes, .ranksPerHost = ranksPerHost,
+  // Runs of ~0.1 s, the median of 5: on the emulated links a call now and then
+  // stalls ~10 ms (recursive halving at 256 KiB and 1 Gbit/s: 1 call in 5 to 7,
+  // as in training), which a step pays on average; runs of 1-2 calls caught
+  // it or not by chance (that size's time off by 1.4x between calibrations).
+  ProbeConfig cfg{.sizes = sizes, .ranksPerHost = ranksPerHost, .secondsPerRun = 0.1, .runs = 5,
                   .hier = ranksPerHost >= 2 && n > ranksPerHost && n % ranksPerHost == 0};
   const ProbeResult r = probeComm(*comm, cfg);
   if (comm->rank() != 0) return;

@@ -76,6 +76,11 @@ ProbeResult probeComm(Communicator& comm, const ProbeConfig& cfg) {
   std::vector<std::pair<std::string, Run>> collectives = {
       {"allreduce_ring",
        [&](size_t c) { comm.allreduce(a.data(), a.data(), c * n, DType::F32, {.algo = Algorithm::Ring}); }},
+      // What the trainer's auto runs up to 16 KiB and up to 1 MiB (comm::Communicator::chooseAllreduce).
+      {"allreduce_tree",
+       [&](size_t c) { comm.allreduce(a.data(), a.data(), c * n, DType::F32, {.algo = Algorithm::Tree}); }},
+      {"allreduce_rhd",
+       [&](size_t c) { comm.allreduce(a.data(), a.data(), c * n, DType::F32, {.algo = Algorithm::Rhd}); }},
       {"allgather_ring", [&](size_t c) { comm.allgather(a.data(), b.data(), c, DType::F32); }},
       {"reduce_scatter_ring", [&](size_t c) { comm.reduceScatter(a.data(), b.data(), c, DType::F32); }},
       {"broadcast", [&](size_t c) { comm.broadcast(a.data(), c * n, DType::F32); }},
@@ -102,13 +107,13 @@ ProbeResult probeComm(Communicator& comm, const ProbeConfig& cfg) {
   return r;
 }
 
-namespace {
-
 nlohmann::json samplesJson(const std::vector<Sample>& samples) {
   auto j = nlohmann::json::array();
   for (const Sample& s : samples) j.push_back({s.bytes, s.seconds});
   return j;
 }
+
+namespace {
 
 std::vector<Sample> samplesFrom(const nlohmann::json& j) {
   std::vector<Sample> out;

@@ -50,6 +50,8 @@ ProbeResult probeComm(comm::Communicator& comm, const ProbeConfig& config);
 // the fits with their samples, as the internal MPI runs hand them back.
 nlohmann::json toJson(const ProbeResult& result);
 ProbeResult probeFromJson(const nlohmann::json& j);
+// [[bytes, seconds], ...]
+nlohmann::json samplesJson(const std::vector<Sample>& samples);
 
 // 4 KiB, 16 KiB, ... up to maxBytes (at least two sizes).
 std::vector<size_t> messageSizes(size_t minBytes, size_t maxBytes);

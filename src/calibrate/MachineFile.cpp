@@ -29,8 +29,9 @@ nlohmann::json modelTimesJson(const ModelTimes& t) {
 nlohmann::json collectivesJson(const ProbeResult& probe) {
   nlohmann::json j = nlohmann::json::object();
   for (const auto& c : probe.collectives)
-    j[c.name] = {{"ranks", c.ranks}, {"ranks_per_host", c.ranksPerHost},
-                 {"alpha_s", c.fit.alphaS}, {"bytes_per_s", c.fit.bytesPerS}};
+    // The measurements too: the simulator reads a size between two of them off them.
+    j[c.name] = {{"ranks", c.ranks}, {"ranks_per_host", c.ranksPerHost}, {"alpha_s", c.fit.alphaS},
+                 {"bytes_per_s", c.fit.bytesPerS}, {"samples", samplesJson(c.samples)}};
   return j;
 }
 
@@ -87,11 +88,14 @@ void checkMachineJson(const nlohmann::json& m) {
   if (m.contains("collectives"))
     for (const auto& [kind, entries] : m.at("collectives").items())
       for (const auto& [name, c] : entries.items()) {
-        DTRAIN_CHECK(linkKinds.count(kind), "machine file: unknown link kind 'collectives.", kind, "'");
+        DTRAIN_CHECK(linkKinds.count(kind) || kind == "inter_host_shared", "machine file: unknown link kind 'collectives.",
+                     kind, "'");
         const std::string path = "collectives." + kind + "." + name + ".";
         checkFit(c, path);
         positive(c, path, "ranks");
         positive(c, path, "ranks_per_host");
+        // (plan::readMachine checks each pair)
+        if (c.contains("samples")) DTRAIN_CHECK(c.at("samples").is_array(), "machine file: ", path, "samples must be an array");
       }
   if (!m.contains("models")) return;
   for (const auto& [model, entry] : m.at("models").items()) {

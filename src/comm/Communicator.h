@@ -120,6 +120,10 @@ class Communicator {
   virtual bool supports(Algorithm algo) const;
   // The algorithm Auto resolves to for an allreduce of `bytes`.
   virtual Algorithm chooseAllreduce(size_t bytes) const;
+  // Auto over point-to-point messages: `ranks` ranks, `ranksPerHost` of them on
+  // each host in rank order (mpirun's by-slot mapping). plan::allreduceTime
+  // predicts the same choice.
+  static Algorithm autoAllreduce(size_t bytes, int ranks, int ranksPerHost);
   // Ranks per group of the hierarchical algorithm when Options::groupSize is 0.
   virtual int defaultGroupSize() const;
   // Runs a collective now, on this thread (nested calls from inside algorithms).

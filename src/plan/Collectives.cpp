@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "comm/Communicator.h"
+
 namespace dtrain::plan {
 
 double ringAllreduceBytesPerRank(int n, double bytes) { return n <= 1 ? 0 : 2.0 * (n - 1) / n * bytes; }
@@ -73,13 +75,19 @@ double allreduceTime(const Machine& m, const Placement& p, const RankGroup& g, d
   const LinkKind kind = g.hostsSpanned > 1 ? LinkKind::InterHost
                         : p.threads        ? LinkKind::SameProcess
                                            : LinkKind::IntraHost;
-  // The trainer's auto (comm::Communicator::chooseAllreduce) never picks the
-  // hierarchical one: a ring above 1 MiB, recursive halving and doubling above
-  // 16 KiB, a tree below.
-  const std::string a = algo != "auto" ? algo : bytes <= 16384 ? "tree" : bytes <= 1048576 ? "rhd" : "ring";
+  // The trainer's auto: across hosts comm::Communicator::autoAllreduce (never
+  // the hierarchical one); within a host it moves the data through shared
+  // memory, for which the ring's fit stands.
+  std::string a = algo;
+  if (a == "auto")
+    a = g.hostsSpanned > 1 ? comm::algorithmName(comm::Communicator::autoAllreduce(static_cast<size_t>(bytes), g.size,
+                                                                                   g.perHost))
+                           : "ring";
   const bool hier = a == "hier";
-  if (const CollectiveFit* f = calibratedFit(m, kind, g, hier ? "allreduce_hier" : "allreduce_ring"))
-    return f->cost.time(bytes);
+  // The fit of the algorithm the trainer runs (a ring's fit stood for recursive
+  // halving too, which on the emulated links at 1 Gbit/s costs 1.6x a ring at
+  // 256 KiB: gpt-small's buckets); without one, its closed form.
+  if (const CollectiveFit* f = calibratedFit(m, kind, g, "allreduce_" + a)) return f->time(bytes);
   if (hier && g.hostsSpanned > 1) {
     LinkCost inter = m.link(LinkKind::InterHost);
     // One leader per group and host: the groups on a host still share its link.
@@ -106,7 +114,7 @@ double ringHalfTime(const Machine& m, const Placement& p, const RankGroup& g, do
   const LinkKind kind = g.hostsSpanned > 1 ? LinkKind::InterHost
                         : p.threads        ? LinkKind::SameProcess
                                            : LinkKind::IntraHost;
-  if (const CollectiveFit* f = calibratedFit(m, kind, g, fit)) return f->cost.time(bytes);
+  if (const CollectiveFit* f = calibratedFit(m, kind, g, fit)) return f->time(bytes);
   return reduceScatterTime(g.size, bytes, groupLink(m, p, g));
 }
 

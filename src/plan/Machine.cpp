@@ -75,7 +75,7 @@ struct MachineReader {
   }
 
   LinkCost link(const json& obj, const std::string& path, bool fitKeys = false) const {
-    if (fitKeys) onlyKeys(obj, path, {"ranks", "ranks_per_host", "alpha_s", "bytes_per_s"});
+    if (fitKeys) onlyKeys(obj, path, {"ranks", "ranks_per_host", "alpha_s", "bytes_per_s", "samples"});
     else onlyKeys(obj, path, {"alpha_s", "bytes_per_s", "burst_bytes"});
     LinkCost l{number(obj, path, "alpha_s", false), number(obj, path, "bytes_per_s", true)};
     if (!fitKeys && obj.contains("burst_bytes")) l.burstBytes = static_cast<double>(amount(obj, path, "burst_bytes", false));
@@ -119,9 +119,27 @@ struct MachineReader {
         cf.cost = link(fit, p, true);
         cf.ranks = static_cast<int>(integer(fit, p, "ranks"));
         cf.ranksPerHost = static_cast<int>(integer(fit, p, "ranks_per_host"));
+        if (fit.contains("samples")) cf.samples = samples(fit.at("samples"), p + ".samples");
         m.collectives[*kind(where)][algo] = cf;
       }
     }
+  }
+
+  // [[bytes, seconds], ...], by increasing bytes, every number > 0.
+  std::vector<std::pair<double, double>> samples(const json& s, const std::string& path) const {
+    if (!s.is_array()) fail(path, "must be an array of [bytes, seconds] pairs");
+    std::vector<std::pair<double, double>> out;
+    for (size_t i = 0; i < s.size(); ++i) {
+      const std::string p = path + "[" + std::to_string(i) + "]";
+      const json& pair = s[i];
+      const bool ok = pair.is_array() && pair.size() == 2 && pair[0].is_number() && pair[1].is_number() &&
+                      std::isfinite(pair[0].get<double>()) && std::isfinite(pair[1].get<double>()) &&
+                      pair[0].get<double>() > 0 && pair[1].get<double>() > 0;
+      if (!ok) fail(p, "must be [bytes, seconds], both > 0, got " + pair.dump());
+      out.emplace_back(pair[0].get<double>(), pair[1].get<double>());
+      if (i > 0 && !(out[i].first > out[i - 1].first)) fail(p, "sizes must increase, got " + pair.dump());
+    }
+    return out;
   }
 
   ModelTime modelTime(const json& t, const std::string& path) const {
@@ -238,6 +256,17 @@ const LinkCost& Machine::link(LinkKind k) const {
   for (int i = static_cast<int>(k); i >= 0; --i)
     if (auto it = links.find(order[i]); it != links.end()) return it->second;
   throw UsageError("machine file: no link described");
+}
+
+double CollectiveFit::time(double bytes) const {
+  // Between two measured sizes: the straight line between them. Outside: the fit.
+  const auto above = std::lower_bound(samples.begin(), samples.end(), bytes,
+                                      [](const auto& s, double b) { return s.first < b; });
+  if (above == samples.end() || (above == samples.begin() && above->first > bytes)) return cost.time(bytes);
+  if (above->first == bytes) return above->second;
+  const auto below = above - 1;
+  const double f = (bytes - below->first) / (above->first - below->first);
+  return below->second + f * (above->second - below->second);
 }
 
 const CollectiveFit* Machine::collective(LinkKind k, const std::string& algo) const {

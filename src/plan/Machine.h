@@ -38,6 +38,12 @@ struct LinkCost {
 struct CollectiveFit {
   int ranks = 0, ranksPerHost = 0;
   LinkCost cost;
+  // calibrate's measurements, (bytes, seconds) by size: where a message falls
+  // between two of them its time is read between them, not off the fit (the
+  // emulated links' recursive halving costs 1.6x its line at 256 KiB and
+  // fits it elsewhere, measured).
+  std::vector<std::pair<double, double>> samples;
+  double time(double bytes) const;
 };
 
 // Where two ranks talk: threads of one process, processes of one host, hosts.

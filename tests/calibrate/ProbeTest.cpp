@@ -78,8 +78,8 @@ TEST(CommProbe, LocalFitsArePositiveAndCoverEverySize) {
     ASSERT_EQ(c.samples.size(), sizes.size());
     for (size_t i = 0; i < sizes.size(); ++i) EXPECT_EQ(c.samples[i].bytes, sizes[i]);
   }
-  EXPECT_EQ(names, (std::vector<std::string>{"allreduce_ring", "allreduce_hier", "allgather_ring",
-                                             "reduce_scatter_ring", "broadcast"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"allreduce_ring", "allreduce_hier", "allreduce_tree", "allreduce_rhd",
+                                             "allgather_ring", "reduce_scatter_ring", "broadcast"}));
   // What the MPI ranks hand back reads back the same.
   const ProbeResult back = probeFromJson(toJson(r));
   EXPECT_EQ(toJson(back), toJson(r));

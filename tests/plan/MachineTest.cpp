@@ -7,6 +7,7 @@
 
 #include "cli/CliRunner.h"
 #include "core/Error.h"
+#include "plan/Collectives.h"
 #include "plan/Machine.h"
 
 using namespace dtrain;
@@ -115,4 +116,38 @@ TEST(PlanMachine, CliRefusesABadMachineFileWithExitCode2) {
   const auto ok = test::runDtrain("simulate --config " + config + " --machine " + machine);
   EXPECT_EQ(ok.code, 0) << ok.err;
   EXPECT_NE(ok.lastLine().find("\"samples_per_s\""), std::string::npos) << ok.out;
+}
+
+TEST(PlanMachine, ACollectivesSamplesAreReadBetweenTheMeasuredSizes) {
+  // Recursive halving as measured on emulated links: 256 KiB costs more than its line.
+  const std::string text = edited(
+      "\"collectives\": {\"inter_host\": {",
+      "\"collectives\": {\"inter_host\": {\"allreduce_rhd\": {\"ranks\": 4, \"ranks_per_host\": 1, "
+      "\"alpha_s\": 1e-4, \"bytes_per_s\": 8e7, \"samples\": [[65536, 0.0008], [262144, 0.0055], [1048576, 0.013]]},");
+  const Machine m = parseMachine(text, "m.json");
+  const CollectiveFit* rhd = m.collective(LinkKind::InterHost, "allreduce_rhd");
+  ASSERT_NE(rhd, nullptr);
+  EXPECT_DOUBLE_EQ(rhd->time(262144), 0.0055);                                   // a measured size
+  EXPECT_DOUBLE_EQ(rhd->time(163840), 0.0008 + 0.5 * (0.0055 - 0.0008));          // halfway between two
+  EXPECT_DOUBLE_EQ(rhd->time(4096), 1e-4 + 4096 / 8e7);                            // below: the fit
+  EXPECT_DOUBLE_EQ(rhd->time(4194304), 1e-4 + 4194304 / 8e7);                      // above: the fit
+  EXPECT_DOUBLE_EQ(m.collective(LinkKind::InterHost, "allreduce_ring")->time(65536), 1e-3 + 65536 / 6e6);  // none
+
+  // The simulator takes the fit of the algorithm the trainer's auto runs:
+  // recursive halving for 64 KiB over 4 hosts, 1 rank each; the ring's above.
+  const Placement spread{4, 1, false};
+  const RankGroup four{4, 4, 1, 1};
+  EXPECT_DOUBLE_EQ(allreduceTime(m, spread, four, 65536, "auto"), 0.0008);
+  EXPECT_DOUBLE_EQ(allreduceTime(m, spread, four, 262144, "auto"), 1e-3 + 262144 / 6e6);
+  EXPECT_DOUBLE_EQ(allreduceTime(m, spread, four, 262144, "rhd"), 0.0055);
+
+  for (const auto& [samples, needle] :
+       {std::pair<std::string, std::string>{"[[65536, 0.001], [65536, 0.002]]", "samples[1]: sizes must increase"},
+        {"[[65536, -1]]", "samples[0]: must be [bytes, seconds], both > 0"},
+        {"[65536, 0.001]", "samples[0]: must be [bytes, seconds]"},
+        {"{}", "samples: must be an array"}}) {
+    const std::string why = refusal(edited("\"bytes_per_s\": 6e6}", "\"bytes_per_s\": 6e6, \"samples\": " + samples + "}"));
+    EXPECT_NE(why.find("allreduce_ring." + needle), std::string::npos) << why;
+    EXPECT_EQ(why.find('\n'), std::string::npos) << why;
+  }
 }

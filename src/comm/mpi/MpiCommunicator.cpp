@@ -301,7 +301,7 @@ Algorithm MpiCommunicator::chooseAllreduce(size_t bytes) const {
   // rank, which costs context switches when ranks outnumber cores: then small
   // messages go up a tree. Across nodes: tree, rhd, ring by size.
   if (oneNode_ && size() > 1 && (!oversubscribed_ || bytes > (64u << 10))) return Algorithm::Shm;
-  return Communicator::chooseAllreduce(bytes);
+  return oneNode_ ? Communicator::chooseAllreduce(bytes) : autoAllreduce(bytes, size(), nodeGroup_);
 }
 
 void MpiCommunicator::execute(Call& call) {
