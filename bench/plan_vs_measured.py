@@ -7,7 +7,8 @@ write its TOML (`dtrain train ... --print-config`), predict it (`dtrain
 simulate`), run it (`netsim.sh mpirun -np N --ranks-per-host K -- dtrain train
 --config FILE --backend mpi`, --max-steps S, --log-every 1) and compare the
 predicted step time and the largest rank's peak memory with the measured ones: the
-median step of the metrics file after the first --warmup steps. Per scenario
+median step of the metrics file after the first --warmup steps, the median of
+--repeats runs (3, each configuration in turn). Per scenario
 (model x rate): Kendall's tau of predicted vs measured samples/s and whether
 `dtrain plan`'s first choice (run too) is within 5% of the measured best.
 
@@ -197,6 +198,8 @@ def main():
     p.add_argument("--no-plan", action="store_true", help="skip dtrain plan's first choice")
     p.add_argument("--plan-only", action="store_true", help="only dtrain plan's first choice")
     p.add_argument("--report", help="print the tables from a --json-out file and exit")
+    p.add_argument("--repeats", type=int, default=3,
+                   help="runs of each configuration, in turn; the median counts")
     p.add_argument("--resimulate", action="store_true", help="with --report: predict again with this dtrain")
     a = p.parse_args()
     if a.report:
@@ -229,6 +232,9 @@ def main():
                 todo = []
             if not a.no_plan and not a.held_out:
                 todo.append(("plan-choice", None))
+            # Predict every configuration first, then run them --repeats times in turn
+            # (alternating, so a slow minute of the machine hits each one once at most).
+            ready = []
             for slug, spec in todo:
                 base = os.path.join(a.dir, f"{model}-{a.rate}-h{a.hosts}-{slug}")
                 toml = base + ".toml"
@@ -259,12 +265,21 @@ def main():
                 if sim.returncode != 0:
                     print(f"{slug}: simulate failed: {sim.stderr.strip()[-300:]}", file=sys.stderr)
                     continue
-                pred = last_json(sim.stdout)
-                ranks = pred["workers"]  # processes: a parameter server's servers too
-                meas, err = measure(a, model, toml, ranks, per_host, base)
-                if meas is None:
-                    print(f"{slug}: train failed: {err}", file=sys.stderr)
+                ready.append((slug, base, toml, per_host, choice, last_json(sim.stdout), []))
+            for _ in range(a.repeats):
+                for slug, base, toml, per_host, choice, pred, runs in ready:
+                    meas, err = measure(a, model, toml, pred["workers"], per_host, base)  # workers: ps servers too
+                    if meas is None:
+                        print(f"{slug}: train failed: {err}", file=sys.stderr)
+                        continue
+                    runs.append(meas)
+            for slug, base, toml, per_host, choice, pred, runs in ready:
+                if not runs:
                     continue
+                ranks = pred["workers"]
+                meas = {"samples_per_s": statistics.median(m["samples_per_s"] for m in runs),
+                        "run_samples_per_s": statistics.median(m["run_samples_per_s"] for m in runs),
+                        "peaks": [max(ps) for ps in zip(*(m["peaks"] for m in runs))]}
                 per_step = pred["samples_per_step"]
                 if per_step <= 0:  # ps: workers x batch
                     per_step = pred["samples_per_s"] * pred["step_s"]
@@ -272,6 +287,7 @@ def main():
                        "ranks_per_host": per_host, "plan_choice": choice,
                        "pred_step_ms": round(1e3 * pred["step_s"], 2),
                        "meas_step_ms": round(1e3 * per_step / meas["samples_per_s"], 2),
+                       "meas_runs_step_ms": [round(1e3 * per_step / m["samples_per_s"], 2) for m in runs],
                        "pred_samples_per_s": round(pred["samples_per_s"], 1),
                        "meas_samples_per_s": round(meas["samples_per_s"], 1),
                        "meas_run_samples_per_s": round(meas["run_samples_per_s"], 1),

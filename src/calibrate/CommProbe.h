@@ -53,7 +53,7 @@ ProbeResult probeFromJson(const nlohmann::json& j);
 // [[bytes, seconds], ...]
 nlohmann::json samplesJson(const std::vector<Sample>& samples);
 
-// 4 KiB, 16 KiB, ... up to maxBytes (at least two sizes).
+// minBytes, 4 minBytes, 16 minBytes, ... up to maxBytes (at least two sizes).
 std::vector<size_t> messageSizes(size_t minBytes, size_t maxBytes);
 
 }  // namespace dtrain::calibrate

@@ -259,10 +259,13 @@ const LinkCost& Machine::link(LinkKind k) const {
 }
 
 double CollectiveFit::time(double bytes) const {
-  // Between two measured sizes: the straight line between them. Outside: the fit.
+  // Between two measured sizes: the straight line between them. Above them: the
+  // fit. Below: the fit's slope through the smallest, down to the fit's latency.
   const auto above = std::lower_bound(samples.begin(), samples.end(), bytes,
                                       [](const auto& s, double b) { return s.first < b; });
-  if (above == samples.end() || (above == samples.begin() && above->first > bytes)) return cost.time(bytes);
+  if (above == samples.end()) return cost.time(bytes);
+  if (above == samples.begin() && above->first > bytes)
+    return std::max(cost.alphaS, above->second - (above->first - bytes) / cost.bytesPerS);
   if (above->first == bytes) return above->second;
   const auto below = above - 1;
   const double f = (bytes - below->first) / (above->first - below->first);

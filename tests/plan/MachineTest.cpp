@@ -129,7 +129,8 @@ TEST(PlanMachine, ACollectivesSamplesAreReadBetweenTheMeasuredSizes) {
   ASSERT_NE(rhd, nullptr);
   EXPECT_DOUBLE_EQ(rhd->time(262144), 0.0055);                                   // a measured size
   EXPECT_DOUBLE_EQ(rhd->time(163840), 0.0008 + 0.5 * (0.0055 - 0.0008));          // halfway between two
-  EXPECT_DOUBLE_EQ(rhd->time(4096), 1e-4 + 4096 / 8e7);                            // below: the fit
+  EXPECT_DOUBLE_EQ(rhd->time(61440), 0.0008 - 4096 / 8e7);                         // below: the fit's slope
+  EXPECT_DOUBLE_EQ(rhd->time(4096), 1e-4);                                         // down to its latency
   EXPECT_DOUBLE_EQ(rhd->time(4194304), 1e-4 + 4194304 / 8e7);                      // above: the fit
   EXPECT_DOUBLE_EQ(m.collective(LinkKind::InterHost, "allreduce_ring")->time(65536), 1e-3 + 65536 / 6e6);  // none
 
