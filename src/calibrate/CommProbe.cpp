@@ -76,7 +76,7 @@ ProbeResult probeComm(Communicator& comm, const ProbeConfig& cfg) {
   std::vector<std::pair<std::string, Run>> collectives = {
       {"allreduce_ring",
        [&](size_t c) { comm.allreduce(a.data(), a.data(), c * n, DType::F32, {.algo = Algorithm::Ring}); }},
-      // What the trainer's auto runs up to 16 KiB and up to 1 MiB (comm::Communicator::chooseAllreduce).
+      // The other algorithms the trainer's auto runs (comm::Communicator::autoAllreduce).
       {"allreduce_tree",
        [&](size_t c) { comm.allreduce(a.data(), a.data(), c * n, DType::F32, {.algo = Algorithm::Tree}); }},
       {"allreduce_rhd",
