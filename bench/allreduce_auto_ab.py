@@ -22,7 +22,7 @@ for rate in ["100mbit", "1gbit"]:
     for model, cfg, np_, rph in [("gpt-small", "dp8-pack", 8, 2), ("gpt-small", "dp4", 4, 1), ("mlp", "dp8-pack", 8, 2), ("mlp", "dp4", 4, 1)]:
         toml = f"{R}/{model}-{rate}-h4-{cfg}.toml"
         t = {"rhd": [], "auto": []}
-        for rnd in range(3):
+        for _ in range(3):
             for algo in ("rhd", "auto"):
                 t[algo].append(samples_per_s(toml, np_, rph, algo, f"{model}-{rate}-{cfg}-{algo}"))
         row = {"rate": rate, "model": model, "config": cfg, "rhd_sps": [round(x, 1) for x in t["rhd"]],

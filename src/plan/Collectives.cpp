@@ -84,10 +84,14 @@ double allreduceTime(const Machine& m, const Placement& p, const RankGroup& g, d
                                                                                    g.perHost))
                            : "ring";
   const bool hier = a == "hier";
-  // The fit of the algorithm the trainer runs (a ring's fit stood for recursive
-  // halving too, which on the emulated links at 1 Gbit/s costs 1.6x a ring at
-  // 256 KiB: gpt-small's buckets); without one, its closed form.
-  if (const CollectiveFit* f = calibratedFit(m, kind, g, "allreduce_" + a)) return f->time(bytes);
+  // The fit of the algorithm the trainer runs (recursive halving on the emulated
+  // links at 1 Gbit/s costs 1.6x a ring at 256 KiB: gpt-small's buckets). One
+  // calibrate does not measure (shm, MPI's native; tree and recursive halving in
+  // machine files written before it did) takes the ring's; without either, the
+  // closed form.
+  const CollectiveFit* f = calibratedFit(m, kind, g, "allreduce_" + a);
+  if (!f && !hier) f = calibratedFit(m, kind, g, "allreduce_ring");
+  if (f) return f->time(bytes);
   if (hier && g.hostsSpanned > 1) {
     LinkCost inter = m.link(LinkKind::InterHost);
     // One leader per group and host: the groups on a host still share its link.
