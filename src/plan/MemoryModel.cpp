@@ -73,6 +73,27 @@ double pipelineBuffers(const Layout& l, const ModelProfile& p, int stage) {
   return bytes * static_cast<double>(l.microBatches);
 }
 
+// The stage's fusion buckets' bytes, as parallel/allreduce/FusionBuckets.cpp
+// groups its parameter tensors: in reverse order, a bucket closing once it
+// holds --fusion-mb (tensor parallelism's cut spread evenly over them).
+std::vector<double> fusionBuckets(const runtime::TrainConfig& c, const Layout& l, const ModelProfile& p, int stage,
+                                  double psi) {
+  std::vector<double> tensors;
+  for (int i : l.stageLayers[stage])
+    for (int64_t n : p.layers[i].tensors) tensors.push_back(4.0 * static_cast<double>(n));
+  double total = 0;
+  for (double t : tensors) total += t;
+  const double scale = total > 0 ? 4 * psi / total : 0, limit = std::max(1.0, c.fusionMb * 1048576.0);
+  std::vector<double> buckets;
+  double open = limit;
+  for (auto it = tensors.rbegin(); it != tensors.rend(); ++it) {
+    if (open >= limit) buckets.push_back(open = 0);
+    buckets.back() += *it * scale;
+    open += *it * scale;
+  }
+  return buckets;
+}
+
 // One micro-batch through the whole model, with its input copied in (a
 // language model's token ids, 8 bytes each; a classifier's fp32 features).
 double wholeModelActivations(const Layout& l, const ModelProfile& p) {
@@ -134,14 +155,34 @@ std::vector<RankMemory> predictMemory(const api::RunConfig& rc, const Layout& l,
     const double whole = 4 * psi;
     double extra = m.activationsPeak;
     if (zero == 1) extra = std::max(m.activationsPeak, whole / n);
-    if (zero == 2) extra = m.activationsPeak + whole;
     if (zero == 3) extra = std::max(m.activationsPeak + whole, 2 * whole + whole / (2.0 * n));
     // Compressors with error feedback keep each bucket's residual, a gradient's
     // worth (parallel/compress: top-k, random-k, 1-bit, signSGD, PowerSGD).
     const std::string& k = c.compress;
     const bool feedback = k == "topk" || k == "randomk" || k == "onebit" || k == "signsgd" || k == "powersgd";
     if (feedback && n > 1 && !ps) extra += whole;
-    m.peak = m.modelStates() + extra + 2048;
+    if (zero == 1 || zero == 2) {
+      // ZeRO 1 and 2 (parallel/zero/ZeroDataParallel.cpp) move the
+      // parameters into a flat buffer per fusion bucket at set-up, while the
+      // buckets' full gradients exist: the largest bucket is held twice.
+      const std::vector<double> buckets = fusionBuckets(c, l, p, stage, psi);
+      double largest = 0, ahead = 0;
+      for (size_t b = 0; b < buckets.size(); ++b) {
+        largest = std::max(largest, buckets[b]);
+        if (b < 3) ahead += buckets[b];
+      }
+      m.peak = std::max(m.peak, 2 * whole + largest);
+      if (zero == 2) {
+        // ZeRO 2 keeps a full gradient only for the buckets backward is
+        // filling (two ahead of the one it is in), but the first step starts
+        // with all of them (set-up's) and without the optimizer's state (the
+        // first update makes it).
+        const double noState = m.modelStates() - m.optimizerState;
+        extra = m.activationsPeak + ahead;
+        m.peak = std::max(m.peak, noState + whole + m.activationsPeak + 2048);
+      }
+    }
+    m.peak = std::max(m.peak, m.modelStates() + extra + 2048);
     if (l.pp > 1) {
       // A pipeline builds the whole model on every rank before each stage
       // keeps its own layers, and rank 0 first times every layer on one

@@ -87,6 +87,15 @@ TEST(PlanMemory, MlpZeroStagesMatchTheTrainer) {
     rc.train.zero = zero;
     expectWithin5Percent(rc);
   }
+  // Plain SGD (no optimizer state) on 4 ranks: the peak is set-up's, when
+  // the parameters move into the fusion buckets' flat buffers.
+  api::RunConfig sgd = quick("mlp");
+  sgd.train.workers = 4;
+  sgd.train.zero = 1;
+  sgd.train.optimizer = "sgd";
+  sgd.train.momentum = 0.0;
+  sgd.train.batchSize = 64;
+  expectWithin5Percent(sgd);
 }
 
 TEST(PlanMemory, GptTinyZeroStagesMatchTheTrainer) {
