@@ -118,6 +118,18 @@ TEST(PlanMemory, GptTinyTensorParallelAndRecomputeMatchTheTrainer) {
   expectWithin5Percent(rec);
 }
 
+TEST(PlanMemory, MlpTensorParallelActivationsMatchTheTrainer) {
+  // The Linear -> ReLU -> Linear pair's activations: part cut, part whole.
+  for (int tp : {2, 4}) {
+    api::RunConfig rc = quick("mlp");
+    rc.train.workers = tp;
+    rc.train.tensorParallel = tp;
+    rc.train.batchSize = 256;
+    rc.train.syntheticSize = 1024;  // two steps: the second holds the optimizer's state and the activations
+    expectWithin5Percent(rc);
+  }
+}
+
 TEST(PlanMemory, OffloadMatchesTheTrainer) {
   api::RunConfig optimizer = quick("mlp");
   optimizer.train.offload = "optimizer";
