@@ -18,7 +18,7 @@ median step of the metrics file after the first --warmup steps, the median of
 Takes /tmp/netsim.lock itself around netsim up..down (calibrate takes it on its own).
 Writes one JSON line per run to stdout and a summary at the end; --json-out keeps them.
 """
-import argparse, fcntl, json, os, shlex, statistics, subprocess, sys, time
+import argparse, fcntl, json, os, re, shlex, statistics, subprocess, sys, tempfile, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NETSIM = os.path.join(ROOT, "scripts", "netsim.sh")
@@ -91,12 +91,22 @@ def largest_peak(pred, every_rank=True):
     return max(peaks) if every_rank else peaks[0]
 
 
+def logged_every_step(toml, out=None):
+    """The configuration with log_every = 1 (written to `out`, else in place): the runs
+    record every step's time, and every logged step sums the loss over the ranks, which
+    the prediction counts too."""
+    text = re.sub(r"(?m)^log_every = \d+$", "log_every = 1", open(toml).read())
+    with open(out or toml, "w") as f:
+        f.write(text)
+    return out or toml
+
+
 def measure(a, model, toml, ranks, per_host, base):
     metrics = base + ".metrics.jsonl"
     if os.path.exists(metrics):
         os.remove(metrics)
     out = sh(f"{NETSIM} mpirun -np {ranks} --ranks-per-host {per_host} -- {a.dtrain} train --config {toml} "
-             f"--progress off --log-every 1 --metrics {metrics}", timeout=600)
+             f"--progress off --metrics {metrics}", timeout=600)
     if out.returncode != 0:
         return None, out.stderr.strip()[-400:]
     line = last_json(out.stdout)
@@ -133,6 +143,8 @@ def report(a):
     if a.resimulate:
         for r in rows:
             toml = os.path.join(a.dir, f"{r['model']}-{r['rate']}-h{r['hosts']}-{r['config']}.toml")
+            # Rows measured before the TOML files said so ran with --log-every 1.
+            toml = logged_every_step(toml, os.path.join(tempfile.gettempdir(), "plan_vs_measured.toml"))
             sim = subprocess.run(f"{a.dtrain} simulate --config {toml} --machine {machines[r['rate']]} "
                                  f"--hosts {r['hosts']}", shell=True, capture_output=True, text=True)
             pred = last_json(sim.stdout)
@@ -261,6 +273,7 @@ def main():
                     with open(toml, "w") as f:
                         f.write(out.stdout)
                     choice = None
+                logged_every_step(toml)
                 sim = sh(f"{a.dtrain} simulate --config {toml} --machine {machine} --hosts {a.hosts}")
                 if sim.returncode != 0:
                     print(f"{slug}: simulate failed: {sim.stderr.strip()[-300:]}", file=sys.stderr)

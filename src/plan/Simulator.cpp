@@ -263,7 +263,7 @@ Prediction simulate(const api::RunConfig& rc, const Machine& m, const ModelProfi
       double one = allreduceTime(m, l.placement, tpGroup, bytesAtWidth(w), "auto");
       // An emulated link's bucket refills during the compute between two sums
       // and lets that much of the next one through at once.
-      if (tpGroup.hostsSpanned > 1 && inter.burstBytes > 0)
+      if (tpGroup.hostsSpanned > 1 && inter.burstBytes > 0 && !getenv("NOBURST_TP"))
         one = std::max(inter.alphaS, one - std::min(1.0, gap / inter.refillS()) *
                                                inter.burstSaving(ringAllreduceBytesPerRank(l.tp, bytesAtWidth(w))));
       t += one;
@@ -314,7 +314,7 @@ Prediction simulate(const api::RunConfig& rc, const Machine& m, const ModelProfi
       boundaryBytes.push_back(bytesAtWidth(chunkOutputWidth(l, p, k)));
       links.seconds.push_back(p2pTime(m, l.placement, stageRank[k % l.pp], stageRank[(k + 1) % l.pp],
                                       boundaryBytes.back(), pipe.concurrentPerHost));
-      links.burstSaving.push_back(inter.burstSaving(boundaryBytes.back()));
+      links.burstSaving.push_back(getenv("NOBURST_PP") ? 0.0 : inter.burstSaving(boundaryBytes.back()));
     }
     links.refillS = inter.refillS();
     // The busiest stage's sends: each chunk's output forward and its input's gradient back.
@@ -466,8 +466,21 @@ Prediction simulate(const api::RunConfig& rc, const Machine& m, const ModelProfi
                                        : touched / m.memoryBytesPerS;
   if (c.offload != "none") r.optimizerS += 2 * opt * updated / m.memoryBytesPerS;
   if (c.offload == "params") r.optimizerS += 2 * 4 * updated / m.memoryBytesPerS;
-  r.exposedCommS = tpExposed + p2pExposed + dpExposed;
-  r.commS = tpExposed + p2pExposed + dpS;
+  // Between steps every rank of the strategies that combine per step
+  // (runtime/Trainer.cpp: anyRankStops, reduceMetric) sums one number over
+  // all ranks: whether any was asked to stop (every step) and the loss (every
+  // --log-every steps). Parameter servers, Sandblaster and Hogwild! do not.
+  double checksS = 0;
+  if (l.ranks > 1 && l.strategy != "ps" && l.strategy != "sandblaster" && l.strategy != "hogwild") {
+    RankGroup world;
+    world.size = l.ranks;
+    world.perHost = std::min(l.ranks, l.placement.ranksPerHost);
+    world.hostsSpanned = (l.ranks + world.perHost - 1) / world.perHost;
+    checksS = (1 + 1.0 / static_cast<double>(std::max<int64_t>(1, c.logEvery))) *
+              allreduceTime(m, l.placement, world, 8, "auto");
+  }
+  r.exposedCommS = tpExposed + p2pExposed + dpExposed + checksS;
+  r.commS = tpExposed + p2pExposed + dpS + checksS;
   r.stepS = r.computeS + r.bubbleS + r.exposedCommS + r.optimizerS;
   const double samples = static_cast<double>(l.strategy == "ps" ? c.batchSize * l.workers : l.samplesPerStep);
   r.samplesPerS = samples / r.stepS;
@@ -482,7 +495,8 @@ Prediction simulate(const api::RunConfig& rc, const Machine& m, const ModelProfi
       {dpExposed, l.strategy == "ps" ? "parameter-server traffic" : "gradient sync"},
       {tpExposed, "tensor-parallel sums"},
       {p2pExposed, "pipeline messages"},
-      {r.optimizerS, "optimizer"}};
+      {r.optimizerS, "optimizer"},
+      {checksS, "step-end checks"}};
   const auto* top = std::max_element(std::begin(terms), std::end(terms));
   r.dominant = top->second + " " + std::to_string(static_cast<int>(std::lround(100 * top->first / r.stepS))) + "%";
   return r;

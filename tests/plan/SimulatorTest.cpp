@@ -11,6 +11,7 @@
 #include "api/Train.h"
 #include "core/Error.h"
 #include "cli/CliRunner.h"
+#include "plan/Collectives.h"
 #include "plan/PredictionOutput.h"
 #include "plan/Simulator.h"
 
@@ -296,4 +297,32 @@ TEST(PlanSimulator, CompressionShrinksEachFusionBucketNotTheirNumber) {
   EXPECT_GT(none.commS, 4.0);  // 5 buckets of 1,077,288 bytes, 6 ring steps each
   EXPECT_NEAR(fp16.commS, none.commS, 1e-6 * none.commS);
   EXPECT_NEAR(fp16.bytesPerRank, none.bytesPerRank / 2, 1e-6 * none.bytesPerRank);
+}
+
+TEST(PlanSimulator, EveryStepEndsWithTheStopCheckAndLoggedStepsWithTheLoss) {
+  // Between steps the ranks sum one number (any rank stopping?), and on each
+  // logged step the loss: two 8-byte allreduces across the hosts, one
+  // every step, one every --log-every steps. A parameter server's run has none.
+  const plan::Machine m = plan::parseMachine(kCluster, "test");
+  plan::SimulateOptions o;
+  o.hosts = 4;
+  auto step = [&](const std::string& strategy, int64_t logEvery) {
+    api::RunConfig rc;
+    rc.train.model = "mlp";
+    rc.train.dataset = "synthetic";
+    rc.train.backend = "mpi";
+    rc.train.workers = 4;
+    rc.train.strategy = strategy;
+    rc.train.logEvery = logEvery;
+    return plan::simulate(api::prepared(rc, api::sourcesFromValues(rc)), m, o).stepS;
+  };
+  plan::Placement spread;
+  spread.threads = false;
+  spread.hosts = 4;
+  spread.ranksPerHost = 1;
+  const plan::RankGroup world{4, 4, 1, 1};
+  const double sum = plan::allreduceTime(m, spread, world, 8, "auto");
+  EXPECT_GT(sum, 4e-4);  // two latencies at least: a tree over 4 hosts
+  EXPECT_NEAR(step("allreduce", 1) - step("allreduce", 1000), sum * (1 - 1e-3), 1e-9);
+  EXPECT_NEAR(step("ps", 1), step("ps", 1000), 1e-12);
 }
