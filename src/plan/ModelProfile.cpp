@@ -39,6 +39,7 @@ ModelProfile gptProfile(const std::string& name, const GptShape& s) {
   emb.name = "embedding";
   emb.sequenceNames = {"embedding"};
   emb.tensors = {s.vocab * c, s.sequence * c};
+  emb.tables = {{s.vocab, c}, {s.sequence, c}};
   if (s.megatron) emb.tensorParallelParams = s.vocab * c;
   p.layers.push_back(emb);
   for (int64_t i = 0; i < s.layers; ++i) {

@@ -49,6 +49,9 @@ struct LayerProfile {
   // (in, out) of each nn::Linear weight it holds, whose gradient --sfb can send
   // as tokensPerSample factor rows per sample instead.
   std::vector<std::pair<int64_t, int64_t>> linears;
+  // (rows, columns) of its other 2-D parameters (gpt's embedding tables), which
+  // PowerSGD factors as it factors the Linears' weights.
+  std::vector<std::pair<int64_t, int64_t>> tables;
   int64_t params() const;
 };
 

@@ -5,6 +5,7 @@
 
 #include "parallel/Mesh.h"
 #include "parallel/allreduce/SufficientFactors.h"
+#include "parallel/compress/Common.h"
 #include "parallel/compress/Compressor.h"
 #include "plan/Collectives.h"
 #include "plan/PipelineSim.h"
@@ -13,23 +14,26 @@ namespace dtrain::plan {
 
 namespace {
 
-// PowerSGD's view of the model's weights (parallel/compress/PowerSgd.cpp, by
-// its own rule): the elements of all weights [n, m], of those it factors, and
+// PowerSGD's view of the model's 2-D parameters (parallel/compress/PowerSgd.cpp,
+// by its own rule): the elements of all of them [n, m], of those it factors, and
 // the values it sends for them (r (n + m) each factored one, the rest whole).
 struct PowerSgdWeights {
   double all = 0, factored = 0, sent = 0;
 };
 PowerSgdWeights powerSgdWeights(const ModelProfile& p, int64_t rank) {
   PowerSgdWeights w;
-  for (const LayerProfile& layer : p.layers)
-    for (const auto& [in, out] : layer.linears) {
-      const int64_t r = parallel::compress::powerSgdRank(out, in, rank,
-                                                         parallel::compress::CompressOptions{}.minCompressionRate);
-      const double n = static_cast<double>(out), m = static_cast<double>(in);
-      w.all += n * m;
-      w.factored += r > 0 ? n * m : 0;
-      w.sent += r > 0 ? static_cast<double>(r) * (n + m) : n * m;
-    }
+  auto add = [&](int64_t rows, int64_t cols) {
+    const int64_t r = parallel::compress::powerSgdRank(rows, cols, rank,
+                                                       parallel::compress::CompressOptions{}.minCompressionRate);
+    const double n = static_cast<double>(rows), m = static_cast<double>(cols);
+    w.all += n * m;
+    w.factored += r > 0 ? n * m : 0;
+    w.sent += r > 0 ? static_cast<double>(r) * (n + m) : n * m;
+  };
+  for (const LayerProfile& layer : p.layers) {
+    for (const auto& [in, out] : layer.linears) add(out, in);  // a Linear's weight is [out, in]
+    for (const auto& [rows, cols] : layer.tables) add(rows, cols);
+  }
   return w;
 }
 
@@ -47,9 +51,14 @@ double compressionRatio(const runtime::TrainConfig& c, const ModelProfile& p) {
   const std::string& k = c.compress;
   if (k == "none") return 1;
   if (k == "fp16" || k == "bf16") return 0.5;
-  if (k == "qsgd") return c.compressBits / 32.0;
-  if (k == "topk" || k == "randomk") return std::min(1.0, 2 * c.compressRatio);  // value + index
-  if (k == "onebit" || k == "signsgd") return 1 / 32.0;
+  const double chunk = static_cast<double>(parallel::compress::kChunk);
+  if (k == "qsgd") return (c.compressBits + 1) / 32.0 + 1 / chunk;  // level and sign, a norm a chunk
+  if (k == "topk") return std::min(1.0, 2 * c.compressRatio);  // value + index
+  if (k == "randomk") return c.compressRatio;  // the values alone: every rank draws the same indices
+  // A bit a value, and per chunk of values the floats its bits decode to
+  // (onebit: the means of the non-negative and the negative ones; signSGD: one scale).
+  if (k == "onebit") return 1 / 32.0 + 2 / chunk;
+  if (k == "signsgd") return 1 / 32.0 + 1 / chunk;
   if (k == "powersgd") {
     // Biases, norms and other tensors go whole.
     const PowerSgdWeights w = powerSgdWeights(p, c.compressRank);
@@ -78,11 +87,6 @@ std::string lossyChoice(const runtime::TrainConfig& c) {
 }
 
 namespace {
-
-// Allgather-based compressors (topk, qsgd...) gather every rank's message.
-bool gathersCompressed(const std::string& k) {
-  return k == "topk" || k == "randomk" || k == "qsgd" || k == "onebit" || k == "signsgd";
-}
 
 // ZeRO 3 (parallel/zero): the units forward used last stay gathered into
 // backward (measured on the trainer's bytes_sent_per_worker): the last layer,
@@ -419,7 +423,7 @@ Prediction simulate(const api::RunConfig& rc, const Machine& m, const ModelProfi
     // compressor then shrinks each one by `ratio`.
     const double raw = gradBytes - 4 * sfb.weightParams, bytes = raw * ratio;
     const double rawBucket = std::min(raw, std::max(1.0, c.fusionMb * 1048576.0));
-    if (gathersCompressed(c.compress)) {
+    if (parallel::compress::compressorGathers(c.compress)) {
       dpS = allgatherTime(m, l.placement, g, bytes * l.dp);
       r.bytesPerRank += bytes * (l.dp - 1);
     } else {

@@ -204,3 +204,22 @@ TEST(PlanProfile, GptFlopsAreMegatronsFormula) {
   const double l = 24, h = 2304, seq = 2048, V = 51200;
   EXPECT_NEAR(3 * p.forwardFlops(), 72 * seq * l * h * h * (1 + seq / (6 * h) + V / (12 * l * h)), 1e-6 * p.forwardFlops());
 }
+
+TEST(PlanTraffic, CompressionRatiosAreTheTrainers) {
+  // The bytes a compressor sends per step over the fp32 gradient's, as the
+  // trainer reports them: PowerSGD factors every 2-D parameter (the GPT's
+  // embedding tables too), the rest go whole.
+  for (const char* model : {"mlp", "gpt-tiny"})
+    for (const char* compress : {"powersgd", "fp16", "onebit", "signsgd", "topk", "randomk", "qsgd"}) {
+      api::RunConfig rc = quick(model);
+      rc.train.workers = 2;
+      rc.train.compress = compress;
+      if (std::string(compress) == "powersgd") rc.train.compressStartStep = 0;
+      const nlohmann::json measured = api::train(rc);
+      const double ratio = measured.at("compressed_bytes_per_step").get<double>() /
+                           measured.at("allreduce_bytes").get<double>();
+      const api::RunConfig prepared = api::prepared(rc, api::sourcesFromValues(rc));
+      EXPECT_NEAR(plan::compressionRatio(prepared.train, plan::profileFor(prepared)), ratio, 0.02 * ratio)
+          << compress << " on " << model;
+    }
+}

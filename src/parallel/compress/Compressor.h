@@ -109,6 +109,9 @@ using CompressorFactory =
 std::vector<std::string> compressorNames();
 // One line per name for --help.
 std::string describeCompressors();
+// Whether the compressor aggregates by allgathering every rank's message
+// (false for an unknown name).
+bool compressorGathers(const std::string& name);
 // Throws UsageError naming the flag on an unknown name or a bad value.
 void validate(const CompressOptions& options);
 std::unique_ptr<Compressor> makeCompressor(const CompressOptions& options,

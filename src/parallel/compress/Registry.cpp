@@ -52,6 +52,11 @@ std::vector<std::string> compressorNames() { return registry().names(); }
 
 std::string describeCompressors() { return registry().describe(); }
 
+bool compressorGathers(const std::string& name) {
+  const Entry* e = find(name);
+  return e && e->gathers;
+}
+
 void validate(const CompressOptions& o) {
   registry().find(o.name);  // an unknown name: UsageError listing the known ones
   DTRAIN_CHECK_USAGE(o.bits >= 1 && o.bits <= 15,
