@@ -267,7 +267,7 @@ Prediction simulate(const api::RunConfig& rc, const Machine& m, const ModelProfi
       double one = allreduceTime(m, l.placement, tpGroup, bytesAtWidth(w), "auto");
       // An emulated link's bucket refills during the compute between two sums
       // and lets that much of the next one through at once.
-      if (tpGroup.hostsSpanned > 1 && inter.burstBytes > 0 && !getenv("NOBURST_TP"))
+      if (tpGroup.hostsSpanned > 1 && inter.burstBytes > 0)
         one = std::max(inter.alphaS, one - std::min(1.0, gap / inter.refillS()) *
                                                inter.burstSaving(ringAllreduceBytesPerRank(l.tp, bytesAtWidth(w))));
       t += one;
@@ -318,7 +318,7 @@ Prediction simulate(const api::RunConfig& rc, const Machine& m, const ModelProfi
       boundaryBytes.push_back(bytesAtWidth(chunkOutputWidth(l, p, k)));
       links.seconds.push_back(p2pTime(m, l.placement, stageRank[k % l.pp], stageRank[(k + 1) % l.pp],
                                       boundaryBytes.back(), pipe.concurrentPerHost));
-      links.burstSaving.push_back(getenv("NOBURST_PP") ? 0.0 : inter.burstSaving(boundaryBytes.back()));
+      links.burstSaving.push_back(inter.burstSaving(boundaryBytes.back()));
     }
     links.refillS = inter.refillS();
     // The busiest stage's sends: each chunk's output forward and its input's gradient back.
@@ -382,8 +382,15 @@ Prediction simulate(const api::RunConfig& rc, const Machine& m, const ModelProfi
                               (l.workers - remoteWorkers) * (pushBytes + pullBytes) / l.servers / local.bytesPerS;
     const double workerSide = hostsUsed > 1 ? l.placement.ranksPerHost * (pushBytes + pullBytes) / inter.bytesPerS
                                             : (pushBytes + pullBytes) / local.bytesPerS;
-    dpS = 2 * (hostsUsed > 1 ? inter.alphaS : local.alphaS) + std::max(serverSide, workerSide);
     const bool async = c.consistency != "sync";
+    // Synchronous: the servers' link does not carry the pulls and the next
+    // pushes strictly one after the other. The first worker its parameters
+    // reach computes and pushes while the others are still pulled (measured:
+    // mlp, 3 workers, 1 Gbit/s, the workers start their steps ~1 pull apart,
+    // 47.7 ms a step where pulls then pushes would take 56): one worker's
+    // transfer overlaps.
+    const double overlap = !async && remoteWorkers > 1 ? std::min(pushBytes, pullBytes) / inter.bytesPerS : 0;
+    dpS = 2 * (hostsUsed > 1 ? inter.alphaS : local.alphaS) + std::max(serverSide - overlap, workerSide);
     dpExposed = async ? std::max(0.0, dpS / c.pushEvery - r.computeS) : dpS;
     r.bytesPerRank += pushBytes;
   } else if (l.strategy == "sandblaster") {
