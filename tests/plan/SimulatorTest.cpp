@@ -332,3 +332,26 @@ TEST(PlanSimulator, EveryStepEndsWithTheStopCheckAndLoggedStepsWithTheLoss) {
   EXPECT_NEAR(step("allreduce", 1) - step("allreduce", 1000), sum * (1 - 1e-3), 1e-9);
   EXPECT_NEAR(step("ps", 1), step("ps", 1000), 1e-12);
 }
+
+TEST(PlanSimulator, SynchronousParameterServersOverlapOneWorkersTransfer) {
+  // 1 server and 3 workers on 4 hosts: the server's link carries 3 pushes and
+  // 3 pulls of the gradient's 1,077,288 bytes, one worker's transfer of which
+  // overlaps (the first worker back pushes while the others pull).
+  const plan::Machine m = plan::parseMachine(kCluster, "test");
+  api::RunConfig rc;
+  rc.train.model = "mlp";
+  rc.train.dataset = "synthetic";
+  rc.train.backend = "mpi";
+  rc.train.strategy = "ps";
+  rc.train.servers = 1;
+  rc.train.workers = 3;
+  plan::SimulateOptions o;
+  o.hosts = 4;
+  const double g = 1077288, alpha = 2e-4, bw = 1.25e7;
+  rc.train.consistency = "sync";
+  const plan::Prediction sync = plan::simulate(api::prepared(rc, api::sourcesFromValues(rc)), m, o);
+  EXPECT_NEAR(sync.commS, 2 * alpha + (3 * 2 * g - g) / bw, 1e-9);
+  rc.train.consistency = "async";
+  const plan::Prediction async = plan::simulate(api::prepared(rc, api::sourcesFromValues(rc)), m, o);
+  EXPECT_NEAR(async.commS, 2 * alpha + 3 * 2 * g / bw, 1e-9);  // no step to wait for: no overlap counted
+}
