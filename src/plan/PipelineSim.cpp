@@ -13,38 +13,49 @@ namespace pl = parallel::pipeline;
 
 namespace {
 
-// One direction of a host's link: the intervals it is busy, in time order.
+// One direction of a host's link: the intervals it is busy, in time order,
+// and its token bucket (netsim's tbf), in seconds of line rate: `level` when
+// its last message ended at `since` (initially full).
+struct Link {
+  std::vector<std::pair<double, double>> busy;
+  double level = std::numeric_limits<double>::infinity(), since = 0;
+};
+
 // A message takes the earliest gap where both its links are free, so the
 // order the simulation reaches the messages in does not matter.
-using Busy = std::vector<std::pair<double, double>>;
-
-double firstFreeEnd(const Busy& b, double start, double seconds) {
-  for (const auto& [s, e] : b)
+double firstFreeEnd(const Link& l, double start, double seconds) {
+  for (const auto& [s, e] : l.busy)
     if (s < start + seconds && start < e) return e;  // overlaps: try after it
   return -1;
 }
 
-// How full a link's bucket is at `t`: the idle time since its last message
-// over the time it takes to refill (1 where it never sent).
-double bucketAt(const Busy& b, double t, double refillS) {
-  double last = -1;
-  for (const auto& [s, e] : b)
-    if (e <= t) last = std::max(last, e);
-  return last < 0 || refillS <= 0 ? 1 : std::min(1.0, (t - last) / refillS);
+// The bucket at `t`: what it held when the link last went idle, refilled at
+// line rate since (up to its size, refillS).
+double bucketAt(const Link& l, double t, double refillS) {
+  return std::min(refillS, l.level + std::max(0.0, t - l.since));
 }
 
-// The message starts in the first gap of both links from `ready`; a bucket
-// (saving > 0) takes off what it refilled since the link's last message
-// (the message then fits the gap all the more).
-double reserve(Busy& out, Busy& in, double ready, double seconds, double saving, double refillS) {
+// The message starts in the first gap of both links from `ready`; what both
+// buckets hold goes through at once (up to `saving`, the message's own size
+// in seconds of line rate, or the bucket's if larger), the rest at line rate.
+// Each bucket gives what the message took from it.
+double reserve(Link& out, Link& in, double ready, double seconds, double saving, double refillS) {
   double t = ready;
   for (;;) {
     const double a = firstFreeEnd(out, t, seconds), b = firstFreeEnd(in, t, seconds);
     if (a < 0 && b < 0) break;
     t = std::max({t, a, b});
   }
-  if (saving > 0) seconds -= saving * std::min(bucketAt(out, t, refillS), bucketAt(in, t, refillS));
-  for (Busy* b : {&out, &in}) b->insert(std::upper_bound(b->begin(), b->end(), std::make_pair(t, t)), {t, t + seconds});
+  if (saving > 0) {
+    const double taken = std::min({saving, bucketAt(out, t, refillS), bucketAt(in, t, refillS)});
+    seconds -= taken;
+    for (Link* l : {&out, &in}) {
+      l->level = std::max(0.0, bucketAt(*l, t, refillS) - saving);
+      l->since = t + seconds;
+    }
+  }
+  for (Link* l : {&out, &in})
+    l->busy.insert(std::upper_bound(l->busy.begin(), l->busy.end(), std::make_pair(t, t)), {t, t + seconds});
   return t + seconds;
 }
 
@@ -60,7 +71,7 @@ PipelineRun simulatePipeline(const std::string& schedule, int p, int m, int v, c
   DTRAIN_CHECK(static_cast<int>(links.seconds.size()) >= chunks - 1, "pipeline simulation: ",
                links.seconds.size(), " message times for ", chunks, " chunks");
   const bool shared = !links.host.empty();
-  std::map<int, Busy> out, in;  // per host
+  std::map<int, Link> out, in;  // per host
   // Per (chunk k, micro-batch): when its forward output reaches chunk k + 1,
   // and when its input gradient reaches chunk k - 1; -1: not yet sent.
   std::vector<double> fArrive(static_cast<size_t>(chunks) * m, -1), bArrive(static_cast<size_t>(chunks) * m, -1);

@@ -43,8 +43,11 @@ struct PipelineCores {
 // from chunk k to chunk k + 1 (and its gradient back) on an idle link;
 // host[s], stage s's host (empty: no link is shared, every message takes its
 // seconds from when it is sent). An emulated link's token bucket (netsim's
-// tbf): burstSaving[k], the seconds a full bucket takes off message k, the
-// bucket refilling in refillS of idle link (empty: none).
+// tbf): burstSaving[k], message k's size in seconds of line rate (at most
+// the bucket's), what a full bucket takes off it; refillS, the bucket's size
+// in seconds of line rate, refilled at line rate while the link idles. A
+// message takes from the bucket what it holds and leaves it the rest (empty:
+// no bucket).
 struct PipelineLinks {
   std::vector<double> seconds;
   std::vector<int> host;

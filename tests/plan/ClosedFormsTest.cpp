@@ -91,24 +91,31 @@ TEST(PlanClosedForms, AMiddleStagesGradientsAndActivationsShareItsLink) {
 
 TEST(PlanClosedForms, AnIdleEmulatedLinksBucketLetsAMessageThrough) {
   // Two stages on two hosts, compute free, one micro-batch: its activation
-  // and its gradient each cross an idle link whose full bucket takes `save`
-  // off the message; one refilling for half the refill time takes half.
+  // and its gradient each cross idle links whose full buckets (0.4 s of line
+  // rate) let 0.4 s of the 1 s message through at once.
   const std::vector<double> zero(2, 0.0), busy(2, 1.0);
   PipelineLinks links;
   links.seconds = {1.0};
   links.host = {0, 1};
   links.burstSaving = {0.4};
-  links.refillS = 2.0;
+  links.refillS = 0.4;
   EXPECT_NEAR(simulatePipeline("gpipe", 2, 1, 1, zero, zero, links, false).makespan, 2 * 0.6, 1e-9);
   // Two micro-batches back to back: the second finds stage 0's link out just
-  // used (empty bucket) and pays the whole second.
+  // emptied and pays the whole second (0.6, then 1.6); so do the gradients
+  // back (from 1.6: 2.2, then 3.2).
   EXPECT_NEAR(simulatePipeline("gpipe", 2, 2, 1, zero, zero, links, false).makespan, 0.6 + 1.0 + 0.6 + 1.0, 1e-9);
-  // Forwards of 1 s: the first activation leaves at 1 (0.6, on from 1.6), the
-  // second at 2 finds the link idle for 0.4 s of its 2 s refill (0.08 off,
-  // arrives 2.92); stage 1 ends its forwards at 3.92, its first gradient
-  // crosses full links (0.6), the second waits behind it (1.0): 5.52.
-  EXPECT_NEAR(simulatePipeline("gpipe", 2, 2, 1, busy, zero, links, false).makespan, 5.52, 1e-9);
+  // Forwards of 1 s: the first activation leaves at 1 (arrives 1.6), the
+  // second at 2 finds the bucket refilled in the 0.4 s since (arrives 2.6);
+  // stage 1 ends its forwards at 3.6, its first gradient crosses full
+  // buckets (4.2), the second waits behind it and finds them empty (5.2).
+  EXPECT_NEAR(simulatePipeline("gpipe", 2, 2, 1, busy, zero, links, false).makespan, 5.2, 1e-9);
+  // A bucket holding more than a message keeps the rest for the next: 0.4 s
+  // messages through a 1 s bucket, back to back, all but free until it is spent.
+  links.seconds = {0.4};
+  links.refillS = 1.0;
+  EXPECT_NEAR(simulatePipeline("gpipe", 2, 3, 1, zero, zero, links, false).makespan, 2 * 0.2, 1e-9);
   links.burstSaving.clear();
+  links.seconds = {1.0};
   EXPECT_NEAR(simulatePipeline("gpipe", 2, 1, 1, zero, zero, links, false).makespan, 2.0, 1e-9);
 }
 
