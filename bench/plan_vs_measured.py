@@ -5,7 +5,7 @@ For each model (mlp, gpt-small) and link rate: calibrate (`dtrain calibrate
 --netsim HOSTS --rate R`, or --machine FILE), then for each configuration below
 write its TOML (`dtrain train ... --print-config`), predict it (`dtrain
 simulate`), run it (`netsim.sh mpirun -np N --ranks-per-host K -- dtrain train
---config FILE --backend mpi`, --max-steps S, --log-every 1) and compare the
+--config FILE --backend mpi`, --max-steps S, log_every = 1 in the TOML) and compare the
 predicted step time and the largest rank's peak memory with the measured ones: the
 median step of the metrics file after the first --warmup steps, the median of
 --repeats runs (3, each configuration in turn). Per scenario
