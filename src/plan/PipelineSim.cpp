@@ -22,7 +22,8 @@ struct Link {
 };
 
 // A message takes the earliest gap where both its links are free, so the
-// order the simulation reaches the messages in does not matter.
+// order the simulation reaches the messages in does not matter to the gaps
+// (the buckets' levels follow that order: about the order of time).
 double firstFreeEnd(const Link& l, double start, double seconds) {
   for (const auto& [s, e] : l.busy)
     if (s < start + seconds && start < e) return e;  // overlaps: try after it
@@ -36,9 +37,9 @@ double bucketAt(const Link& l, double t, double refillS) {
 }
 
 // The message starts in the first gap of both links from `ready`; what both
-// buckets hold goes through at once (up to `saving`, the message's own size
-// in seconds of line rate, or the bucket's if larger), the rest at line rate.
-// Each bucket gives what the message took from it.
+// buckets hold goes through at once (up to `saving`: the message's size in
+// seconds of line rate, or the bucket's if smaller), the rest at line rate.
+// Each bucket keeps what it held beyond the message.
 double reserve(Link& out, Link& in, double ready, double seconds, double saving, double refillS) {
   double t = ready;
   for (;;) {
