@@ -39,10 +39,16 @@ double stageParams(const Layout& l, const ModelProfile& p, int stage) {
 }
 
 // Activations one micro-batch of one sample leaves on a stage until its
-// backward. With recomputation a block keeps only its input, and its backward
-// holds the recomputed block (plus temporaries) after the layers above it have
-// freed theirs: the larger of the two counts (measured on the trainer).
-double stageActivations(const api::RunConfig& rc, const Layout& l, const ModelProfile& p, int stage) {
+// backward (`held`), and the most its backward holds at once (`peak`): the
+// held activations plus the first layers' gradient temporaries, less what
+// the layers after each have freed (backwardTransient). With recomputation
+// a block keeps only its input, and its backward holds the recomputed block
+// (plus temporaries) after the layers above it have freed theirs: the larger
+// of the two counts (measured on the trainer).
+struct StageActivations {
+  double held = 0, recomputing = 0;
+};
+StageActivations stageActivations(const api::RunConfig& rc, const Layout& l, const ModelProfile& p, int stage) {
   const bool recompute = rc.train.recompute != "none";
   double kept = 0, whole = 0, biggest = 0;
   for (int i : l.stageLayers[stage]) {
@@ -55,13 +61,16 @@ double stageActivations(const api::RunConfig& rc, const Layout& l, const ModelPr
       whole += full;
     }
   }
-  return kept + std::max(whole, biggest);
+  return {kept + whole, kept + biggest};
 }
 
 // A pipeline stage's message buffers (parallel/pipeline/PipelineParallel.cpp):
 // every receive of the step is posted at its start (each chunk's input and
 // its output's gradient, per micro-batch), and what it sends (outputs
-// forward, input gradients back) is kept until the step's end.
+// forward, input gradients back) is kept until the step's end. (At the
+// peak, the first backward, the input gradients are not sent yet, but the
+// first stage's copies of its input and a Linear's weight-gradient
+// temporaries are about as large: measured on the mlp and gpt-small.)
 double pipelineBuffers(const Layout& l, const ModelProfile& p, int stage) {
   const int chunks = l.pp * l.v;
   const double perToken = static_cast<double>(l.microBatchSize * p.tokensPerSample) * p.elementBytes;
@@ -71,6 +80,23 @@ double pipelineBuffers(const Layout& l, const ModelProfile& p, int stage) {
     if (k + 1 < chunks) bytes += 2 * perToken * static_cast<double>(chunkOutputWidth(l, p, k));
   }
   return bytes * static_cast<double>(l.microBatches);
+}
+
+// The most a stage's backward of one sample holds beyond its activations:
+// going from its last layer back, each layer's temporaries less what the
+// layers after it have freed (measured: a block's first backward holds ~6C
+// values a token more; a recomputed block's are in stageActivations).
+double backwardTransient(const api::RunConfig& rc, const Layout& l, const ModelProfile& p, int stage) {
+  const bool recompute = rc.train.recompute != "none";
+  double freed = 0, most = 0;
+  const std::vector<int>& layers = l.stageLayers[stage];
+  for (auto it = layers.rbegin(); it != layers.rend(); ++it) {
+    const LayerProfile& layer = p.layers[*it];
+    const bool recomputed = recompute && layer.recomputeKeptBytes > 0;
+    if (!recomputed) most = std::max(most, layer.backwardTransientBytes - freed);
+    freed += recomputed ? layer.recomputeKeptBytes : layer.activationBytes + layer.activationBytesCut / l.tp;
+  }
+  return most;
 }
 
 // The stage's fusion buckets' bytes, as parallel/allreduce/FusionBuckets.cpp
@@ -136,7 +162,7 @@ std::vector<RankMemory> predictMemory(const api::RunConfig& rc, const Layout& l,
       m.offloaded += m.parameters;
       m.parameters = 0;
     }
-    const double perSample = stageActivations(rc, l, p, stage);
+    const StageActivations perSample = stageActivations(rc, l, p, stage);
     // Micro-batches whose activations a stage holds at once: all of them
     // (GPipe), 1F1B's warm-up depth, one without a pipeline.
     // dtrain's own schedule says how many (micro-batch, chunk) pairs it holds.
@@ -144,7 +170,9 @@ std::vector<RankMemory> predictMemory(const api::RunConfig& rc, const Layout& l,
     if (l.pp > 1)
       inFlight = pipelineInFlight(c.pipelineSchedule, stage, l.pp, static_cast<int>(l.microBatches), l.v) /
                  static_cast<double>(l.v);
-    m.activationsPeak = static_cast<double>(l.microBatchSize) * perSample * inFlight;
+    const double mbs = static_cast<double>(l.microBatchSize);
+    m.activationsPeak = mbs * std::max(perSample.held * inFlight + backwardTransient(rc, l, p, stage),
+                                       perSample.recomputing * inFlight);
     if (l.pp > 1 && stage < l.pp) m.activationsPeak += pipelineBuffers(l, p, stage);
     // The peak: the states and the larger of the activations (end of
     // forward) and what the step's collectives hold for a moment (around the

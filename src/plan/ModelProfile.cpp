@@ -38,6 +38,9 @@ ModelProfile gptProfile(const std::string& name, const GptShape& s) {
   LayerProfile emb;
   emb.name = "embedding";
   emb.sequenceNames = {"embedding"};
+  // The token and position embeddings' sum, the first block's input (measured
+  // on a pipeline's first stage, tests/plan).
+  if (!s.megatron) emb.activationBytes = 4 * T * C;
   emb.tensors = {s.vocab * c, s.sequence * c};
   emb.tables = {{s.vocab, c}, {s.sequence, c}};
   if (s.megatron) emb.tensorParallelParams = s.vocab * c;
@@ -63,6 +66,7 @@ ModelProfile gptProfile(const std::string& name, const GptShape& s) {
     b.activationBytes = 4 * T * (4 * C + 2);
     b.activationBytesCut = 4 * T * (12 * C + 2 * A);
     b.recomputeKeptBytes = 4 * T * C;
+    b.backwardTransientBytes = 4 * T * 6 * C;  // measured: on a pipeline stage's first backward
     b.tensorParallelSums = 2;  // attention's and MLP's g
     b.computeCut = true;
     // Elementwise traffic per token: LayerNorms (2 x 2C) and residual adds
@@ -87,7 +91,11 @@ ModelProfile gptProfile(const std::string& name, const GptShape& s) {
     head.activationBytesCut = 4 * T * 2 * V;
     head.activationBytes = 4 * T * 2 * C;
   }
-  head.activationBytes = 4 * T * (2 * C + 2 * V);  // ln_f's output, logits and their softmax
+  // Measured per stage of a pipeline: the logits and the loss's 2 values a
+  // token; its backward's first allocation is the logits' gradient. (Megatron's
+  // 2021 count: ln_f's output, logits and their softmax.)
+  head.activationBytes = s.megatron ? 4 * T * (2 * C + 2 * V) : 4 * T * (V + 2);
+  if (!s.megatron) head.backwardTransientBytes = 4 * T * V;
   head.elementwiseBytes = (s.megatron ? 2 : 4) * T * (2 * C + 3 * V);  // ln_f, softmax cross-entropy
   p.layers.push_back(head);
   return p;

@@ -28,6 +28,9 @@ struct LayerProfile {
   double activationBytes = 0;       // kept for backward, per sample (fp32), not cut
   double activationBytesCut = 0;    // the part tensor parallelism cuts (divided by T)
   double recomputeKeptBytes = 0;    // with --recompute: what the layer keeps (its input)
+  // What its backward allocates before it frees its own activations, per sample
+  // (a block's gradient temporaries, the loss's gradient of the logits).
+  double backwardTransientBytes = 0;
   int tensorParallelSums = 0;       // Megatron's forward allreduces (g) of [tokens, width]
   // Its backward allreduces (f, before each column-parallel Linear); -1: one per
   // forward one. None where that Linear reads the model's input, whose
