@@ -39,12 +39,10 @@ double stageParams(const Layout& l, const ModelProfile& p, int stage) {
 }
 
 // Activations one micro-batch of one sample leaves on a stage until its
-// backward (`held`), and the most its backward holds at once (`peak`): the
-// held activations plus the first layers' gradient temporaries, less what
-// the layers after each have freed (backwardTransient). With recomputation
-// a block keeps only its input, and its backward holds the recomputed block
-// (plus temporaries) after the layers above it have freed theirs: the larger
-// of the two counts (measured on the trainer).
+// backward (`held`; its backward adds backwardTransient's temporaries). With
+// recomputation a block keeps only its input, and its backward holds the
+// recomputed block (plus temporaries) after the layers above it have freed
+// theirs (`recomputing`); the peak is the larger (measured on the trainer).
 struct StageActivations {
   double held = 0, recomputing = 0;
 };
