@@ -3,6 +3,8 @@
 #include <algorithm>
 
 #include "parallel/Mesh.h"
+#include "parallel/allreduce/FusionBuckets.h"
+#include "parallel/zero/ZeroDataParallel.h"
 #include "plan/PipelineSim.h"
 
 namespace dtrain::plan {
@@ -39,27 +41,34 @@ double stageParams(const Layout& l, const ModelProfile& p, int stage) {
 }
 
 // Activations one micro-batch of one sample leaves on a stage until its
-// backward (`held`; its backward adds backwardTransient's temporaries). With
-// recomputation a block keeps only its input, and its backward holds the
-// recomputed block (plus temporaries) after the layers above it have freed
-// theirs (`recomputing`); the peak is the larger (measured on the trainer).
+// backward (`held`), and the most its backward holds beyond them
+// (`transient`): going from the stage's last layer back, each layer's
+// gradient temporaries less what the layers after it have freed (measured: a
+// block's first backward holds ~6C values a token more). With recomputation
+// a block keeps only its input, and its backward holds the recomputed block
+// (plus its temporaries) after the layers above it have freed theirs
+// (`recomputing`); the peak is the larger (measured on the trainer).
 struct StageActivations {
-  double held = 0, recomputing = 0;
+  double held = 0, transient = 0, recomputing = 0;
 };
 StageActivations stageActivations(const api::RunConfig& rc, const Layout& l, const ModelProfile& p, int stage) {
   const bool recompute = rc.train.recompute != "none";
-  double kept = 0, whole = 0, biggest = 0;
-  for (int i : l.stageLayers[stage]) {
-    const auto& layer = p.layers[i];
+  double kept = 0, whole = 0, biggest = 0, freed = 0, transient = 0;
+  const std::vector<int>& layers = l.stageLayers[stage];
+  for (auto it = layers.rbegin(); it != layers.rend(); ++it) {
+    const auto& layer = p.layers[*it];
     const double full = layer.activationBytes + layer.activationBytesCut / l.tp;
     if (recompute && layer.recomputeKeptBytes > 0) {
       kept += layer.recomputeKeptBytes;
+      freed += layer.recomputeKeptBytes;
       biggest = std::max(biggest, full + p.recomputeExtraBytes);
     } else {
+      transient = std::max(transient, layer.backwardTransientBytes - freed);
       whole += full;
+      freed += full;
     }
   }
-  return {kept + whole, kept + biggest};
+  return {kept + whole, transient, kept + biggest};
 }
 
 // A pipeline stage's message buffers (parallel/pipeline/PipelineParallel.cpp):
@@ -80,26 +89,9 @@ double pipelineBuffers(const Layout& l, const ModelProfile& p, int stage) {
   return bytes * static_cast<double>(l.microBatches);
 }
 
-// The most a stage's backward of one sample holds beyond its activations:
-// going from its last layer back, each layer's temporaries less what the
-// layers after it have freed (measured: a block's first backward holds ~6C
-// values a token more; a recomputed block's are in stageActivations).
-double backwardTransient(const api::RunConfig& rc, const Layout& l, const ModelProfile& p, int stage) {
-  const bool recompute = rc.train.recompute != "none";
-  double freed = 0, most = 0;
-  const std::vector<int>& layers = l.stageLayers[stage];
-  for (auto it = layers.rbegin(); it != layers.rend(); ++it) {
-    const LayerProfile& layer = p.layers[*it];
-    const bool recomputed = recompute && layer.recomputeKeptBytes > 0;
-    if (!recomputed) most = std::max(most, layer.backwardTransientBytes - freed);
-    freed += recomputed ? layer.recomputeKeptBytes : layer.activationBytes + layer.activationBytesCut / l.tp;
-  }
-  return most;
-}
-
-// The stage's fusion buckets' bytes, as parallel/allreduce/FusionBuckets.cpp
-// groups its parameter tensors: in reverse order, a bucket closing once it
-// holds --fusion-mb (tensor parallelism's cut spread evenly over them).
+// The stage's fusion buckets' bytes, grouped by the trainer's rule
+// (parallel::fusionBucketStarts) from its parameter tensors in reverse order
+// (tensor parallelism's cut spread evenly over them).
 std::vector<double> fusionBuckets(const runtime::TrainConfig& c, const Layout& l, const ModelProfile& p, int stage,
                                   double psi) {
   std::vector<double> tensors;
@@ -107,13 +99,14 @@ std::vector<double> fusionBuckets(const runtime::TrainConfig& c, const Layout& l
     for (int64_t n : p.layers[i].tensors) tensors.push_back(4.0 * static_cast<double>(n));
   double total = 0;
   for (double t : tensors) total += t;
-  const double scale = total > 0 ? 4 * psi / total : 0, limit = std::max(1.0, c.fusionMb * 1048576.0);
-  std::vector<double> buckets;
-  double open = limit;
-  for (auto it = tensors.rbegin(); it != tensors.rend(); ++it) {
-    if (open >= limit) buckets.push_back(open = 0);
-    buckets.back() += *it * scale;
-    open += *it * scale;
+  if (tensors.empty() || total <= 0) return {};
+  std::reverse(tensors.begin(), tensors.end());
+  for (double& t : tensors) t *= 4 * psi / total;
+  const std::vector<size_t> starts = parallel::fusionBucketStarts(tensors, std::max(1.0, c.fusionMb * 1048576.0));
+  std::vector<double> buckets(starts.size(), 0.0);
+  for (size_t b = 0, i = 0; i < tensors.size(); ++i) {
+    if (b + 1 < starts.size() && i == starts[b + 1]) ++b;
+    buckets[b] += tensors[i];
   }
   return buckets;
 }
@@ -169,7 +162,7 @@ std::vector<RankMemory> predictMemory(const api::RunConfig& rc, const Layout& l,
       inFlight = pipelineInFlight(c.pipelineSchedule, stage, l.pp, static_cast<int>(l.microBatches), l.v) /
                  static_cast<double>(l.v);
     const double mbs = static_cast<double>(l.microBatchSize);
-    m.activationsPeak = mbs * std::max(perSample.held * inFlight + backwardTransient(rc, l, p, stage),
+    m.activationsPeak = mbs * std::max(perSample.held * inFlight + perSample.transient,
                                        perSample.recomputing * inFlight);
     if (l.pp > 1 && stage < l.pp) m.activationsPeak += pipelineBuffers(l, p, stage);
     // The peak: the states and the larger of the activations (end of
@@ -195,12 +188,12 @@ std::vector<RankMemory> predictMemory(const api::RunConfig& rc, const Layout& l,
       double largest = 0, ahead = 0;
       for (size_t b = 0; b < buckets.size(); ++b) {
         largest = std::max(largest, buckets[b]);
-        if (b < 3) ahead += buckets[b];
+        if (b <= parallel::zero::kBucketsAhead) ahead += buckets[b];  // the one backward fills, and those ahead
       }
       m.peak = std::max(m.peak, 2 * whole + largest);
       if (zero == 2) {
         // ZeRO 2 keeps a full gradient only for the buckets backward is
-        // filling (two ahead of the one it is in), but the first step starts
+        // filling (kBucketsAhead ahead of the one it is in), but the first step starts
         // with all of them (set-up's) and without the optimizer's state (the
         // first update makes it).
         const double noState = m.modelStates() - m.optimizerState;

@@ -4,24 +4,42 @@
 
 namespace dtrain::parallel {
 
+std::vector<size_t> fusionBucketStarts(const std::vector<double>& bytes, double bucketBytes,
+                                       const std::vector<char>& alone) {
+  DTRAIN_CHECK(bucketBytes > 0, "fusion buckets need a positive size");
+  std::vector<size_t> starts;
+  double open = 0;
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    const bool isolated = i < alone.size() && alone[i];
+    if (starts.empty() || open >= bucketBytes || isolated) {
+      starts.push_back(i);
+      open = 0;
+    }
+    // An isolated tensor closes its bucket behind it.
+    open = isolated ? bucketBytes : open + bytes[i];
+  }
+  return starts;
+}
+
 std::vector<FusionBucket> makeFusionBuckets(
     const std::vector<autograd::Variable>& params, size_t bucketBytes, int64_t padTo,
     const std::function<bool(const autograd::Variable&)>& isolate) {
-  DTRAIN_CHECK(bucketBytes > 0, "fusion buckets need a positive size");
   // Group first (reverse registration order = the order gradients become final).
-  std::vector<std::vector<autograd::Variable>> groups;
-  size_t open = 0;
+  std::vector<autograd::Variable> ordered;
+  std::vector<double> bytes;
+  std::vector<char> alone;
   for (auto it = params.rbegin(); it != params.rend(); ++it) {
     if (!it->requiresGrad()) continue;
-    const bool alone = isolate && isolate(*it);
-    if (groups.empty() || open >= bucketBytes || alone) {
-      groups.emplace_back();
-      open = 0;
-    }
-    groups.back().push_back(*it);
-    // An isolated parameter closes its bucket behind it.
-    open = alone ? bucketBytes : open + static_cast<size_t>(it->numel()) * sizeof(float);
+    ordered.push_back(*it);
+    bytes.push_back(static_cast<double>(it->numel()) * sizeof(float));
+    alone.push_back(isolate && isolate(*it));
   }
+  const std::vector<size_t> starts = fusionBucketStarts(bytes, static_cast<double>(bucketBytes), alone);
+  std::vector<std::vector<autograd::Variable>> groups;
+  for (size_t b = 0; b < starts.size(); ++b)
+    groups.emplace_back(ordered.begin() + static_cast<std::ptrdiff_t>(starts[b]),
+                        b + 1 < starts.size() ? ordered.begin() + static_cast<std::ptrdiff_t>(starts[b + 1])
+                                              : ordered.end());
   memory::CategoryScope accounted(memory::Category::Gradients);
   std::vector<FusionBucket> buckets;
   buckets.reserve(groups.size());

@@ -22,6 +22,14 @@ struct FusionBucket {
   size_t bytes() const { return static_cast<size_t>(numel()) * sizeof(float); }
 };
 
+// The grouping rule alone, for tensors of `bytes` in launch order (the
+// reverse of registration): the index each bucket starts at. A bucket closes
+// once it holds at least `bucketBytes`; a tensor `alone` marks gets one of
+// its own (empty: none). The simulator (plan/MemoryModel.cpp) groups its
+// profile's tensors by it too.
+std::vector<size_t> fusionBucketStarts(const std::vector<double>& bytes, double bucketBytes,
+                                       const std::vector<char>& alone = {});
+
 // Splits `params` (model registration order) into buckets of about `bucketBytes`:
 // a bucket is closed once it holds at least that many bytes, so a tensor larger
 // than the limit gets a bucket of its own and none is ever split. Installs the

@@ -16,11 +16,6 @@
 namespace dtrain::parallel::zero {
 
 namespace {
-// Stage 2: gradient buckets allocated ahead of backward (onGradReady).
-constexpr size_t kBucketsAhead = 2;
-}  // namespace
-
-namespace {
 constexpr int kNormTag = (1 << 20) + 3;
 constexpr int kTensorNormsTag = (1 << 20) + 4;  // LARS/LAMB: partial norms of the pieces
 constexpr int kGatherTag = 1 << 19;       // + bucket: the parameter allgathers

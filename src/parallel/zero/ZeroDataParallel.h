@@ -62,6 +62,10 @@
 
 namespace dtrain::parallel::zero {
 
+// Stage 2: gradient buckets allocated ahead of the one backward is filling
+// (onGradReady); plan/MemoryModel.cpp counts them.
+inline constexpr size_t kBucketsAhead = 2;
+
 struct ZeroOptions {
   int stage = 1;  // 1, 2 or 3
   int64_t gatherEvery = 0;  // stage 3: steps between whole-model gathers (--eval-every); 0: end only
