@@ -77,7 +77,15 @@ Stopped stopped() {
   return gRecord;
 }
 
-int exitCode() { return stopped().stopped ? signalExitCode() : 0; }
+int exitCode() {
+  // Only the reporter's process exits 128 + the signal. Under mpirun a rank
+  // that exits non-zero makes mpirun kill the others at once, and a rank done
+  // first would kill the reporter before it says where the checkpoint is (its
+  // line comes after MPI_Finalize). The other ranks have saved their part of
+  // the agreed stop and exit 0; mpirun returns the reporter's code.
+  const Stopped s = stopped();
+  return s.stopped && s.reporter ? signalExitCode() : 0;
+}
 
 int signalExitCode() {
   const int sig = signalNumber();

@@ -53,7 +53,8 @@ Stopped stopped();
 // The line to print: "stopped by SIGINT after step 37: checkpoint D/step-...".
 std::string describe(const Stopped& s);
 // 128 + the signal when the run stopped early on one (130 for SIGINT, 143 for
-// SIGTERM), else 0.
+// SIGTERM) in the reporter's process, else 0 (an mpi run's other ranks: mpirun
+// returns the reporter's code).
 int exitCode();
 // 128 + the signal that asked (130 when none did).
 int signalExitCode();
