@@ -197,7 +197,6 @@ double rateBytesPerS(const std::string& rate) {
 void validate(const CalibrateConfig& c) {
   DTRAIN_CHECK_USAGE(!c.models.empty(), "--models needs at least one model");
   for (const auto& m : c.models) nn::modelInfo(m);  // UsageError naming the known models
-  DTRAIN_CHECK_USAGE(!c.microBatches.empty(), "--micro-batches needs at least one size");
   for (int64_t b : c.microBatches)
     DTRAIN_CHECK_USAGE(b >= 1, "--micro-batches: sizes must be >= 1 (got ", b, ")");
   autograd::parsePrecision(c.precision);
@@ -251,13 +250,17 @@ nlohmann::json runCalibrate(const CalibrateConfig& c) {
     autograd::PrecisionScope precision(autograd::parsePrecision(c.precision));
     for (const auto& model : c.models) {
       json entry = {{"precision", c.precision}, {"threads", c.threads}};
-      for (int64_t mb : c.microBatches) {
+      const bool autoSizes = c.microBatches.empty();
+      const std::vector<int64_t> sizes =
+          autoSizes ? std::vector<int64_t>{1, 2, 4, 8, 16, 32, 64, 128, 256} : c.microBatches;
+      for (int64_t mb : sizes) {
         const ModelTimes t = profileModel(
             {.model = model, .microBatch = mb, .repeats = c.repeats, .minSeconds = c.small ? 0 : 1.0});
         entry["micro_batches"][std::to_string(mb)] = modelTimesJson(t);
         progress("%s micro-batch %lld: forward %.2f ms, backward %.2f ms, %s update %.2f ms",
                  model.c_str(), static_cast<long long>(mb), t.forwardS * 1e3, t.backwardS * 1e3,
                  t.optimizer.c_str(), t.updateS * 1e3);
+        if (autoSizes && t.forwardS + t.backwardS > c.autoStopSeconds) break;
       }
       m["models"][model] = entry;
     }

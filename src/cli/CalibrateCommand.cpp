@@ -65,7 +65,7 @@ void addCalibrateCommand(CLI::App& app) {
       "(mpirun) and across emulated (--netsim) or real (--hosts) hosts. Writes --out atomically.");
   struct Flags {
     calibrate::CalibrateConfig cfg;
-    std::string models = "gpt-small,mlp", microBatches = "1,2,4,8", hosts, out;
+    std::string models = "gpt-small,mlp", microBatches = "auto", hosts, out;
     bool noMpi = false;
     std::string internalOut, internalSizes;
     int internalRanksPerHost = 1;
@@ -73,7 +73,8 @@ void addCalibrateCommand(CLI::App& app) {
   auto f = std::make_shared<Flags>();
   sub->add_option("--out", f->out, "machine file to write (JSON)");
   sub->add_option("--models", f->models, "models to measure, comma-separated")->capture_default_str();
-  sub->add_option("--micro-batches", f->microBatches, "micro-batch sizes, comma-separated")
+  sub->add_option("--micro-batches", f->microBatches, "micro-batch sizes, comma-separated; auto: 1, 2, 4, ... 256, up to "
+                  "the first whose forward and backward take over 50 ms")
       ->capture_default_str();
   sub->add_option("--threads", f->cfg.threads, "kernel threads per rank (device)")->capture_default_str();
   sub->add_option("--precision", f->cfg.precision, "the models' precision: fp32 | bf16")
@@ -108,7 +109,7 @@ void addCalibrateCommand(CLI::App& app) {
     DTRAIN_CHECK_USAGE(!f->out.empty(), "calibrate needs --out FILE (the machine file to write)");
     auto& c = f->cfg;
     c.models = calibrateList(f->models, "--models");
-    c.microBatches = calibrateNumbers<int64_t>(f->microBatches, "--micro-batches");
+    if (f->microBatches != "auto") c.microBatches = calibrateNumbers<int64_t>(f->microBatches, "--micro-batches");
     if (!f->hosts.empty()) c.hosts = calibrateList(f->hosts, "--hosts");
     c.mpi = !f->noMpi;
     std::error_code ec;

@@ -240,6 +240,49 @@ const std::pair<const int64_t, ModelTime>* ModelCalibration::nearest(int64_t mbs
   return best == microBatches.end() ? nullptr : &*best;
 }
 
+namespace {
+
+ModelTime scaled(const ModelTime& t, double k) {
+  ModelTime out = t;
+  out.forwardS *= k;
+  out.backwardS *= k;
+  for (LayerTime& l : out.layers) l.forwardS *= k, l.backwardS *= k;
+  return out;
+}
+
+// a + w (b - a), layer by layer (matched by name; a layer b lacks keeps a's).
+ModelTime between(const ModelTime& a, const ModelTime& b, double w) {
+  ModelTime out = a;
+  out.forwardS += w * (b.forwardS - a.forwardS);
+  out.backwardS += w * (b.backwardS - a.backwardS);
+  out.updateS += w * (b.updateS - a.updateS);
+  for (LayerTime& l : out.layers)
+    for (const LayerTime& o : b.layers)
+      if (o.name == l.name) {
+        l.forwardS += w * (o.forwardS - l.forwardS);
+        l.backwardS += w * (o.backwardS - l.backwardS);
+        break;
+      }
+  return out;
+}
+
+}  // namespace
+
+std::optional<ModelTime> ModelCalibration::at(int64_t mbs) const {
+  if (microBatches.empty()) return std::nullopt;
+  if (auto it = microBatches.find(mbs); it != microBatches.end()) return it->second;
+  auto above = microBatches.upper_bound(mbs);
+  if (above == microBatches.begin() || above == microBatches.end()) {
+    const auto* n = nearest(mbs);
+    ModelTime t = scaled(n->second, static_cast<double>(mbs) / static_cast<double>(n->first));
+    t.updateS = n->second.updateS;  // the update is per step, not per sample
+    return t;
+  }
+  const auto below = std::prev(above);
+  const double w = static_cast<double>(mbs - below->first) / static_cast<double>(above->first - below->first);
+  return between(below->second, above->second, w);
+}
+
 double Machine::flops(const std::string& precision) const {
   if (auto it = flopsPerS.find(precision); it != flopsPerS.end()) return it->second;
   if (auto it = flopsPerS.find("fp32"); it != flopsPerS.end()) return it->second;

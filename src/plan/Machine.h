@@ -72,6 +72,13 @@ struct ModelCalibration {
   // The measured size nearest `mbs` by ratio (a measured 8 stands for 6 better
   // than a measured 2 does) and its times; null when none was measured.
   const std::pair<const int64_t, ModelTime>* nearest(int64_t mbs) const;
+  // The times at `mbs`: read on the line between the measured sizes around it
+  // (a micro-batch's time is a fixed part, the weights read once, plus a part
+  // per sample, and the fixed part dominates small sizes: stretching a measured
+  // 8 to 64 counted the mlp's fixed part 8 times, measured 1.45x); beyond the
+  // largest (or with one size) in proportion to the nearest; nullopt when
+  // none was measured.
+  std::optional<ModelTime> at(int64_t mbs) const;
 };
 
 struct Machine {

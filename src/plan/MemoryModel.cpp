@@ -5,6 +5,7 @@
 #include "parallel/Mesh.h"
 #include "parallel/allreduce/FusionBuckets.h"
 #include "parallel/zero/ZeroDataParallel.h"
+#include "parallel/pipeline/Schedule.h"
 #include "plan/PipelineSim.h"
 
 namespace dtrain::plan {
@@ -51,10 +52,10 @@ double stageParams(const Layout& l, const ModelProfile& p, int stage) {
 struct StageActivations {
   double held = 0, transient = 0, recomputing = 0;
 };
-StageActivations stageActivations(const api::RunConfig& rc, const Layout& l, const ModelProfile& p, int stage) {
+StageActivations stageActivations(const api::RunConfig& rc, const Layout& l, const ModelProfile& p,
+                                  const std::vector<int>& layers) {
   const bool recompute = rc.train.recompute != "none";
   double kept = 0, whole = 0, biggest = 0, freed = 0, transient = 0;
-  const std::vector<int>& layers = l.stageLayers[stage];
   for (auto it = layers.rbegin(); it != layers.rend(); ++it) {
     const auto& layer = p.layers[*it];
     const double full = layer.activationBytes + layer.activationBytesCut / l.tp;
@@ -71,22 +72,57 @@ StageActivations stageActivations(const api::RunConfig& rc, const Layout& l, con
   return {kept + whole, transient, kept + biggest};
 }
 
-// A pipeline stage's message buffers (parallel/pipeline/PipelineParallel.cpp):
-// every receive of the step is posted at its start (each chunk's input and
-// its output's gradient, per micro-batch), and what it sends (outputs
-// forward, input gradients back) is kept until the step's end. (At the
-// peak, the first backward, the input gradients are not sent yet, but the
-// first stage's copies of its input and a Linear's weight-gradient
-// temporaries are about as large: measured on the mlp and gpt-small.)
-double pipelineBuffers(const Layout& l, const ModelProfile& p, int stage) {
-  const int chunks = l.pp * l.v;
-  const double perToken = static_cast<double>(l.microBatchSize * p.tokensPerSample) * p.elementBytes;
-  double bytes = 0;
-  for (int k = stage; k < chunks; k += l.pp) {
-    if (k > 0) bytes += 2 * perToken * static_cast<double>(chunkOutputWidth(l, p, k - 1));
-    if (k + 1 < chunks) bytes += 2 * perToken * static_cast<double>(chunkOutputWidth(l, p, k));
+// A pipeline stage's activations category over one step, walked op by op in
+// its schedule's order as parallel/pipeline/PipelineParallel.cpp runs it:
+//  - every receive of the step is posted at its start (each chunk's input
+//    and its output's gradient, per micro-batch) and kept to its end;
+//  - a forward holds its micro-batch's activations until its backward (the
+//    first chunk's copy of the micro-batch's input is its first layer's
+//    kept input, already counted); the output it sends is its last layer's
+//    (no copy), which the send keeps to the step's end;
+//  - a backward holds its temporaries, or at its end its input's gradient,
+//    beside the held micro-batches, then sends that gradient (kept until the
+//    step's end) and frees the rest of the micro-batch.
+// The peak is where the held micro-batches and the gradients sent so far
+// weigh most: GPipe's first backward, 1F1B's last steady forward.
+double pipelineActivationsPeak(const api::RunConfig& rc, const Layout& l, const ModelProfile& p, int stage) {
+  namespace pl = parallel::pipeline;
+  const int chunks = l.pp * l.v, m = static_cast<int>(l.microBatches);
+  const double mbs = static_cast<double>(l.microBatchSize);
+  const double perToken = mbs * static_cast<double>(p.tokensPerSample) * p.elementBytes;
+  auto inputBytes = [&](int k) { return k > 0 ? perToken * static_cast<double>(chunkOutputWidth(l, p, k - 1)) : 0.0; };
+  auto outputBytes = [&](int k) { return k + 1 < chunks ? perToken * static_cast<double>(chunkOutputWidth(l, p, k)) : 0.0; };
+  double posted = 0;
+  for (int c = 0; c < l.v; ++c) {
+    const int k = c * l.pp + stage;
+    posted += m * (inputBytes(k) + outputBytes(k));
   }
-  return bytes * static_cast<double>(l.microBatches);
+  // Each of the stage's chunks: what a micro-batch leaves on it, and what its
+  // backward holds beyond that.
+  const int inFlight = pipelineInFlight(rc.train.pipelineSchedule, stage, l.pp, m, l.v);
+  std::vector<double> held(l.v), momentary(l.v);
+  const int layers = static_cast<int>(p.layers.size());
+  for (int c = 0; c < l.v; ++c) {
+    const int k = c * l.pp + stage;
+    std::vector<int> chunk;
+    for (int i = l.cuts[k]; i < (k + 1 < chunks ? l.cuts[k + 1] : layers); ++i) chunk.push_back(i);
+    const StageActivations a = stageActivations(rc, l, p, chunk);
+    held[c] = mbs * a.held;
+    momentary[c] = mbs * std::max(a.transient, (a.recomputing - a.held) * inFlight / l.v);
+  }
+  double now = posted, peak = posted;
+  const auto ops = pl::stageOps(pl::scheduleFromName(rc.train.pipelineSchedule), stage, l.pp, m, l.v);
+  for (const pl::PipeOp& op : ops) {
+    const int k = op.chunk * l.pp + stage;
+    if (op.forward) {
+      now += held[op.chunk];
+      peak = std::max(peak, now);
+    } else {
+      peak = std::max(peak, now + std::max(momentary[op.chunk], inputBytes(k)));
+      now += inputBytes(k) + outputBytes(k) - held[op.chunk];
+    }
+  }
+  return peak;
 }
 
 // The stage's fusion buckets' bytes, grouped by the trainer's rule
@@ -111,12 +147,26 @@ std::vector<double> fusionBuckets(const runtime::TrainConfig& c, const Layout& l
   return buckets;
 }
 
-// One micro-batch through the whole model, with its input copied in (a
-// language model's token ids, 8 bytes each; a classifier's fp32 features).
-double wholeModelActivations(const Layout& l, const ModelProfile& p) {
-  double perSample = p.languageModel ? 8.0 * static_cast<double>(p.tokensPerSample) : 4.0 * static_cast<double>(p.width);
-  for (const auto& layer : p.layers) perSample += layer.activationBytes + layer.activationBytesCut;
-  return static_cast<double>(l.microBatchSize) * perSample;
+// Rank 0's timing of every layer on one micro-batch before a pipeline's
+// first step (parallel/pipeline/Partition.cpp's profileLayers): layer by
+// layer, a forward from the previous layer's output, then a backward from a
+// seed of its output's shape, whose parameter gradients stay until all are
+// timed. Its peak, beside the whole model's parameters: the gradients so far
+// and one layer's input, activations, seed and backward temporaries.
+double layerTimingPeak(const Layout& l, const ModelProfile& p) {
+  const double mbs = static_cast<double>(l.microBatchSize);
+  const double tokens = static_cast<double>(p.tokensPerSample);
+  double input = p.languageModel ? 8.0 * tokens : 4.0 * static_cast<double>(p.width);  // per sample
+  double gradients = 0, peak = 0;
+  for (const LayerProfile& layer : p.layers) {
+    gradients += 4.0 * static_cast<double>(layer.params());
+    const double output = tokens * static_cast<double>(layer.outputWidth > 0 ? layer.outputWidth : p.width) * 4.0;
+    const double perSample = input + layer.activationBytes + layer.activationBytesCut + output +
+                             std::max(layer.backwardTransientBytes, output);
+    peak = std::max(peak, gradients + mbs * perSample);
+    input = output;
+  }
+  return peak;
 }
 
 }  // namespace
@@ -153,18 +203,15 @@ std::vector<RankMemory> predictMemory(const api::RunConfig& rc, const Layout& l,
       m.offloaded += m.parameters;
       m.parameters = 0;
     }
-    const StageActivations perSample = stageActivations(rc, l, p, stage);
-    // Micro-batches whose activations a stage holds at once: all of them
-    // (GPipe), 1F1B's warm-up depth, one without a pipeline.
-    // dtrain's own schedule says how many (micro-batch, chunk) pairs it holds.
-    double inFlight = 1;
-    if (l.pp > 1)
-      inFlight = pipelineInFlight(c.pipelineSchedule, stage, l.pp, static_cast<int>(l.microBatches), l.v) /
-                 static_cast<double>(l.v);
-    const double mbs = static_cast<double>(l.microBatchSize);
-    m.activationsPeak = mbs * std::max(perSample.held * inFlight + perSample.transient,
-                                       perSample.recomputing * inFlight);
-    if (l.pp > 1 && stage < l.pp) m.activationsPeak += pipelineBuffers(l, p, stage);
+    // A pipeline stage's micro-batches come and go in its schedule's order;
+    // without one, a step holds one micro-batch.
+    if (l.pp > 1) {
+      m.activationsPeak = pipelineActivationsPeak(rc, l, p, stage);
+    } else {
+      const StageActivations perSample = stageActivations(rc, l, p, l.stageLayers[stage]);
+      m.activationsPeak = static_cast<double>(l.microBatchSize) *
+                          std::max(perSample.held + perSample.transient, perSample.recomputing);
+    }
     // The peak: the states and the larger of the activations (end of
     // forward) and what the step's collectives hold for a moment (around the
     // update), measured on the trainer: ZeRO 1 a gradient shard, ZeRO 2 the
@@ -205,11 +252,10 @@ std::vector<RankMemory> predictMemory(const api::RunConfig& rc, const Layout& l,
     if (l.pp > 1) {
       // A pipeline builds the whole model on every rank before each stage
       // keeps its own layers, and rank 0 first times every layer on one
-      // micro-batch (parallel/pipeline/PipelinePlan.cpp): the whole model's
-      // parameters and gradients, and that micro-batch through all of it.
+      // micro-batch (parallel/pipeline/PipelinePlan.cpp).
       const double all = 4.0 * static_cast<double>(p.params());
       m.peak = std::max(m.peak, all + 2048);
-      if (r == 0) m.peak = std::max(m.peak, 2 * all + wholeModelActivations(l, p) + 2048);
+      if (r == 0) m.peak = std::max(m.peak, all + layerTimingPeak(l, p) + 2048);
     }
     out.push_back(m);
   }

@@ -136,14 +136,11 @@ struct StageCompute {
   std::vector<int64_t> forwardSums, backwardSums;
 };
 
-// Measured times of the machine file's "models" section at the nearest micro-batch size.
-const ModelTime* calibrated(const Machine& m, const std::string& model, int64_t mbs, double* scale) {
+// Measured times of the machine file's "models" section at this micro-batch size.
+std::optional<ModelTime> calibrated(const Machine& m, const std::string& model, int64_t mbs) {
   auto it = m.models.find(model);
-  if (it == m.models.end()) return nullptr;
-  const auto* best = it->second.nearest(mbs);
-  if (!best) return nullptr;
-  *scale = static_cast<double>(mbs) / static_cast<double>(best->first);
-  return &best->second;
+  if (it == m.models.end()) return std::nullopt;
+  return it->second.at(mbs);
 }
 
 // One micro-batch of `mbs` samples through each layer, forward and backward,
@@ -157,8 +154,7 @@ std::vector<std::pair<double, double>> layerTimes(const api::RunConfig& rc, cons
   const auto& c = rc.train;
   const double rate = m.flops(c.precision) / share;
   const double memRate = m.memoryBytesPerS / share;
-  double scale = 1;
-  const ModelTime* t = calibrated(m, c.model, mbs, &scale);
+  const std::optional<ModelTime> t = calibrated(m, c.model, mbs);
   const double totalFlops = std::max(p.forwardFlops(), 1.0);
   std::vector<std::pair<double, double>> out;
   for (const LayerProfile& layer : p.layers) {
@@ -175,8 +171,8 @@ std::vector<std::pair<double, double>> layerTimes(const api::RunConfig& rc, cons
           }
       const double part = p.layers.size() == 1 ? 1 : layer.forwardFlops / totalFlops;
       if (!found) f = t->forwardS * part, b = t->backwardS * part;
-      f *= scale * share / cut;
-      b *= scale * share / cut;
+      f *= share / cut;
+      b *= share / cut;
     } else {
       const double elementwise = layer.elementwiseBytes + layer.elementwiseBytesCut / cut;
       f = static_cast<double>(mbs) * (layer.forwardFlops / cut / rate + elementwise / memRate);
@@ -229,8 +225,7 @@ std::vector<StageCompute> stageCompute(const api::RunConfig& rc, const Machine& 
     if (s == l.pp - 1 && l.pp > 1) sc.params += static_cast<double>(l.tiedCopy);
   }
   // The measured update counts only for the optimizer it was measured with.
-  double scale = 1;
-  const ModelTime* t = calibrated(m, c.model, l.microBatchSize, &scale);
+  const std::optional<ModelTime> t = calibrated(m, c.model, l.microBatchSize);
   const std::string& measuredWith = t ? m.models.at(c.model).optimizer : std::string();
   *updateS = t && (measuredWith.empty() || measuredWith == c.optimizer) ? t->updateS * share : -1;
   return out;

@@ -3,6 +3,7 @@
 // valid machine file.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <fstream>
 
 #include "calibrate/MachineFile.h"
@@ -59,6 +60,27 @@ TEST(CalibrateCli, QuickRunWritesAValidMachineFile) {
   EXPECT_EQ(resnet["layers"][0]["params"], 272186);
   EXPECT_GT(resnet["layers"][0]["activation_bytes"].get<double>(), 0);
   EXPECT_GT(resnet["backward_s"].get<double>(), 0);
+}
+
+// Without --micro-batches: powers of two from 1 up to 256, or up to the first
+// size whose forward and backward take over 50 ms.
+TEST(CalibrateCli, AutoMicroBatchesDoubleUpToTheCap) {
+  const std::string path = tempDir() + "/machine.json";
+  std::string cmd = kQuick;
+  cmd.erase(cmd.find("--micro-batches 1 "), std::string("--micro-batches 1 ").size());
+  const CliResult r = runDtrain(cmd + " --out " + path);
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::ifstream in(path);
+  const auto sizes = nlohmann::json::parse(in)["models"]["mlp"]["micro_batches"];
+  int64_t expected = 1;
+  double last = 0;
+  for (; expected <= 256; expected *= 2) {
+    if (!sizes.contains(std::to_string(expected))) break;
+    const auto& t = sizes[std::to_string(expected)];
+    last = t["forward_s"].get<double>() + t["backward_s"].get<double>();
+  }
+  EXPECT_EQ(sizes.size(), static_cast<size_t>(std::log2(expected))) << sizes.dump();
+  if (expected <= 256) EXPECT_GT(last, 0.05) << "stopped at " << expected << " before 256 and 50 ms";
 }
 
 #ifdef DTRAIN_WITH_MPI

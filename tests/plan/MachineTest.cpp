@@ -64,6 +64,33 @@ TEST(PlanMachine, ReadsEverySection) {
   EXPECT_EQ(cal.layers[0].activationBytes, 456);
 }
 
+// A micro-batch's time is a fixed part plus a part per sample: a size between
+// two measured ones is read off the line between them, layer by layer; one past
+// the largest in proportion to it; the update (per step) as measured.
+TEST(PlanMachine, ModelTimesReadBetweenMeasuredSizes) {
+  ModelCalibration cal;
+  auto time = [](double f, double b, double u) {
+    ModelTime t{.forwardS = f, .backwardS = b, .updateS = u};
+    t.layers.push_back({.name = "fc1", .forwardS = f / 2, .backwardS = b / 2});
+    t.layers.push_back({.name = "fc2", .forwardS = f / 2, .backwardS = b / 2});
+    return t;
+  };
+  EXPECT_FALSE(cal.at(8).has_value());
+  cal.microBatches[8] = time(1.0, 2.0, 0.5);
+  cal.microBatches[32] = time(2.5, 5.0, 0.7);
+  const ModelTime mid = cal.at(16).value();  // a third of the way from 8 to 32
+  EXPECT_DOUBLE_EQ(mid.forwardS, 1.5);
+  EXPECT_DOUBLE_EQ(mid.backwardS, 3.0);
+  EXPECT_DOUBLE_EQ(mid.layers[1].backwardS, 1.5);
+  EXPECT_NEAR(mid.updateS, 0.5 + 0.2 / 3, 1e-12);
+  EXPECT_DOUBLE_EQ(cal.at(32)->forwardS, 2.5);
+  const ModelTime past = cal.at(64).value();
+  EXPECT_DOUBLE_EQ(past.forwardS, 5.0);
+  EXPECT_DOUBLE_EQ(past.layers[0].backwardS, 5.0);
+  EXPECT_DOUBLE_EQ(past.updateS, 0.7);
+  EXPECT_DOUBLE_EQ(cal.at(2)->forwardS, 0.25);  // below the smallest: in proportion
+}
+
 TEST(PlanMachine, ShippedClusterFilesRead) {
   for (const char* name : {"selene-a100.json", "dgx2-v100.json", "example-cpu.json"}) {
     const Machine m = readMachine(std::string(DTRAIN_PLAN_CLUSTERS) + "/" + name);

@@ -145,7 +145,8 @@ TEST(PlanMemory, PipelineStagesPeaksMatchTheTrainer) {
   // Each stage's peak: its states, the micro-batches' activations it holds,
   // the step's posted receives and kept sends, the whole model every rank
   // builds first, and rank 0's timing of every layer on one micro-batch.
-  // Within 8% (the stages' transients are not counted byte for byte).
+  // Within 5%. 1F1B's middle stages with many micro-batches peak at their
+  // last steady forward, beside the outputs and input gradients sent so far.
   struct Case {
     const char* model;
     int stages, micro, workers;
@@ -155,7 +156,7 @@ TEST(PlanMemory, PipelineStagesPeaksMatchTheTrainer) {
   // GPipe holds every micro-batch: the last stage's head and the first
   // stage's embedding count in full.
   for (const Case& k : {Case{"mlp", 4, 4, 4, 64, "1f1b"}, Case{"gpt-tiny", 2, 2, 2, 8, "1f1b"},
-                        Case{"gpt-tiny", 2, 4, 2, 16, "gpipe"}}) {
+                        Case{"gpt-tiny", 2, 4, 2, 16, "gpipe"}, Case{"gpt-tiny", 4, 16, 4, 16, "1f1b"}}) {
     api::RunConfig rc = quick(k.model);
     rc.train.strategy = "pipeline";
     rc.train.pipelineSchedule = k.schedule;
@@ -178,7 +179,7 @@ TEST(PlanMemory, PipelineStagesPeaksMatchTheTrainer) {
     ASSERT_EQ(m.size(), p.size()) << k.model;
     for (size_t r = 0; r < m.size(); ++r) {
       const double want = m[r].at("peak").get<double>(), got = p[r].at("peak").get<double>();
-      EXPECT_NEAR(got, want, 0.08 * want) << k.model << " " << k.schedule << " stage " << r;
+      EXPECT_NEAR(got, want, 0.05 * want) << k.model << " " << k.schedule << " stage " << r;
       for (const char* key : {"parameters", "gradients", "optimizer_state"})
         EXPECT_NEAR(p[r].at(key).get<double>(), m[r].at(key).get<double>(), 0.01 * m[r].at(key).get<double>() + 64)
             << key << " of " << k.model << " stage " << r;
