@@ -134,7 +134,13 @@ PipelineRun simulatePipeline(const std::string& schedule, int p, int m, int v, c
     computeFrom[s] = bestReady;
     computeTo[s] = bestReady + computeS;
     run.computeS[s] += computeS;
-    const double end = bestReady + computeS + commS;
+    const std::vector<double>& sums = op.forward ? links.forwardSumS : links.backwardSumS;
+    double end = bestReady + computeS + commS;
+    if (shared && !sums.empty() && sums[s] > 0) {
+      const double saving = (op.forward ? links.forwardSumSaving : links.backwardSumSaving)[s];
+      const int h = links.host[s];
+      end = reserve(out[h], in[h], bestReady + computeS, sums[s], saving, links.refillS);
+    }
     free[s] = end;
     if (op.forward) {
       fDone[at] = 1;

@@ -32,7 +32,8 @@ struct PipelineRun {
 // stage's dp x tp ranks, which run the same schedule) for each stage busy
 // then, over `slots` ranks the cores run at full speed (0: none shared).
 // forwardCommS/backwardCommS: the part of forwardS/backwardS that is not
-// compute (tensor-parallel sums), not slowed (empty: none).
+// compute (tensor-parallel sums), not slowed, and replaced by the links'
+// sums where PipelineLinks has them (empty: none).
 struct PipelineCores {
   double slots = 0;
   int copies = 1;
@@ -53,6 +54,12 @@ struct PipelineLinks {
   std::vector<int> host;
   std::vector<double> burstSaving;
   double refillS = 0;
+  // Per stage, one operation's tensor-parallel sums where they cross the
+  // stage's host link (its tp group spans hosts): their seconds on a drained
+  // link and what a full bucket takes off them. They take turns with the
+  // stage's messages on its link out and in, after the operation's compute
+  // (empty: the sums are the operations' PipelineCores comm parts, off the links).
+  std::vector<double> forwardSumS, backwardSumS, forwardSumSaving, backwardSumSaving;
 };
 
 // forwardS[s], backwardS[s]: one micro-batch through one of stage s's chunks.

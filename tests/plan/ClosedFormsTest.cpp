@@ -119,6 +119,27 @@ TEST(PlanClosedForms, AnIdleEmulatedLinksBucketLetsAMessageThrough) {
   EXPECT_NEAR(simulatePipeline("gpipe", 2, 1, 1, zero, zero, links, false).makespan, 2.0, 1e-9);
 }
 
+TEST(PlanClosedForms, TensorParallelSumsTakeTurnsWithTheMessagesOnTheirHostsLink) {
+  // GPipe, 2 stages on 2 hosts, 2 micro-batches, no compute, 1 s messages;
+  // stage 1's forwards each end in 1 s of tensor-parallel sums across hosts.
+  // Stage 0's two activations hold stage 1's link in over [0, 2]: its first
+  // sum waits for the second one ([2, 3]), its second follows ([3, 4]); the
+  // gradients go back over [4, 5] and [5, 6]. Beside the links (as they were)
+  // the sums ran over [1, 2] and [2, 3], and the step ended at 5.
+  const std::vector<double> zero(2, 0.0), sums{0.0, 1.0};
+  PipelineLinks links;
+  links.seconds = {1.0};
+  links.host = {0, 1};
+  PipelineCores cores;
+  cores.forwardCommS = sums;
+  cores.backwardCommS = zero;
+  EXPECT_NEAR(simulatePipeline("gpipe", 2, 2, 1, sums, zero, links, false, false, cores).makespan, 5.0, 1e-9);
+  links.forwardSumS = sums;
+  links.backwardSumS = zero;
+  links.forwardSumSaving = links.backwardSumSaving = zero;
+  EXPECT_NEAR(simulatePipeline("gpipe", 2, 2, 1, sums, zero, links, false, false, cores).makespan, 6.0, 1e-9);
+}
+
 TEST(PlanClosedForms, SharedCoresSlowTheStagesComputingAtOnce) {
   // GPipe, 2 stages, 2 micro-batches, forwards of 1 s, free backwards and
   // messages. Stage 0's second forward starts at 1 with stage 1 idle; stage
