@@ -378,6 +378,15 @@ Prediction simulate(const api::RunConfig& rc, const Machine& m, const ModelProfi
     if (m.sharedCores > 0) r.computeS = *std::max_element(bare.computeS.begin(), bare.computeS.end());
     r.bubbleS = std::max(0.0, bare.makespan - r.computeS - tpExposed);
     p2pExposed = run.makespan - bare.makespan;
+    if (p2pExposed < 0) {
+      // The sums on the links found their buckets fuller than the compute
+      // between them refills (what the bare run counts): they, and the
+      // waits behind them, took less, not the messages.
+      const double fromSums = std::min(tpExposed, -p2pExposed);
+      tpExposed -= fromSums;
+      r.bubbleS = std::max(0.0, r.bubbleS + p2pExposed + fromSums);
+      p2pExposed = 0;
+    }
     r.bytesPerRank += mb * sentBytes;
     for (const auto& op : run.ops) {
       const int rank = parallel::meshRank({0, op.stage, 0}, {l.dp, l.pp, l.tp}, l.spread);

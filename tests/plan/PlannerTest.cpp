@@ -183,6 +183,24 @@ TEST(PlanPlanner, SearchesOverAThousandCandidatesOnACluster) {
               static_cast<long long>(res.rejected), res.ranked.size(), res.seconds);
 }
 
+// Emulated hosts (shared cores, token buckets): every candidate's step is its
+// terms' sum, none negative, and no shorter than its compute, also where a
+// pipeline's sums on the links find fuller buckets than the bare run counts.
+TEST(PlanPlanner, EveryCandidatesTermsAreNonNegative) {
+  const plan::Machine m = plan::parseMachine(R"({"format": "dtrain-machine-1", "devices_per_host": 1,
+    "shared_cores": 2, "async_sends": false, "memory_per_device_bytes": 4e9,
+    "compute": {"flops_per_s": {"fp32": 1e10}, "memory_bytes_per_s": 1e10},
+    "links": {"inter_host": {"alpha_s": 2e-5, "bytes_per_s": 1.2e8, "burst_bytes": 131072}}})", "emulated");
+  const plan::PlanResult res = plan::plan(request("mlp", 256, 4, 1), m);
+  ASSERT_FALSE(res.ranked.empty());
+  for (const auto& c : res.ranked) {
+    const plan::Prediction& p = c.prediction;
+    for (double term : {p.computeS, p.bubbleS, p.exposedCommS, p.optimizerS}) EXPECT_GE(term, 0) << c.summary;
+    EXPECT_NEAR(p.stepS, p.computeS + p.bubbleS + p.exposedCommS + p.optimizerS, 1e-12) << c.summary;
+    EXPECT_GE(p.stepS, p.computeS) << c.summary;
+  }
+}
+
 // A wide mlp at small batches on a slow link: the planner tries --sfb auto
 // (lossless) and ranks it above the plain allreduce.
 TEST(PlanPlanner, SufficientFactorsAreACandidateWhereTheyPay) {
