@@ -294,8 +294,8 @@ Prediction simulate(const api::RunConfig& rc, const Machine& m, const ModelProfi
     fwdComm[s] = forwardTp / l.v;
     bwdComm[s] = backwardTp / l.v;
     if (l.tp > 1 && sumsCrossHosts) {
-      // On the stage's host link beside its pipeline messages: drained, and
-      // what the bucket can take off them.
+      // The same sums as link reservations, taking turns with the stage's
+      // pipeline messages: on a drained link, and what a full bucket takes off.
       const double drained = sumsTime(st.forwardSums, 0);
       fwdSum[s] = drained / l.v;
       bwdSum[s] = (sumsTime(st.backwardSums, 0) + (forwardPasses - 1) * drained) / l.v;
