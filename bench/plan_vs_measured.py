@@ -91,6 +91,11 @@ def largest_peak(pred, every_rank=True):
     return max(peaks) if every_rank else peaks[0]
 
 
+def rank_peaks_mib(pred):
+    """Every rank's predicted peak, MiB."""
+    return [round(x["peak"] / 2**20, 3) for x in pred["memory_per_rank"]]
+
+
 def rank_worst(r):
     """The largest error of any one rank's predicted peak (0 where the row lacks them)."""
     pred, meas = r.get("pred_peaks_mib", []), r.get("meas_peaks_mib", [])
@@ -160,7 +165,7 @@ def report(a):
             r["pred_step_ms"] = round(1e3 * pred["step_s"], 2)
             r["pred_samples_per_s"] = round(per_step / pred["step_s"], 1)
             r["pred_peak_mib"] = round(largest_peak(pred, "meas_peaks_mib" in r) / 2**20, 2)
-            r["pred_peaks_mib"] = [round(x["peak"] / 2**20, 3) for x in pred["memory_per_rank"]]
+            r["pred_peaks_mib"] = rank_peaks_mib(pred)
             r["dominant"] = pred["dominant"]
             r["step_err"] = round(r["pred_step_ms"] / r["meas_step_ms"] - 1, 3)
             r["mem_err"] = round(r["pred_peak_mib"] / r["meas_peak_mib"] - 1, 3)
@@ -318,7 +323,7 @@ def main():
                        "meas_samples_per_s": round(meas["samples_per_s"], 1),
                        "meas_run_samples_per_s": round(meas["run_samples_per_s"], 1),
                        "pred_peak_mib": round(largest_peak(pred) / 2**20, 2),
-                       "pred_peaks_mib": [round(x["peak"] / 2**20, 3) for x in pred["memory_per_rank"]],
+                       "pred_peaks_mib": rank_peaks_mib(pred),
                        "meas_peak_mib": round(max(meas["peaks"]) / 2**20, 2),
                        "meas_peaks_mib": [round(p / 2**20, 3) for p in meas["peaks"]],
                        "dominant": pred["dominant"], "load": round(os.getloadavg()[0], 1)}

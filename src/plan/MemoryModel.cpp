@@ -4,9 +4,9 @@
 
 #include "parallel/Mesh.h"
 #include "parallel/allreduce/FusionBuckets.h"
-#include "parallel/zero/ZeroDataParallel.h"
+#include "parallel/pipeline/Partition.h"
 #include "parallel/pipeline/Schedule.h"
-#include "plan/PipelineSim.h"
+#include "parallel/zero/ZeroDataParallel.h"
 
 namespace dtrain::plan {
 
@@ -97,21 +97,21 @@ double pipelineActivationsPeak(const api::RunConfig& rc, const Layout& l, const 
     const int k = c * l.pp + stage;
     posted += m * (inputBytes(k) + outputBytes(k));
   }
+  const auto ops = pl::stageOps(pl::scheduleFromName(rc.train.pipelineSchedule), stage, l.pp, m, l.v);
   // Each of the stage's chunks: what a micro-batch leaves on it, and what its
   // backward holds beyond that.
-  const int inFlight = pipelineInFlight(rc.train.pipelineSchedule, stage, l.pp, m, l.v);
+  const int inFlight = pl::peakInFlight(ops);
   std::vector<double> held(l.v), momentary(l.v);
   const int layers = static_cast<int>(p.layers.size());
   for (int c = 0; c < l.v; ++c) {
     const int k = c * l.pp + stage;
     std::vector<int> chunk;
-    for (int i = l.cuts[k]; i < (k + 1 < chunks ? l.cuts[k + 1] : layers); ++i) chunk.push_back(i);
+    for (int i = l.cuts[k]; i < pl::stageEnd(l.cuts, k, layers); ++i) chunk.push_back(i);
     const StageActivations a = stageActivations(rc, l, p, chunk);
     held[c] = mbs * a.held;
     momentary[c] = mbs * std::max(a.transient, (a.recomputing - a.held) * inFlight / l.v);
   }
   double now = posted, peak = posted;
-  const auto ops = pl::stageOps(pl::scheduleFromName(rc.train.pipelineSchedule), stage, l.pp, m, l.v);
   for (const pl::PipeOp& op : ops) {
     const int k = op.chunk * l.pp + stage;
     if (op.forward) {

@@ -170,8 +170,4 @@ PipelineRun simulatePipeline(const std::string& schedule, int p, int m, int v, c
   return simulatePipeline(schedule, p, m, v, fwd, bwd, links, keepSpans, senderBusy, cores);
 }
 
-int pipelineInFlight(const std::string& schedule, int stage, int p, int m, int v) {
-  return pl::peakInFlight(pl::stageOps(pl::scheduleFromName(schedule), stage, p, m, v));
-}
-
 }  // namespace dtrain::plan

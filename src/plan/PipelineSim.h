@@ -72,7 +72,4 @@ PipelineRun simulatePipeline(const std::string& schedule, int stages, int microB
                              const std::vector<double>& forwardS, const std::vector<double>& backwardS,
                              double p2pS, bool keepSpans, bool senderBusy = false, const PipelineCores& cores = {});
 
-// The most (micro-batch, chunk) pairs stage `stage` holds activations of.
-int pipelineInFlight(const std::string& schedule, int stage, int stages, int microBatches, int virtualStages);
-
 }  // namespace dtrain::plan
