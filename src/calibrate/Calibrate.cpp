@@ -1,6 +1,8 @@
 #include "calibrate/Calibrate.h"
 
+#include <atomic>
 #include <cmath>
+#include <exception>
 #include <cstdio>
 #include <fstream>
 #include <mutex>
@@ -12,6 +14,7 @@
 #include "autograd/Precision.h"
 #include "calibrate/CommProbe.h"
 #include "calibrate/MachineFile.h"
+#include "calibrate/NetworkCoreCost.h"
 #include "comm/Registry.h"
 #include "comm/local/Local.h"
 #include "core/Error.h"
@@ -131,6 +134,7 @@ void describeProbe(const char* kind, const ProbeResult& r, json* samples) {
 void probeAcrossHosts(const CalibrateConfig& c, int hosts, const std::vector<size_t>& sizes,
                       json& links, json& collectives, json* samples) {
   const std::string one = tempFile("inter1"), two = tempFile("inter2"), bucket = tempFile("burst");
+  const std::string stream = tempFile("stream");
   std::string script;
   if (c.netsimHosts > 0) {
     const std::string ns = "bash " + shellQuote(c.netsimScript);
@@ -139,7 +143,9 @@ void probeAcrossHosts(const CalibrateConfig& c, int hosts, const std::vector<siz
              std::to_string(hosts) + " --rate " + shellQuote(c.rate) + " >&2; " + ns +
              " mpirun -np " + std::to_string(hosts) + " --ranks-per-host 1 -- " +
              rankCommand(c, one, sizes, 1) + "; " + ns + " mpirun -np " +
-             std::to_string(2 * hosts) + " --ranks-per-host 2 -- " + rankCommand(c, two, sizes, 2);
+             std::to_string(2 * hosts) + " --ranks-per-host 2 -- " + rankCommand(c, two, sizes, 2) + "; " +
+             ns + " mpirun -np " + std::to_string(hosts) + " --ranks-per-host 1 -- " + shellQuote(c.self) +
+             " calibrate --internal-stream " + shellQuote(stream);
     // Another user's emulated network would be torn down by ours: wait for its lock.
     const std::string lock = shellQuote(c.lockFile);
     script = "flock -n " + lock + " true || echo 'calibrate: waiting for " + c.lockFile +
@@ -158,11 +164,47 @@ void probeAcrossHosts(const CalibrateConfig& c, int hosts, const std::vector<siz
   }
   progress("across %d hosts: %zu sizes up to %zu bytes, 1 then 2 ranks per host", hosts,
            sizes.size(), sizes.back());
-  runShell(script, "the measurement across hosts");
+  if (c.netsimHosts == 0) {
+    runShell(script, "the measurement across hosts");
+  } else {
+    // Last, the emulated network's cost on the cores: a probe with the hosts'
+    // streams paused and beside them (the script's third mpirun), 3 times.
+    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    std::atomic<bool> done{false};
+    std::exception_ptr failure;
+    std::thread shell([&] {
+      try {
+        runShell(script, "the measurement across hosts");
+      } catch (...) {
+        failure = std::current_exception();
+      }
+      done = true;
+    });
+    const auto pairs = probeBesideStreams(stream, cores, c.small ? 0.4 : 1.0, 3, 900, [&] { return done.load(); });
+    shell.join();
+    if (failure) std::rethrow_exception(failure);
+    DTRAIN_CHECK(!pairs.empty(), "calibrate: the streaming ranks never started (no ", stream, ".started)");
+    const auto logs = readStreamLogs(stream, hosts);
+    std::vector<double> perByte, lost, rate;
+    for (const ProbePair& p : pairs) {
+      const double bytes = bytesBetween(logs, p.t0, p.t1), s = p.t1 - p.t0;
+      perByte.push_back(coreSecondsPerByte(p, cores, bytes));
+      lost.push_back(1 - p.busyWork / s / (p.aloneWork / p.aloneS));
+      rate.push_back(bytes / s);
+    }
+    auto median = [](std::vector<double> v) {
+      std::sort(v.begin(), v.end());
+      return v[v.size() / 2];
+    };
+    progress("the network's core time: %.2f ns a byte (median of %zu: %d probe threads lost %.0f%% of their "
+             "work while the hosts sent %.0f MB/s)",
+             median(perByte) * 1e9, pairs.size(), cores, 100 * median(lost), median(rate) / 1e6);
+    links["inter_host"]["core_s_per_byte"] = median(perByte);
+  }
   const ProbeResult r1 = readProbe(one), r2 = readProbe(two);
   describeProbe("inter_host", r1, samples);
   describeProbe("inter_host_shared", r2, samples);
-  links["inter_host"] = linkJson(r1.pointToPoint);
+  links["inter_host"].update(linkJson(r1.pointToPoint));
   if (c.netsimHosts > 0) {
     // The emulated links' token bucket, for the simulator's messages after an idle moment.
     std::ifstream in(bucket);

@@ -84,6 +84,7 @@ void checkMachineJson(const nlohmann::json& m) {
     DTRAIN_CHECK(linkKinds.count(kind), "machine file: unknown link kind 'links.", kind, "'");
     checkFit(fit, "links." + kind + ".");
     if (fit.contains("burst_bytes")) positive(fit, "links." + kind + ".", "burst_bytes", true);
+    if (fit.contains("core_s_per_byte")) positive(fit, "links." + kind + ".", "core_s_per_byte", true);
   }
   if (m.contains("collectives"))
     for (const auto& [kind, entries] : m.at("collectives").items())

@@ -9,6 +9,7 @@
 
 #include "calibrate/Calibrate.h"
 #include "calibrate/MachineFile.h"
+#include "calibrate/NetworkCoreCost.h"
 #include "core/Error.h"
 
 namespace dtrain::cli {
@@ -67,7 +68,7 @@ void addCalibrateCommand(CLI::App& app) {
     calibrate::CalibrateConfig cfg;
     std::string models = "gpt-small,mlp", microBatches = "auto", hosts, out;
     bool noMpi = false;
-    std::string internalOut, internalSizes;
+    std::string internalOut, internalSizes, internalStream;
     int internalRanksPerHost = 1;
   };
   auto f = std::make_shared<Flags>();
@@ -100,7 +101,13 @@ void addCalibrateCommand(CLI::App& app) {
   sub->add_option("--internal-comm", f->internalOut)->group("");
   sub->add_option("--internal-sizes", f->internalSizes)->group("");
   sub->add_option("--internal-ranks-per-host", f->internalRanksPerHost)->group("");
+  sub->add_option("--internal-stream", f->internalStream)->group("");
   sub->callback([f] {
+    if (!f->internalStream.empty()) {
+      // Streams until the parent's probe is done (a minute at most: a parent gone astray).
+      calibrate::runStreamRank(f->internalStream, 60);
+      return;
+    }
     if (!f->internalOut.empty()) {
       calibrate::runCommRank(f->internalOut, calibrateNumbers<size_t>(f->internalSizes, "--internal-sizes"),
                              f->internalRanksPerHost);

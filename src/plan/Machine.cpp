@@ -76,9 +76,10 @@ struct MachineReader {
 
   LinkCost link(const json& obj, const std::string& path, bool fitKeys = false) const {
     if (fitKeys) onlyKeys(obj, path, {"ranks", "ranks_per_host", "alpha_s", "bytes_per_s", "samples"});
-    else onlyKeys(obj, path, {"alpha_s", "bytes_per_s", "burst_bytes"});
+    else onlyKeys(obj, path, {"alpha_s", "bytes_per_s", "burst_bytes", "core_s_per_byte"});
     LinkCost l{number(obj, path, "alpha_s", false), number(obj, path, "bytes_per_s", true)};
     if (!fitKeys && obj.contains("burst_bytes")) l.burstBytes = static_cast<double>(amount(obj, path, "burst_bytes", false));
+    if (!fitKeys && obj.contains("core_s_per_byte")) l.coreSPerByte = number(obj, path, "core_s_per_byte", false);
     return l;
   }
 

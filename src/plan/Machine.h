@@ -27,6 +27,10 @@ struct LinkCost {
   // An emulated link's token bucket (scripts/netsim.sh's tbf): after an idle
   // moment this many bytes pass at memory speed. 0 for a real link.
   double burstBytes = 0;
+  // Core time the hosts' kernels spend on each byte that crosses the link
+  // (TCP, veth, the token bucket): on emulated hosts it runs on the cores the
+  // ranks compute on. 0: not measured (or hosts whose NICs do that work).
+  double coreSPerByte = 0;
   double time(double bytes) const { return alphaS + bytes / bytesPerS; }
   // The link time a full bucket saves a message of `bytes`, and the idle
   // time that refills an empty one.

@@ -129,6 +129,12 @@ SufficientFactorCost sufficientFactors(const api::RunConfig& rc, const Machine& 
 // "Sandblaster L-BFGS"), 24 in 10.
 constexpr double kSandblasterEvaluationsPerIteration = 2.2;
 
+// The ranks that compute: all but a parameter server's or Sandblaster
+// coordinator's, which only add up gradients.
+double computingRanks(const Layout& l) {
+  return static_cast<double>(l.strategy == "ps" || l.strategy == "sandblaster" ? l.workers : l.ranks);
+}
+
 struct StageCompute {
   double forwardS = 0, backwardS = 0, recomputeS = 0;  // one micro-batch through the stage
   double params = 0;                                    // the rank's parameters (its tp slice)
@@ -192,7 +198,7 @@ std::vector<StageCompute> stageCompute(const api::RunConfig& rc, const Machine& 
   // Emulated hosts share one machine's cores: every computing rank of the run
   // (a parameter server's or Sandblaster coordinator's ranks only add up
   // gradients) counts against them.
-  const double computing = static_cast<double>(l.strategy == "ps" || l.strategy == "sandblaster" ? l.workers : l.ranks);
+  const double computing = computingRanks(l);
   // --threads auto: the cores of the host (or of the shared machine) over its ranks.
   const double threads = c.threads > 0 ? c.threads
                          : m.sharedCores > 0 ? std::max(1.0, std::floor(m.sharedCores / computing))
@@ -283,6 +289,9 @@ Prediction simulate(const api::RunConfig& rc, const Machine& m, const ModelProfi
   std::vector<double> fwd(l.pp), bwd(l.pp), fwdComm(l.pp), bwdComm(l.pp);
   std::vector<double> fwdSum(l.pp), bwdSum(l.pp), fwdSumSaving(l.pp), bwdSumSaving(l.pp);
   double slowest = 0, slowestTp = 0, tpBytes = 0;
+  // Bytes a step sends across the emulated hosts' links while ranks compute
+  // (their kernels' work then takes cores from the compute: networkCoreS).
+  double busyBytes = 0;
   for (int s = 0; s < l.pp; ++s) {
     const StageCompute& st = stages[s];
     const double count = static_cast<double>(st.forwardSums.size() * forwardPasses + st.backwardSums.size());
@@ -359,9 +368,10 @@ Prediction simulate(const api::RunConfig& rc, const Machine& m, const ModelProfi
     // it starts (its compute from the times alone), not at all ranks' share.
     PipelineCores cores;
     std::vector<double> pipeFwd = fwd, pipeBwd = bwd;
+    std::vector<StageCompute> alone;
     if (m.sharedCores > 0) {
       double unusedUpdate = 0, unusedShare = 0, unusedThreads = 0;
-      const auto alone = stageCompute(rc, m, p, l, &unusedUpdate, 1.0, &unusedShare, &unusedThreads);
+      alone = stageCompute(rc, m, p, l, &unusedUpdate, 1.0, &unusedShare, &unusedThreads);
       for (int s = 0; s < l.pp; ++s) {
         pipeFwd[s] = alone[s].forwardS / l.v + fwdComm[s];
         pipeBwd[s] = (alone[s].backwardS + alone[s].recomputeS) / l.v + bwdComm[s];
@@ -388,6 +398,18 @@ Prediction simulate(const api::RunConfig& rc, const Machine& m, const ModelProfi
       p2pExposed = 0;
     }
     r.bytesPerRank += mb * sentBytes;
+    // Every replica's and slice's pipeline sends its own messages while other
+    // stages compute, which keep the cores full that part of the step
+    // (gpt-small's stages most of it, the mlp's small ones seldom).
+    if (m.sharedCores > 0) {
+      double coreWork = 0;
+      for (const auto& st : alone)
+        coreWork += mb * (st.forwardS + st.backwardS + st.recomputeS) * l.dp * l.tp * threads;
+      const double full = std::min(1.0, coreWork / (m.sharedCores * run.makespan));
+      for (int k = 0; k + 1 < chunks; ++k)
+        if (links.host[k % l.pp] != links.host[(k + 1) % l.pp])
+          busyBytes += 2 * boundaryBytes[k] * mb * l.dp * l.tp * full;
+    }
     for (const auto& op : run.ops) {
       const int rank = parallel::meshRank({0, op.stage, 0}, {l.dp, l.pp, l.tp}, l.spread);
       r.spans.push_back({rank, 0, std::string(op.forward ? "F" : "B") + std::to_string(op.micro), "pipeline",
@@ -482,6 +504,17 @@ Prediction simulate(const api::RunConfig& rc, const Machine& m, const ModelProfi
       const double full = std::floor(raw / rawBucket), rest = raw - full * rawBucket;
       dpS = full * perBucket(rawBucket * ratio) + (rest > 0 ? perBucket(rest * ratio) : 0);
       r.bytesPerRank += ringAllreduceBytesPerRank(l.dp, bytes) + again * reduceScatterBytesPerRank(l.dp, bytes);
+      // The trainer sends a bucket as soon as the last micro-batch's backward
+      // fills it (with --overlap, a mesh's replicas too; ZeRO's reduce-scatters
+      // always): during that backward, at most what the hosts' links carry in
+      // its time (the mlp's buckets at 1 Gbit/s mostly go after it). Of a
+      // ring's hops, one a host crosses to the next; every pipeline stage's
+      // and tensor slice's replicas sum their own.
+      if (g.hostsSpanned > 1 && l.strategy != "local-sgd" && (c.zero > 0 || c.overlap)) {
+        const double sent = c.zero > 0 ? reduceScatterBytesPerRank(l.dp, bytes) : ringAllreduceBytesPerRank(l.dp, bytes);
+        busyBytes += std::min(sent * g.hostsSpanned * l.pp * l.tp,
+                              lastBackward * groupLink(m, l.placement, g).bytesPerS * l.placement.hosts);
+      }
     }
     dpS += sfb.seconds;
     if (c.compress == "powersgd") dpS += powerSgdEncodeSeconds(c, m, p, share);
@@ -522,8 +555,16 @@ Prediction simulate(const api::RunConfig& rc, const Machine& m, const ModelProfi
     checksS = (1 + 1.0 / static_cast<double>(std::max<int64_t>(1, c.logEvery))) *
               allreduceTime(m, l.placement, world, 8, "auto");
   }
-  r.exposedCommS = tpExposed + p2pExposed + dpExposed + checksS;
-  r.commS = tpExposed + p2pExposed + dpS + checksS;
+  // Emulated hosts: the kernels' work for the bytes sent while ranks compute
+  // runs on the cores those ranks share, once they keep every core busy
+  // (measured: 4 hosts streaming 430 MB/s at 1 Gbit/s took ~1.7 of 2 cores;
+  // gpt-small's pipelines at 1 Gbit/s ran 20-30% over the prediction without it).
+  const double computing = computingRanks(l);
+  const double networkCoreS = m.sharedCores > 0 && computing * threads >= m.sharedCores
+                                  ? inter.coreSPerByte * busyBytes / m.sharedCores
+                                  : 0;
+  r.exposedCommS = tpExposed + p2pExposed + dpExposed + checksS + networkCoreS;
+  r.commS = tpExposed + p2pExposed + dpS + checksS + networkCoreS;
   r.stepS = r.computeS + r.bubbleS + r.exposedCommS + r.optimizerS;
   const double samples = static_cast<double>(l.strategy == "ps" ? c.batchSize * l.workers : l.samplesPerStep);
   r.samplesPerS = samples / r.stepS;
@@ -539,7 +580,8 @@ Prediction simulate(const api::RunConfig& rc, const Machine& m, const ModelProfi
       {tpExposed, "tensor-parallel sums"},
       {p2pExposed, "pipeline messages"},
       {r.optimizerS, "optimizer"},
-      {checksS, "step-end checks"}};
+      {checksS, "step-end checks"},
+      {networkCoreS, "the network's core time"}};
   const auto* top = std::max_element(std::begin(terms), std::end(terms));
   r.dominant = top->second + " " + std::to_string(static_cast<int>(std::lround(100 * top->first / r.stepS))) + "%";
   return r;

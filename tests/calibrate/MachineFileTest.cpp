@@ -81,6 +81,12 @@ TEST(MachineFile, EmulatedHostsKeys) {
   EXPECT_EQ(errorOf(m), "");
   m["shared_cores"] = 0;
   EXPECT_NE(errorOf(m).find("shared_cores"), std::string::npos);
+  // The emulated link's kernel work a byte: measured, so never negative.
+  m = validMachine();
+  m["links"]["same_process"]["core_s_per_byte"] = 2e-9;
+  EXPECT_EQ(errorOf(m), "");
+  m["links"]["same_process"]["core_s_per_byte"] = -2e-9;
+  EXPECT_NE(errorOf(m).find("core_s_per_byte"), std::string::npos);
 }
 
 TEST(MachineFile, WrittenFileParsesBackEqual) {

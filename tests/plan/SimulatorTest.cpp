@@ -196,6 +196,55 @@ TEST(PlanSimulator, SharedCoresSlowEveryRankOfTheEmulatedHosts) {
   EXPECT_THROW(plan::parseMachine(sends, "bad sends"), UsageError);
 }
 
+TEST(PlanSimulator, TheNetworksCoreTimeSlowsTheComputeBesideItsTraffic) {
+  // 4 emulated hosts of 1 rank on 2 shared cores, their link's kernel work
+  // 1e-8 core s a byte. Data parallelism sends its ring allreduce's bytes
+  // during backward (with overlap): the 4 ranks' bytes cost c x bytes core
+  // seconds, taken from the 2 cores' compute.
+  std::string text = kCluster;
+  text.replace(text.find("\"devices_per_host\": 2"), 21, "\"devices_per_host\": 1");
+  text.insert(text.rfind('}'), R"(, "shared_cores": 2, "models": {"gpt-tiny": {"micro_batches": {
+      "4": {"forward_s": 0.1, "backward_s": 0.2, "update_s": 0.003}}}})");
+  std::string charged = text;
+  charged.insert(charged.find("\"bytes_per_s\": 1.25e7") + 21, R"(, "core_s_per_byte": 1e-8)");
+  const plan::Machine free = plan::parseMachine(text, "free"), costly = plan::parseMachine(charged, "costly");
+  EXPECT_EQ(costly.link(plan::LinkKind::InterHost).coreSPerByte, 1e-8);
+  auto run = [](int workers, int stages, bool overlap) {
+    api::RunConfig rc;
+    rc.train.model = "gpt-tiny";
+    rc.train.backend = "mpi";
+    rc.train.workers = workers;
+    rc.train.pipelineStages = stages;
+    rc.train.microBatches = stages;
+    rc.train.batchSize = 4 * stages;
+    rc.train.overlap = overlap;
+    rc.train.optimizer = "adam";
+    return api::prepared(rc, api::sourcesFromValues(rc));
+  };
+  plan::SimulateOptions o;
+  o.hosts = 4;
+  const plan::Prediction dpFree = plan::simulate(run(4, 1, true), free, o);
+  const plan::Prediction dp = plan::simulate(run(4, 1, true), costly, o);
+  EXPECT_NEAR(dp.stepS - dpFree.stepS, 1e-8 * dp.bytesPerRank * 4 / 2, 1e-9);
+  EXPECT_NEAR(dp.exposedCommS - dpFree.exposedCommS, dp.stepS - dpFree.stepS, 1e-12);
+  // Without overlap the buckets go after backward: nothing computes beside them.
+  EXPECT_NEAR(plan::simulate(run(4, 1, false), costly, o).stepS, plan::simulate(run(4, 1, false), free, o).stepS,
+              1e-12);
+  // 2 ranks on 2 cores keep them busy too.
+  const plan::Prediction two = plan::simulate(run(2, 1, true), costly, o);
+  EXPECT_GT(two.stepS, plan::simulate(run(2, 1, true), free, o).stepS);
+  // A pipeline's messages go while the other stages compute: charged at most
+  // in full, and only the part of the step the stages keep the cores busy.
+  const plan::Prediction pipeFree = plan::simulate(run(4, 4, true), free, o);
+  const plan::Prediction pipe = plan::simulate(run(4, 4, true), costly, o);
+  EXPECT_GT(pipe.stepS, pipeFree.stepS);
+  EXPECT_LE(pipe.stepS - pipeFree.stepS, 1e-8 * pipe.bytesPerRank * 4 / 2 + 1e-12);
+  // A negative cost is a typo.
+  std::string negative = charged;
+  negative.replace(negative.find("1e-8"), 4, "-1e-8");
+  EXPECT_THROW(plan::parseMachine(negative, "negative"), UsageError);
+}
+
 TEST(PlanSimulator, TrainWithAMachineFileReportsItsOwnPrediction) {
   // dtrain train --machine: the result line carries what dtrain simulate
   // predicts for the same configuration.
