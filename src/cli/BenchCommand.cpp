@@ -38,6 +38,10 @@ void addBenchCommand(CLI::App& app) {
   ar->add_option("--max-bytes", f->cfg.maxBytes, "largest message in bytes")->capture_default_str();
   ar->add_option("--step-factor", f->cfg.stepFactor, "size multiplier between rows")
       ->capture_default_str();
+  ar->add_option("--idle-ms", f->cfg.idleMs,
+                 "time each call after this many ms with the links idle (training's calls come after "
+                 "compute: an emulated link's token bucket refills); 0: calls back to back")
+      ->capture_default_str();
   ar->add_option("--iters", f->cfg.iters, "allreduces per timed run (0 = by size, 5..200)")
       ->capture_default_str();
   ar->add_option("--runs", f->cfg.runs, "timed runs per size; the median is reported")

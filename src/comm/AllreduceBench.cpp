@@ -1,6 +1,8 @@
 #include "comm/AllreduceBench.h"
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 #include <cmath>
 #include <cstdio>
 #include <mutex>
@@ -39,6 +41,7 @@ void validate(const AllreduceBenchConfig& c) {
   DTRAIN_CHECK_USAGE(c.maxBytes <= (size_t{1} << 31), "--max-bytes must be at most 2 GiB");
   DTRAIN_CHECK_USAGE(c.stepFactor >= 2, "--step-factor must be >= 2");
   DTRAIN_CHECK_USAGE(c.iters >= 0 && c.runs >= 1, "--iters must be >= 0 and --runs >= 1");
+  DTRAIN_CHECK_USAGE(c.idleMs >= 0 && c.idleMs <= 10000, "--idle-ms must be in [0, 10000], got ", c.idleMs);
   DTRAIN_CHECK_USAGE(!c.algos.empty(), "--algo needs at least one algorithm");
   for (Algorithm a : c.algos) {
     bool ok = a != Algorithm::Native || c.backend == "mpi";
@@ -83,10 +86,24 @@ std::vector<AllreduceBenchRow> benchRank(Communicator& comm, const AllreduceBenc
         comm.allreduce(buf.data(), buf.data(), count, DType::F32, o);  // warm-up
         comm.barrier();
         const uint64_t sent0 = comm.bytesSent();
-        Timer t;
-        for (int it = 0; it < iters; ++it)
-          comm.allreduce(buf.data(), buf.data(), count, DType::F32, o);
-        float us = static_cast<float>(t.seconds() * 1e6 / iters);
+        double seconds = 0;
+        if (cfg.idleMs > 0) {
+          // As in training, where a call comes after compute: the ranks meet,
+          // the links idle (an emulated link's token bucket refills), then one call.
+          for (int it = 0; it < iters; ++it) {
+            comm.barrier();
+            std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(cfg.idleMs));
+            Timer t;
+            comm.allreduce(buf.data(), buf.data(), count, DType::F32, o);
+            seconds += t.seconds();
+          }
+        } else {
+          Timer t;
+          for (int it = 0; it < iters; ++it)
+            comm.allreduce(buf.data(), buf.data(), count, DType::F32, o);
+          seconds = t.seconds();
+        }
+        float us = static_cast<float>(seconds * 1e6 / iters);
         sent = static_cast<int64_t>((comm.bytesSent() - sent0) / iters);
         comm.allreduce(&us, &us, 1, DType::F32, {.op = ReduceOp::Max});
         comm.allreduce(&sent, &sent, 1, DType::I64, {.op = ReduceOp::Max});

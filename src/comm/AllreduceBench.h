@@ -20,6 +20,7 @@ struct AllreduceBenchConfig {
   int stepFactor = 4;               // sizes: min, min*f, min*f^2, ... <= max
   int iters = 0;                    // allreduces per timed run; 0 = by size (5..200)
   int runs = 5;                     // timed runs per size; the median is reported
+  double idleMs = 0;                // > 0: each call after this long with the links idle
   bool json = false;
   bool callChecks = true;           // mpi: compare call descriptors (always on for local)
 };

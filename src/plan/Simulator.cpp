@@ -263,9 +263,16 @@ Prediction simulate(const api::RunConfig& rc, const Machine& m, const ModelProfi
   // A micro-batch's activations at another width than the model's (a sum's, a pipeline boundary's).
   auto bytesAtWidth = [&](int64_t width) { return act / static_cast<double>(p.width) * static_cast<double>(width); };
   const bool sumsCrossHosts = tpGroup.hostsSpanned > 1;
-  // What a full bucket takes off a sum of this width (none without one).
+  // What a full bucket takes off a sum of this width (none without one). Only
+  // where the run's ranks fit the shared cores: with more, the ranks reach a
+  // ring's steps one core slice apart and the bucket's burst is lost
+  // (`dtrain bench allreduce --idle-ms 3`, 256 KiB at 1 Gbit/s: 4 ranks on 2
+  // cores 4.2 ms after the idle time, 3.7 back to back; 2 ranks 1.3 and 2.2).
+  const bool ranksFitCores = m.sharedCores == 0 || computingRanks(l) * threads <= m.sharedCores;
   auto sumSaving = [&](int64_t w) {
-    return inter.burstBytes > 0 ? inter.burstSaving(ringAllreduceBytesPerRank(l.tp, bytesAtWidth(w))) : 0.0;
+    return inter.burstBytes > 0 && ranksFitCores
+               ? inter.burstSaving(ringAllreduceBytesPerRank(l.tp, bytesAtWidth(w)))
+               : 0.0;
   };
   auto sumsTime = [&](const std::vector<int64_t>& widths, double gap) {
     double t = 0;

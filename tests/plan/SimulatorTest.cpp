@@ -245,6 +245,34 @@ TEST(PlanSimulator, TheNetworksCoreTimeSlowsTheComputeBesideItsTraffic) {
   EXPECT_THROW(plan::parseMachine(negative, "negative"), UsageError);
 }
 
+TEST(PlanSimulator, ABucketRefilledByComputeSpeedsASumOnlyWhereTheRanksFitTheCores) {
+  // Emulated hosts on 2 shared cores whose links hold a 64 KB token bucket:
+  // 2 tensor-parallel ranks (fitting the cores) reach a sum together and the
+  // refilled bucket takes its burst off; 4 ranks reach it a core slice apart
+  // and the sum takes its calibrated time, bucket or not.
+  std::string text = kCluster;
+  text.replace(text.find("\"devices_per_host\": 2"), 21, "\"devices_per_host\": 1");
+  text.insert(text.rfind('}'), R"(, "shared_cores": 2, "models": {"gpt-tiny": {"micro_batches": {
+      "4": {"forward_s": 0.1, "backward_s": 0.2, "update_s": 0.003}}}})");
+  std::string bucket = text;
+  bucket.insert(bucket.find("\"bytes_per_s\": 1.25e7") + 21, R"(, "burst_bytes": 65536)");
+  const plan::Machine none = plan::parseMachine(text, "none"), burst = plan::parseMachine(bucket, "burst");
+  auto tp = [](int n) {
+    api::RunConfig rc;
+    rc.train.model = "gpt-tiny";
+    rc.train.backend = "mpi";
+    rc.train.workers = n;
+    rc.train.tensorParallel = n;
+    rc.train.batchSize = 4;
+    rc.train.optimizer = "adam";
+    return api::prepared(rc, api::sourcesFromValues(rc));
+  };
+  plan::SimulateOptions o;
+  o.hosts = 4;
+  EXPECT_LT(plan::simulate(tp(2), burst, o).stepS, plan::simulate(tp(2), none, o).stepS - 1e-4);
+  EXPECT_NEAR(plan::simulate(tp(4), burst, o).stepS, plan::simulate(tp(4), none, o).stepS, 1e-12);
+}
+
 TEST(PlanSimulator, TrainWithAMachineFileReportsItsOwnPrediction) {
   // dtrain train --machine: the result line carries what dtrain simulate
   // predicts for the same configuration.
