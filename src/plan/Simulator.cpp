@@ -564,8 +564,9 @@ Prediction simulate(const api::RunConfig& rc, const Machine& m, const ModelProfi
   }
   // Emulated hosts: the kernels' work for the bytes sent while ranks compute
   // runs on the cores those ranks share, once they keep every core busy
-  // (measured: 4 hosts streaming 430 MB/s at 1 Gbit/s took ~1.7 of 2 cores;
-  // gpt-small's pipelines at 1 Gbit/s ran 20-30% over the prediction without it).
+  // (calibrate measured 28.5 ns a byte at 100 Mbit/s, 2 at 1 Gbit/s on 2 Zen 5
+  // cores; gpt-small's pipelines at 1 Gbit/s ran 20-30% over the prediction
+  // without it).
   const double computing = computingRanks(l);
   const double networkCoreS = m.sharedCores > 0 && computing * threads >= m.sharedCores
                                   ? inter.coreSPerByte * busyBytes / m.sharedCores
