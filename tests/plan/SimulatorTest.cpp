@@ -31,6 +31,36 @@ api::RunConfig gptTiny(int64_t batch) {
   return api::prepared(rc, api::sourcesFromValues(rc));
 }
 
+// 4 emulated hosts of 1 device each on one machine of 2 cores, gpt-tiny
+// calibrated at micro-batch 4 (0.3 s a step).
+std::string emulatedHosts() {
+  std::string text = kCluster;
+  text.replace(text.find("\"devices_per_host\": 2"), 21, "\"devices_per_host\": 1");
+  text.insert(text.rfind('}'), R"(, "shared_cores": 2, "models": {"gpt-tiny": {"micro_batches": {
+      "4": {"forward_s": 0.1, "backward_s": 0.2, "update_s": 0.003}}}})");
+  return text;
+}
+
+// `text` with `entry` (`, "key": value`) added to its inter_host link.
+std::string withInterHost(std::string text, const std::string& entry) {
+  return text.insert(text.find("\"bytes_per_s\": 1.25e7") + 21, entry);
+}
+
+// gpt-tiny on the mpi backend: `workers` ranks, tensor parallelism `tp`, `stages` pipeline stages.
+api::RunConfig mpiRun(int workers, int tp, int stages, bool overlap = true) {
+  api::RunConfig rc;
+  rc.train.model = "gpt-tiny";
+  rc.train.backend = "mpi";
+  rc.train.workers = workers;
+  rc.train.tensorParallel = tp;
+  rc.train.pipelineStages = stages;
+  rc.train.microBatches = stages;
+  rc.train.batchSize = 4 * stages;
+  rc.train.overlap = overlap;
+  rc.train.optimizer = "adam";
+  return api::prepared(rc, api::sourcesFromValues(rc));
+}
+
 }  // namespace
 
 TEST(PlanSimulator, CalibratedModelTimesReplaceTheFlopCount) {
@@ -201,26 +231,10 @@ TEST(PlanSimulator, TheNetworksCoreTimeSlowsTheComputeBesideItsTraffic) {
   // 1e-8 core s a byte. Data parallelism sends its ring allreduce's bytes
   // during backward (with overlap): the 4 ranks' bytes cost c x bytes core
   // seconds, taken from the 2 cores' compute.
-  std::string text = kCluster;
-  text.replace(text.find("\"devices_per_host\": 2"), 21, "\"devices_per_host\": 1");
-  text.insert(text.rfind('}'), R"(, "shared_cores": 2, "models": {"gpt-tiny": {"micro_batches": {
-      "4": {"forward_s": 0.1, "backward_s": 0.2, "update_s": 0.003}}}})");
-  std::string charged = text;
-  charged.insert(charged.find("\"bytes_per_s\": 1.25e7") + 21, R"(, "core_s_per_byte": 1e-8)");
+  const std::string text = emulatedHosts(), charged = withInterHost(text, R"(, "core_s_per_byte": 1e-8)");
   const plan::Machine free = plan::parseMachine(text, "free"), costly = plan::parseMachine(charged, "costly");
   EXPECT_EQ(costly.link(plan::LinkKind::InterHost).coreSPerByte, 1e-8);
-  auto run = [](int workers, int stages, bool overlap) {
-    api::RunConfig rc;
-    rc.train.model = "gpt-tiny";
-    rc.train.backend = "mpi";
-    rc.train.workers = workers;
-    rc.train.pipelineStages = stages;
-    rc.train.microBatches = stages;
-    rc.train.batchSize = 4 * stages;
-    rc.train.overlap = overlap;
-    rc.train.optimizer = "adam";
-    return api::prepared(rc, api::sourcesFromValues(rc));
-  };
+  auto run = [](int workers, int stages, bool overlap) { return mpiRun(workers, 1, stages, overlap); };
   plan::SimulateOptions o;
   o.hosts = 4;
   const plan::Prediction dpFree = plan::simulate(run(4, 1, true), free, o);
@@ -250,23 +264,10 @@ TEST(PlanSimulator, ABucketRefilledByComputeSpeedsASumOnlyWhereTheRanksFitTheCor
   // 2 tensor-parallel ranks (fitting the cores) reach a sum together and the
   // refilled bucket takes its burst off; 4 ranks reach it a core slice apart
   // and the sum takes its calibrated time, bucket or not.
-  std::string text = kCluster;
-  text.replace(text.find("\"devices_per_host\": 2"), 21, "\"devices_per_host\": 1");
-  text.insert(text.rfind('}'), R"(, "shared_cores": 2, "models": {"gpt-tiny": {"micro_batches": {
-      "4": {"forward_s": 0.1, "backward_s": 0.2, "update_s": 0.003}}}})");
-  std::string bucket = text;
-  bucket.insert(bucket.find("\"bytes_per_s\": 1.25e7") + 21, R"(, "burst_bytes": 65536)");
-  const plan::Machine none = plan::parseMachine(text, "none"), burst = plan::parseMachine(bucket, "burst");
-  auto tp = [](int n) {
-    api::RunConfig rc;
-    rc.train.model = "gpt-tiny";
-    rc.train.backend = "mpi";
-    rc.train.workers = n;
-    rc.train.tensorParallel = n;
-    rc.train.batchSize = 4;
-    rc.train.optimizer = "adam";
-    return api::prepared(rc, api::sourcesFromValues(rc));
-  };
+  const std::string text = emulatedHosts();
+  const plan::Machine none = plan::parseMachine(text, "none");
+  const plan::Machine burst = plan::parseMachine(withInterHost(text, R"(, "burst_bytes": 65536)"), "burst");
+  auto tp = [](int n) { return mpiRun(n, n, 1); };
   plan::SimulateOptions o;
   o.hosts = 4;
   EXPECT_LT(plan::simulate(tp(2), burst, o).stepS, plan::simulate(tp(2), none, o).stepS - 1e-4);
