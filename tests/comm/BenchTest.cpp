@@ -49,6 +49,9 @@ TEST(AllreduceBench, UsageErrors) {
   c = small();
   c.algos = {Algorithm::Native};
   expectUsage(c, "needs --backend mpi");
+  c = small();
+  c.idleMs = -1;
+  expectUsage(c, "--idle-ms");
   EXPECT_THROW(parseAlgorithms("ring,fastest"), UsageError);
   EXPECT_EQ(parseAlgorithms("ring,shm").size(), 2u);
 }
@@ -79,6 +82,22 @@ TEST(AllreduceBench, Json) {
   EXPECT_EQ(j["rows"].size(), 3u);
   EXPECT_EQ(j["rows"][0]["bytes"], 4096);
   EXPECT_TRUE(j["rows"][0]["ok"].get<bool>());
+}
+
+TEST(AllreduceBench, IdleLinksBeforeEachCallLeaveTheResultsChecked) {
+  // --idle-ms: each timed call after a barrier and that much idle time, which
+  // the time per call leaves out (2 calls after 200 ms idle each, a 4 KiB call
+  // itself microseconds on the local backend; the check still runs).
+  auto c = small();
+  c.workers = 2;
+  c.maxBytes = 4096;
+  c.idleMs = 200;
+  std::ostringstream out;
+  const auto rows = runAllreduceBench(c, out);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_TRUE(rows[0].ok);
+  EXPECT_GT(rows[0].micros, 0);
+  EXPECT_LT(rows[0].micros, 200000);
 }
 
 }  // namespace
