@@ -128,8 +128,48 @@ void describeProbe(const char* kind, const ProbeResult& r, json* samples) {
   }
 }
 
-// Across hosts: 1 rank per host, then 2 (sharing each host's link and cores).
-// Rank 0 writes the fits to this machine's /tmp: with --hosts, the first host
+// Runs the emulated hosts' measurement script, whose last mpirun streams
+// between the hosts (`calibrate --internal-stream`), and meanwhile probes this
+// machine's cores with the streams paused and beside them, 3 times: the
+// median core seconds the network took a byte (NetworkCoreCost.h).
+double coreTimeBesideStreams(const CalibrateConfig& c, const std::string& script, const std::string& stream,
+                             int hosts) {
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  std::atomic<bool> done{false};
+  std::exception_ptr failure;
+  std::thread shell([&] {
+    try {
+      runShell(script, "the measurement across hosts");
+    } catch (...) {
+      failure = std::current_exception();
+    }
+    done = true;
+  });
+  const auto pairs = probeBesideStreams(stream, cores, c.small ? 0.4 : 1.0, 3, 900, [&] { return done.load(); });
+  shell.join();
+  if (failure) std::rethrow_exception(failure);
+  DTRAIN_CHECK(!pairs.empty(), "calibrate: the streaming ranks never started (no ", stream, ".started)");
+  const auto logs = readStreamLogs(stream, hosts);
+  std::vector<double> perByte, lost, rate;
+  for (const ProbePair& p : pairs) {
+    const double bytes = bytesBetween(logs, p.t0, p.t1), s = p.t1 - p.t0;
+    perByte.push_back(coreSecondsPerByte(p, cores, bytes));
+    lost.push_back(1 - p.busyWork / s / (p.aloneWork / p.aloneS));
+    rate.push_back(bytes / s);
+  }
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  progress("the network's core time: %.2f ns a byte (median of %zu: %d probe threads lost %.0f%% of their "
+           "work while the hosts sent %.0f MB/s)",
+           median(perByte) * 1e9, pairs.size(), cores, 100 * median(lost), median(rate) / 1e6);
+  return median(perByte);
+}
+
+// Across hosts: 1 rank per host, then 2 (sharing each host's link and cores);
+// emulated hosts also 2 ranks on one host (their intra_host) and the
+// network's core time. Rank 0 writes the fits to this machine's /tmp: with --hosts, the first host
 // must be this one (and the binary at the same path on every host).
 void probeAcrossHosts(const CalibrateConfig& c, int hosts, const std::vector<size_t>& sizes,
                       json& links, json& collectives, json* samples) {
@@ -163,44 +203,13 @@ void probeAcrossHosts(const CalibrateConfig& c, int hosts, const std::vector<siz
              rankCommand(c, one, sizes, 1) + " && " + mpirun + " -np " + std::to_string(2 * hosts) +
              " --host " + hostList(2) + " " + rankCommand(c, two, sizes, 2);
   }
-  progress("across %d hosts: %zu sizes up to %zu bytes, 1 then 2 ranks per host", hosts,
-           sizes.size(), sizes.back());
+  progress("across %d hosts: %zu sizes up to %zu bytes, 1 then 2 ranks per host%s", hosts, sizes.size(),
+           sizes.back(), c.netsimHosts > 0 ? "; 2 ranks on one host; the network's core time" : "");
   if (c.netsimHosts == 0) {
     runShell(script, "the measurement across hosts");
   } else {
-    // Last, the emulated network's cost on the cores: a probe with the hosts'
-    // streams paused and beside them (the script's third mpirun), 3 times.
-    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    std::atomic<bool> done{false};
-    std::exception_ptr failure;
-    std::thread shell([&] {
-      try {
-        runShell(script, "the measurement across hosts");
-      } catch (...) {
-        failure = std::current_exception();
-      }
-      done = true;
-    });
-    const auto pairs = probeBesideStreams(stream, cores, c.small ? 0.4 : 1.0, 3, 900, [&] { return done.load(); });
-    shell.join();
-    if (failure) std::rethrow_exception(failure);
-    DTRAIN_CHECK(!pairs.empty(), "calibrate: the streaming ranks never started (no ", stream, ".started)");
-    const auto logs = readStreamLogs(stream, hosts);
-    std::vector<double> perByte, lost, rate;
-    for (const ProbePair& p : pairs) {
-      const double bytes = bytesBetween(logs, p.t0, p.t1), s = p.t1 - p.t0;
-      perByte.push_back(coreSecondsPerByte(p, cores, bytes));
-      lost.push_back(1 - p.busyWork / s / (p.aloneWork / p.aloneS));
-      rate.push_back(bytes / s);
-    }
-    auto median = [](std::vector<double> v) {
-      std::sort(v.begin(), v.end());
-      return v[v.size() / 2];
-    };
-    progress("the network's core time: %.2f ns a byte (median of %zu: %d probe threads lost %.0f%% of their "
-             "work while the hosts sent %.0f MB/s)",
-             median(perByte) * 1e9, pairs.size(), cores, 100 * median(lost), median(rate) / 1e6);
-    links["inter_host"]["core_s_per_byte"] = median(perByte);
+    // The script's last mpirun streams while this process probes its cores.
+    links["inter_host"]["core_s_per_byte"] = coreTimeBesideStreams(c, script, stream, hosts);
   }
   const ProbeResult r1 = readProbe(one), r2 = readProbe(two);
   describeProbe("inter_host", r1, samples);
