@@ -13,6 +13,7 @@
 
 #include "autograd/Precision.h"
 #include "calibrate/CommProbe.h"
+#include "calibrate/Fit.h"
 #include "calibrate/MachineFile.h"
 #include "calibrate/NetworkCoreCost.h"
 #include "comm/Registry.h"
@@ -154,13 +155,9 @@ double coreTimeBesideStreams(const CalibrateConfig& c, const std::string& script
   for (const ProbePair& p : pairs) {
     const double bytes = bytesBetween(logs, p.t0, p.t1), s = p.t1 - p.t0;
     perByte.push_back(coreSecondsPerByte(p, cores, bytes));
-    lost.push_back(1 - p.busyWork / s / (p.aloneWork / p.aloneS));
+    lost.push_back(lostCoreSeconds(p, cores) / (cores * s));
     rate.push_back(bytes / s);
   }
-  auto median = [](std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-  };
   progress("the network's core time: %.2f ns a byte (median of %zu: %d probe threads lost %.0f%% of their "
            "work while the hosts sent %.0f MB/s)",
            median(perByte) * 1e9, pairs.size(), cores, 100 * median(lost), median(rate) / 1e6);

@@ -16,6 +16,9 @@ namespace dtrain::calibrate {
 
 namespace {
 
+// Steady-clock seconds from the clock's own epoch, not a process's start
+// (nowMicros): the ranks' logs and the parent's windows are compared across
+// processes of this machine.
 double now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
@@ -148,11 +151,15 @@ std::vector<ProbePair> probeBesideStreams(const std::string& file, int threads, 
   return out;
 }
 
-double coreSecondsPerByte(const ProbePair& pair, int threads, double bytes) {
-  if (!(pair.aloneWork > 0) || !(pair.aloneS > 0) || !(bytes > 0) || !(pair.t1 > pair.t0)) return 0;
+double lostCoreSeconds(const ProbePair& pair, int threads) {
+  if (!(pair.aloneWork > 0) || !(pair.aloneS > 0)) return 0;
   const double perCoreSecond = pair.aloneWork / (pair.aloneS * threads);
-  const double lostCoreS = threads * (pair.t1 - pair.t0) - pair.busyWork / perCoreSecond;
-  return std::max(0.0, lostCoreS / bytes);
+  return threads * (pair.t1 - pair.t0) - pair.busyWork / perCoreSecond;
+}
+
+double coreSecondsPerByte(const ProbePair& pair, int threads, double bytes) {
+  if (!(bytes > 0) || !(pair.t1 > pair.t0)) return 0;
+  return std::max(0.0, lostCoreSeconds(pair, threads) / bytes);
 }
 
 std::vector<StreamLog> readStreamLogs(const std::string& file, int ranks) {

@@ -50,10 +50,11 @@ struct ProbePair {
 std::vector<ProbePair> probeBesideStreams(const std::string& file, int threads, double seconds, int pairs,
                                           double waitSeconds, const std::function<bool()>& failed);
 
-// The link's core seconds per byte from one pair: the cores' lost work (what
-// the probe did alone in as long, minus what it did beside the traffic, in
-// core seconds) over the bytes sent in its window; 0 when nothing was lost
-// or sent.
+// The core seconds the probe lost beside the traffic: what it did alone in as
+// long, minus what it did beside it, in core seconds (negative: noise).
+double lostCoreSeconds(const ProbePair& pair, int threads);
+// The link's core seconds per byte from one pair: lostCoreSeconds over the
+// bytes sent in its window; 0 when nothing was lost or sent.
 double coreSecondsPerByte(const ProbePair& pair, int threads, double bytes);
 
 // Reads FILE.0 .. FILE.<ranks - 1> (and removes them with the marker files).

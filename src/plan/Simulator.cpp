@@ -268,7 +268,9 @@ Prediction simulate(const api::RunConfig& rc, const Machine& m, const ModelProfi
   // ring's steps one core slice apart and the bucket's burst is lost
   // (`dtrain bench allreduce --idle-ms 3`, 256 KiB at 1 Gbit/s: 4 ranks on 2
   // cores 4.2 ms after the idle time, 3.7 back to back; 2 ranks 1.3 and 2.2).
-  const bool ranksFitCores = m.sharedCores == 0 || computingRanks(l) * threads <= m.sharedCores;
+  // The cores the run's computing ranks ask for, against an emulated machine's shared ones.
+  const double coresAsked = computingRanks(l) * threads;
+  const bool ranksFitCores = m.sharedCores == 0 || coresAsked <= m.sharedCores;
   auto sumSaving = [&](int64_t w) {
     return inter.burstBytes > 0 && ranksFitCores
                ? inter.burstSaving(ringAllreduceBytesPerRank(l.tp, bytesAtWidth(w)))
@@ -567,8 +569,7 @@ Prediction simulate(const api::RunConfig& rc, const Machine& m, const ModelProfi
   // (calibrate measured 28.5 ns a byte at 100 Mbit/s, 2 at 1 Gbit/s on 2 Zen 5
   // cores; gpt-small's pipelines at 1 Gbit/s ran 20-30% over the prediction
   // without it).
-  const double computing = computingRanks(l);
-  const double networkCoreS = m.sharedCores > 0 && computing * threads >= m.sharedCores
+  const double networkCoreS = m.sharedCores > 0 && coresAsked >= m.sharedCores
                                   ? inter.coreSPerByte * busyBytes / m.sharedCores
                                   : 0;
   r.exposedCommS = tpExposed + p2pExposed + dpExposed + checksS + networkCoreS;
