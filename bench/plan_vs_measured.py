@@ -18,16 +18,22 @@ median step of the metrics file after the first --warmup steps, the median of
 Takes /tmp/netsim.lock itself around netsim up..down (calibrate takes it on its own).
 Writes one JSON line per run to stdout and a summary at the end; --json-out keeps them.
 """
-import argparse, fcntl, json, os, re, shlex, statistics, subprocess, sys, tempfile, time
+import argparse, fcntl, json, math, os, re, shlex, statistics, subprocess, sys, tempfile, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NETSIM = os.path.join(ROOT, "scripts", "netsim.sh")
 
-# Global batch per model (samples per optimizer step), steps per run.
-MODELS = {"mlp": {"batch": 256, "steps": 30, "extra": "--dataset synthetic",
+# Global batch per model (samples per optimizer step), steps per run (at least
+# `steps`, up to `max_steps` where the predicted step leaves time: STEADY_S).
+MODELS = {"mlp": {"batch": 256, "steps": 30, "max_steps": 100, "extra": "--dataset synthetic",
                   "base": "[data]\nname = \"synthetic\"\n[training]\nmax_steps = 30\n"},
-          "gpt-small": {"batch": 16, "steps": 12, "extra": "",
+          "gpt-small": {"batch": 16, "steps": 12, "max_steps": 40, "extra": "",
                         "base": "[training]\nmax_steps = 18\n"}}
+# Seconds of steady steps a run measures where its steps allow: gpt-small's
+# steps at 1 Gbit/s vary 90-275 ms within a run (4 ranks on 2 cores), and the
+# medians of 9 steps of dp 4 + ZeRO 1 ranged 104-151 ms over 4 runs, of 37
+# steps 115-129 (2026-11-27, Zen 5).
+STEADY_S = 4.0
 
 
 def configs(model, hosts, held_out):
@@ -112,6 +118,19 @@ def logged_every_step(toml, out=None):
     with open(out or toml, "w") as f:
         f.write(text)
     return out or toml
+
+
+def long_enough(toml, model, step_s, warmup):
+    """Sets the TOML's max_steps (and epochs, where fewer) so that the run's steps
+    after `warmup` last about STEADY_S at the predicted `step_s`, within the
+    model's steps..max_steps; returns the steps."""
+    m = MODELS[model]
+    steps = max(m["steps"], min(m["max_steps"], warmup + math.ceil(STEADY_S / max(step_s, 1e-6))))
+    text = re.sub(r"(?m)^max_steps = \d+$", f"max_steps = {steps}", open(toml).read())
+    text = re.sub(r"(?m)^epochs = (\d+)$", lambda e: f"epochs = {max(int(e.group(1)), steps)}", text)
+    with open(toml, "w") as f:
+        f.write(text)
+    return steps
 
 
 def measure(a, model, toml, ranks, per_host, base):
@@ -296,7 +315,9 @@ def main():
                 if sim.returncode != 0:
                     print(f"{slug}: simulate failed: {sim.stderr.strip()[-300:]}", file=sys.stderr)
                     continue
-                ready.append((slug, base, toml, per_host, choice, last_json(sim.stdout), []))
+                pred = last_json(sim.stdout)
+                long_enough(toml, model, pred["step_s"], a.warmup)
+                ready.append((slug, base, toml, per_host, choice, pred, []))
             for _ in range(a.repeats):
                 for slug, base, toml, per_host, choice, pred, runs in ready:
                     meas, err = measure(a, model, toml, pred["workers"], per_host, base)  # workers: ps servers too
