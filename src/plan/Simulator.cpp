@@ -3,12 +3,13 @@
 #include <algorithm>
 #include <cmath>
 
+#include "api/StrategyRegistry.h"
 #include "parallel/Mesh.h"
 #include "parallel/allreduce/SufficientFactors.h"
-#include "parallel/compress/Common.h"
 #include "parallel/compress/Compressor.h"
 #include "plan/Collectives.h"
 #include "plan/PipelineSim.h"
+#include "runtime/Trainer.h"
 
 namespace dtrain::plan {
 
@@ -48,24 +49,24 @@ double powerSgdEncodeSeconds(const runtime::TrainConfig& c, const Machine& m, co
 }  // namespace
 
 double compressionRatio(const runtime::TrainConfig& c, const ModelProfile& p) {
-  const std::string& k = c.compress;
-  if (k == "none") return 1;
-  if (k == "fp16" || k == "bf16") return 0.5;
-  const double chunk = static_cast<double>(parallel::compress::kChunk);
-  if (k == "qsgd") return (c.compressBits + 1) / 32.0 + 1 / chunk;  // level and sign, a norm a chunk
-  if (k == "topk") return std::min(1.0, 2 * c.compressRatio);  // value + index
-  if (k == "randomk") return c.compressRatio;  // the values alone: every rank draws the same indices
-  // A bit a value, and per chunk of values the floats its bits decode to
-  // (onebit: the means of the non-negative and the negative ones; signSGD: one scale).
-  if (k == "onebit") return 1 / 32.0 + 2 / chunk;
-  if (k == "signsgd") return 1 / 32.0 + 1 / chunk;
-  if (k == "powersgd") {
-    // Biases, norms and other tensors go whole.
-    const PowerSgdWeights w = powerSgdWeights(p, c.compressRank);
-    const double all = static_cast<double>(p.params());
-    return all > 0 ? std::min(1.0, (w.sent + all - w.all) / all) : 1;
+  if (c.compress == "none") return 1;
+  // The model's parameters as one bucket: its matrices, then the rest (biases,
+  // norms) as one vector; the compressor's own payload over its fp32 bytes.
+  parallel::compress::BucketLayout layout;
+  int64_t matrices = 0;
+  auto matrix = [&](int64_t rows, int64_t cols) {
+    layout.shapes.push_back({rows, cols});
+    matrices += rows * cols;
+  };
+  for (const LayerProfile& layer : p.layers) {
+    for (const auto& [in, out] : layer.linears) matrix(out, in);  // a Linear's weight is [out, in]
+    for (const auto& [rows, cols] : layer.tables) matrix(rows, cols);
   }
-  return 1;
+  if (p.params() > matrices) layout.shapes.push_back({p.params() - matrices});
+  const int64_t numel = layout.numel();
+  if (numel == 0) return 1;
+  const auto bytes = parallel::compress::wireBytes(runtime::compressOptions(c), layout);
+  return static_cast<double>(bytes) / (4.0 * static_cast<double>(numel));
 }
 
 std::vector<std::pair<int64_t, int64_t>> factorLayers(const ModelProfile& p, const std::string& mode, int64_t rows,
@@ -554,9 +555,9 @@ Prediction simulate(const api::RunConfig& rc, const Machine& m, const ModelProfi
   // Between steps every rank of the strategies that combine per step
   // (runtime/Trainer.cpp: anyRankStops, reduceMetric) sums one number over
   // all ranks: whether any was asked to stop (every step) and the loss (every
-  // --log-every steps). Parameter servers, Sandblaster and Hogwild! do not.
+  // --log-every steps).
   double checksS = 0;
-  if (l.ranks > 1 && l.strategy != "ps" && l.strategy != "sandblaster" && l.strategy != "hogwild") {
+  if (l.ranks > 1 && api::strategyEntry(l.strategy).sumsEveryStep) {
     RankGroup world;
     world.size = l.ranks;
     world.perHost = std::min(l.ranks, l.placement.ranksPerHost);
@@ -591,6 +592,7 @@ Prediction simulate(const api::RunConfig& rc, const Machine& m, const ModelProfi
       {r.optimizerS, "optimizer"},
       {checksS, "step-end checks"},
       {networkCoreS, "the network's core time"}};
+  for (const auto& [seconds, name] : terms) r.terms.emplace_back(name, seconds);
   const auto* top = std::max_element(std::begin(terms), std::end(terms));
   r.dominant = top->second + " " + std::to_string(static_cast<int>(std::lround(100 * top->first / r.stepS))) + "%";
   return r;

@@ -46,6 +46,9 @@ struct Prediction {
   double flopsPerStep = 0;     // the model's FLOPs per step, all ranks (recomputation included)
   std::vector<RankMemory> memory;
   std::string dominant;        // the largest term, in words ("why")
+  // Every term of the step, in words and seconds (the exposed communication's
+  // parts each on its own): compute, pipeline bubble, gradient sync, ...
+  std::vector<std::pair<std::string, double>> terms;
   std::vector<PredictedSpan> spans;
 };
 
@@ -62,8 +65,9 @@ Prediction simulate(const api::RunConfig& rc, const Machine& m, const ModelProfi
 // trainer's categories), bytes_per_rank.
 nlohmann::json predictionJson(const Prediction& p);
 
-// Bytes a gradient compressor sends for `bytes` of fp32 gradients, as a
-// fraction (1 = none); powersgd counts the profile's weight matrices.
+// Bytes a gradient compressor sends for the model's fp32 gradients, as a
+// fraction (1 = none): the compressor's own payload (compress::wireBytes) for a
+// bucket of the profile's weight matrices and its other parameters.
 double compressionRatio(const runtime::TrainConfig& c, const ModelProfile& p);
 // Choices that change what is learned (compression, asynchrony, Hogwild!,
 // local SGD): "" when the configuration has none, else which.

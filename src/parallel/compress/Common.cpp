@@ -16,6 +16,16 @@ std::vector<int64_t> chunkBounds(const BucketLayout& layout) {
   return bounds;
 }
 
+int64_t chunkCount(const BucketLayout& layout) {
+  int64_t chunks = 0;
+  for (const auto& shape : layout.shapes) {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    chunks += (n + kChunk - 1) / kChunk;
+  }
+  return chunks;
+}
+
 uint64_t mixSeed(uint64_t seed, int64_t a, int64_t b, int64_t c) {
   // splitmix64 over the parts: consecutive steps or buckets give unrelated streams.
   uint64_t h = seed ^ 0x6a09e667f3bcc909ULL;

@@ -20,6 +20,8 @@ namespace dtrain::parallel::compress {
 inline constexpr int64_t kChunk = 512;
 // Chunk c of a bucket is [bounds[c], bounds[c+1]): each parameter cut in kChunk pieces.
 std::vector<int64_t> chunkBounds(const BucketLayout& layout);
+// How many chunks that is (chunkBounds(layout).size() - 1, without the bounds).
+int64_t chunkCount(const BucketLayout& layout);
 
 // Values kept by the sparsifiers (topk, randomk): ceil(ratio * n), at least 1.
 inline int64_t keptCount(double ratio, int64_t n) {

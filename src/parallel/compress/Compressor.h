@@ -104,6 +104,8 @@ class MessageCodec {
 
 using CompressorFactory =
     std::unique_ptr<Compressor> (*)(const CompressOptions&, const BucketLayout&);
+// A compressor's payload a bucket (wireBytes), from its options and shapes alone.
+using WireBytesOf = int64_t (*)(const CompressOptions&, const BucketLayout&);
 
 // Registered names, in registry order ("none", "fp16", ...).
 std::vector<std::string> compressorNames();
@@ -112,6 +114,10 @@ std::string describeCompressors();
 // Whether the compressor aggregates by allgathering every rank's message
 // (false for an unknown name).
 bool compressorGathers(const std::string& name);
+// The bytes one rank hands to the collectives for a bucket of `layout` (its
+// Traffic::payload; PowerSGD's once its plain steps are over): what the
+// simulator charges a compressed bucket. UsageError on an unknown name.
+int64_t wireBytes(const CompressOptions& options, const BucketLayout& layout);
 // Throws UsageError naming the flag on an unknown name or a bad value.
 void validate(const CompressOptions& options);
 std::unique_ptr<Compressor> makeCompressor(const CompressOptions& options,

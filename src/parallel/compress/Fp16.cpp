@@ -9,4 +9,8 @@ std::unique_ptr<Compressor> makeFp16(const CompressOptions&, const BucketLayout&
   return std::make_unique<CastCompressor<DType::F16, floatToHalf, halfToFloat>>(layout);
 }
 
+int64_t halfWireBytes(const CompressOptions&, const BucketLayout& layout) {
+  return layout.numel() * static_cast<int64_t>(sizeof(uint16_t));
+}
+
 }  // namespace dtrain::parallel::compress

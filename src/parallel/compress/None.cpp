@@ -24,4 +24,8 @@ std::unique_ptr<Compressor> makeNone(const CompressOptions&, const BucketLayout&
   return std::make_unique<None>(layout);
 }
 
+int64_t noneWireBytes(const CompressOptions&, const BucketLayout& layout) {
+  return layout.numel() * static_cast<int64_t>(sizeof(float));
+}
+
 }  // namespace dtrain::parallel::compress

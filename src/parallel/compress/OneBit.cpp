@@ -14,7 +14,8 @@ namespace {
 
 class OneBit final : public SignBitsCompressor {
  public:
-  explicit OneBit(const BucketLayout& layout) : SignBitsCompressor(layout, 2) {}
+  explicit OneBit(const BucketLayout& layout) : SignBitsCompressor(layout, kLevels) {}
+  static constexpr int kLevels = 2;  // hi and lo
 
  private:
   void reconstruction(const float* x, int64_t n, float& hi, float& lo) const override {
@@ -50,6 +51,10 @@ class OneBit final : public SignBitsCompressor {
 
 std::unique_ptr<Compressor> makeOneBit(const CompressOptions&, const BucketLayout& layout) {
   return std::make_unique<OneBit>(layout);
+}
+
+int64_t oneBitWireBytes(const CompressOptions&, const BucketLayout& layout) {
+  return signBitsWireBytes(layout, OneBit::kLevels);
 }
 
 }  // namespace dtrain::parallel::compress

@@ -36,6 +36,18 @@ struct Span {
   int64_t offset, numel;
 };
 
+// A parameter as PowerSGD sees it: shape[0] rows by the rest, and the rank of
+// its factors (0: it goes whole).
+struct Shape {
+  int64_t numel, rows, cols, rank;
+};
+Shape shapeOf(const std::vector<int64_t>& s, const CompressOptions& o) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  const int64_t rows = s.empty() ? 1 : s[0], cols = rows ? n / rows : 0;
+  return {n, rows, cols, s.size() >= 2 ? powerSgdRank(rows, cols, o.rank, o.minCompressionRate) : 0};
+}
+
 // Gram-Schmidt on the columns of a (rows x rank, row-major), in place. The
 // epsilon keeps an all-zero column (a zero gradient) at zero instead of NaN.
 void orthogonalize(float* a, int64_t rows, int64_t rank) {
@@ -59,11 +71,7 @@ class PowerSgd final : public Compressor {
       : numel_(layout.numel()), startStep_(o.startStep), feedback_(numel_) {
     int64_t off = 0;
     for (size_t j = 0; j < layout.shapes.size(); ++j) {
-      const auto& s = layout.shapes[j];
-      int64_t n = 1;
-      for (int64_t d : s) n *= d;
-      const int64_t rows = s.empty() ? 1 : s[0], cols = rows ? n / rows : 0;
-      const int64_t rank = s.size() >= 2 ? powerSgdRank(rows, cols, o.rank, o.minCompressionRate) : 0;
+      const auto [n, rows, cols, rank] = shapeOf(layout.shapes[j], o);
       if (rank > 0) {
         Matrix m{off, rows, cols, rank, Tensor::zeros({cols, rank})};
         Rng rng(mixSeed(o.seed, layout.index, static_cast<int64_t>(j), 0x9051));
@@ -163,6 +171,15 @@ class PowerSgd final : public Compressor {
 
 std::unique_ptr<Compressor> makePowerSgd(const CompressOptions& o, const BucketLayout& layout) {
   return std::make_unique<PowerSgd>(o, layout);
+}
+
+int64_t powerSgdWireBytes(const CompressOptions& o, const BucketLayout& layout) {
+  int64_t floats = 0;  // P and Q of the factored matrices, the rest whole
+  for (const auto& s : layout.shapes) {
+    const Shape m = shapeOf(s, o);
+    floats += m.rank > 0 ? (m.rows + m.cols) * m.rank : m.numel;
+  }
+  return floats * static_cast<int64_t>(sizeof(float));
 }
 
 }  // namespace dtrain::parallel::compress

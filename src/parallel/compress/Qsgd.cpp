@@ -17,6 +17,12 @@
 namespace dtrain::parallel::compress {
 namespace {
 
+// A norm a chunk, then a sign and a level a value.
+int64_t messageSize(const BucketLayout& layout, int bits) {
+  return chunkCount(layout) * static_cast<int64_t>(sizeof(float)) +
+         static_cast<int64_t>(packedBytes(static_cast<size_t>(layout.numel()), bits + 1));
+}
+
 class Qsgd final : public GatherCompressor {
  public:
   Qsgd(const CompressOptions& o, const BucketLayout& layout)
@@ -26,10 +32,7 @@ class Qsgd final : public GatherCompressor {
         seed_(o.seed) {}
 
  private:
-  size_t messageBytes() const override {
-    return static_cast<size_t>(chunks()) * sizeof(float) +
-           packedBytes(static_cast<size_t>(numel_), bits_ + 1);
-  }
+  size_t messageBytes() const override { return static_cast<size_t>(messageSize(layout_, bits_)); }
 
   void encode(const float* x, uint8_t* msg, const ReduceContext& ctx, int rank) override {
     Rng rng(mixSeed(seed_, ctx.step, layout_.index, rank));
@@ -78,5 +81,7 @@ class Qsgd final : public GatherCompressor {
 std::unique_ptr<Compressor> makeQsgd(const CompressOptions& o, const BucketLayout& layout) {
   return std::make_unique<Qsgd>(o, layout);
 }
+
+int64_t qsgdWireBytes(const CompressOptions& o, const BucketLayout& layout) { return messageSize(layout, o.bits); }
 
 }  // namespace dtrain::parallel::compress

@@ -69,4 +69,8 @@ std::unique_ptr<Compressor> makeRandomK(const CompressOptions& o, const BucketLa
   return std::make_unique<RandomK>(o, layout);
 }
 
+int64_t randomKWireBytes(const CompressOptions& o, const BucketLayout& layout) {
+  return keptCount(o.ratio, layout.numel()) * static_cast<int64_t>(sizeof(float));  // the values alone
+}
+
 }  // namespace dtrain::parallel::compress

@@ -1,5 +1,6 @@
-// The compressor registry: name -> constructor and a one-line description. A
-// new compressor is a file with its make function plus one row here.
+// The compressor registry: name -> constructor, payload and a one-line
+// description. A new compressor is a file with its make and wire-bytes
+// functions plus one row here.
 #include <cmath>
 
 #include "core/Error.h"
@@ -12,6 +13,7 @@ namespace {
 
 struct Entry {
   CompressorFactory make;
+  WireBytesOf wire;
   std::string description;
   bool pointToPoint;  // the compressor is a MessageCodec too (parameter-server pushes)
   bool gathers;       // aggregates by allgather: --compress-collective two-stage applies
@@ -21,15 +23,15 @@ const NameRegistry<Entry>& registry() {
   static const NameRegistry<Entry> entries(
       "--compress",
       {
-          {"none", {makeNone, "fp32 allreduce (no compression)", false, false}},
-          {"fp16", {makeFp16, "IEEE half, summed in fp32 per hop", true, false}},
-          {"bf16", {makeBf16, "bfloat16, summed in fp32 per hop", true, false}},
-          {"onebit", {makeOneBit, "1-bit SGD, per-chunk means, error feedback", true, true}},
-          {"signsgd", {makeSignSgd, "scaled sign, error feedback", true, true}},
-          {"qsgd", {makeQsgd, "stochastic levels, --compress-bits, unbiased", true, true}},
-          {"topk", {makeTopK, "largest --compress-ratio of values, error feedback", true, true}},
-          {"randomk", {makeRandomK, "random --compress-ratio of values, error feedback", false, false}},
-          {"powersgd", {makePowerSgd, "rank --compress-rank P/Q factors, error feedback", false, false}},
+          {"none", {makeNone, noneWireBytes, "fp32 allreduce (no compression)", false, false}},
+          {"fp16", {makeFp16, halfWireBytes, "IEEE half, summed in fp32 per hop", true, false}},
+          {"bf16", {makeBf16, halfWireBytes, "bfloat16, summed in fp32 per hop", true, false}},
+          {"onebit", {makeOneBit, oneBitWireBytes, "1-bit SGD, per-chunk means, error feedback", true, true}},
+          {"signsgd", {makeSignSgd, signSgdWireBytes, "scaled sign, error feedback", true, true}},
+          {"qsgd", {makeQsgd, qsgdWireBytes, "stochastic levels, --compress-bits, unbiased", true, true}},
+          {"topk", {makeTopK, topKWireBytes, "largest --compress-ratio of values, error feedback", true, true}},
+          {"randomk", {makeRandomK, randomKWireBytes, "random --compress-ratio of values, error feedback", false, false}},
+          {"powersgd", {makePowerSgd, powerSgdWireBytes, "rank --compress-rank P/Q factors, error feedback", false, false}},
       });
   return entries;
 }
@@ -55,6 +57,10 @@ std::string describeCompressors() { return registry().describe(); }
 bool compressorGathers(const std::string& name) {
   const Entry* e = find(name);
   return e && e->gathers;
+}
+
+int64_t wireBytes(const CompressOptions& options, const BucketLayout& layout) {
+  return registry().find(options.name).wire(options, layout);
 }
 
 void validate(const CompressOptions& o) {

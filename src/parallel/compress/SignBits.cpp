@@ -19,10 +19,12 @@ const auto kByteMasks = [] {
 SignBitsCompressor::SignBitsCompressor(const BucketLayout& layout, int levels)
     : GatherCompressor(layout, /*errorFeedback=*/true), levels_(levels) {}
 
-size_t SignBitsCompressor::messageBytes() const {
-  return static_cast<size_t>(chunks() * levels_) * sizeof(float) +
-         packedBytes(static_cast<size_t>(numel_), 1);
+int64_t signBitsWireBytes(const BucketLayout& layout, int levels) {
+  return chunkCount(layout) * levels * static_cast<int64_t>(sizeof(float)) +
+         static_cast<int64_t>(packedBytes(static_cast<size_t>(layout.numel()), 1));
 }
+
+size_t SignBitsCompressor::messageBytes() const { return static_cast<size_t>(signBitsWireBytes(layout_, levels_)); }
 
 void SignBitsCompressor::encode(const float* x, uint8_t* msg, const ReduceContext&, int) {
   std::vector<float> values(static_cast<size_t>(chunks() * levels_));

@@ -8,6 +8,9 @@
 
 namespace dtrain::parallel::compress {
 
+// The message's bytes for a bucket of `layout` with `levels` floats a chunk.
+int64_t signBitsWireBytes(const BucketLayout& layout, int levels);
+
 class SignBitsCompressor : public GatherCompressor {
  protected:
   // levels: floats sent per chunk, 1 (decode to +v / -v) or 2 (to hi / lo).

@@ -14,7 +14,8 @@ namespace {
 
 class SignSgd final : public SignBitsCompressor {
  public:
-  explicit SignSgd(const BucketLayout& layout) : SignBitsCompressor(layout, 1) {}
+  explicit SignSgd(const BucketLayout& layout) : SignBitsCompressor(layout, kLevels) {}
+  static constexpr int kLevels = 1;  // +v and -v
 
  private:
   void reconstruction(const float* x, int64_t n, float& hi, float& lo) const override {
@@ -29,6 +30,10 @@ class SignSgd final : public SignBitsCompressor {
 
 std::unique_ptr<Compressor> makeSignSgd(const CompressOptions&, const BucketLayout& layout) {
   return std::make_unique<SignSgd>(layout);
+}
+
+int64_t signSgdWireBytes(const CompressOptions&, const BucketLayout& layout) {
+  return signBitsWireBytes(layout, SignSgd::kLevels);
 }
 
 }  // namespace dtrain::parallel::compress

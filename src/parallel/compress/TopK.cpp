@@ -18,13 +18,15 @@
 namespace dtrain::parallel::compress {
 namespace {
 
+constexpr size_t kPairBytes = 8;  // a 4-byte index and a 4-byte value
+
 class TopK final : public GatherCompressor {
  public:
   TopK(const CompressOptions& o, const BucketLayout& layout)
       : GatherCompressor(layout, /*errorFeedback=*/true), k_(keptCount(o.ratio, numel_)) {}
 
  private:
-  size_t messageBytes() const override { return static_cast<size_t>(k_) * 8; }
+  size_t messageBytes() const override { return static_cast<size_t>(k_) * kPairBytes; }
 
   void encode(const float* x, uint8_t* msg, const ReduceContext&, int) override {
     // The k-th largest magnitude: non-negative floats order like their bits, so
@@ -89,6 +91,10 @@ class TopK final : public GatherCompressor {
 
 std::unique_ptr<Compressor> makeTopK(const CompressOptions& o, const BucketLayout& layout) {
   return std::make_unique<TopK>(o, layout);
+}
+
+int64_t topKWireBytes(const CompressOptions& o, const BucketLayout& layout) {
+  return keptCount(o.ratio, layout.numel()) * static_cast<int64_t>(kPairBytes);
 }
 
 }  // namespace dtrain::parallel::compress

@@ -127,7 +127,10 @@ TEST(Compressor, MessageSizes) {
     auto r = run(o, l, 2, 1, [&](int rank, int) { return randomGrad(n, 10 + rank); });
     EXPECT_EQ(r[0].payload[0], bytes) << name;
     EXPECT_EQ(r[1].payload[0], bytes) << name;
+    // What the simulator charges (the registry's payload) is what was sent.
+    EXPECT_EQ(wireBytes(o, l), bytes) << name;
   }
+  EXPECT_THROW(wireBytes(named("twobit"), l), UsageError);
 }
 
 TEST(Compressor, EveryRankGetsTheSameMeanApproximation) {
