@@ -341,6 +341,7 @@ const std::map<std::string, StrategyEntry>& registry() {
           {"parallel.pipeline_stages", "does not apply to --strategy fedavg"},
           {"parallel.tensor_parallel", "does not apply to --strategy fedavg"}},
          nullptr, nullptr, [](const RunConfig& rc) { rc.federated.validate(); }});
+    for (const char* local : {"ps", "sandblaster", "hogwild", "fedavg"}) entry(local).sumsEveryStep = false;
     return r;
   }();
   return r;

@@ -38,6 +38,11 @@ struct StrategyEntry {
   bool oneProcess = false;
   // Its ranks (threads of one process) share one parameter set (Hogwild!).
   bool sharesParameters = false;
+  // Its ranks sum a number over all ranks between steps: whether any was asked
+  // to stop, and the logged loss (parallel::Strategy's anyRankStops and
+  // reduceMetric, which parameter servers, Sandblaster and Hogwild! keep local).
+  // The simulator charges those sums.
+  bool sumsEveryStep = true;
 
   // "" when the strategy reads the option, else the refusal's text.
   std::string refuses(const Option& o) const;

@@ -17,6 +17,8 @@ nlohmann::json predictionJson(const Prediction& p) {
                       {"peak", std::llround(m.peak)},
                       {"offloaded", std::llround(m.offloaded)}});
   const Layout& l = p.layout;
+  nlohmann::json terms = nlohmann::json::object();
+  for (const auto& [name, seconds] : p.terms) terms[name] = seconds;
   return {{"predicted", true},
           {"strategy", l.strategy},
           {"workers", l.ranks},
@@ -29,6 +31,7 @@ nlohmann::json predictionJson(const Prediction& p) {
           {"bubble_s", p.bubbleS},
           {"optimizer_s", p.optimizerS},
           {"dominant", p.dominant},
+          {"terms_s", terms},
           {"samples_per_step", l.strategy == "ps" ? -1 : l.samplesPerStep},
           {"bytes_per_rank", p.bytesPerRank},
           {"memory_per_rank", memory}};

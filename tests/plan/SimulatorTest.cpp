@@ -114,6 +114,11 @@ TEST(PlanSimulator, TimelineHasTheMeasuredNames) {
               line.at("compute_s").get<double>() + line.at("bubble_s").get<double>() +
                   line.at("exposed_comm_s").get<double>() + line.at("optimizer_s").get<double>(),
               1e-12);
+  // The terms, the exposed communication's parts apart, add up to the step.
+  double terms = 0;
+  for (const auto& [name, seconds] : line.at("terms_s").items()) terms += seconds.get<double>();
+  EXPECT_NEAR(terms, line.at("step_s").get<double>(), 1e-12);
+  EXPECT_GT(line.at("terms_s").at("pipeline bubble").get<double>(), 0);
   EXPECT_EQ(line.at("memory_per_rank").size(), 4u);
   std::ifstream in(dir + "/t.json");
   const auto trace = nlohmann::json::parse(in);
