@@ -5,6 +5,7 @@
 #include <exception>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <regex>
 #include <sys/wait.h>
@@ -28,6 +29,9 @@ namespace dtrain::calibrate {
 using nlohmann::json;
 
 namespace {
+
+// Passes over a model's micro-batch sizes (ModelProfile.h: medianOfPasses).
+constexpr int kModelPasses = 3;
 
 void progress(const char* fmt, auto... args) {
   std::fprintf(stderr, "calibrate: ");
@@ -309,16 +313,28 @@ nlohmann::json runCalibrate(const CalibrateConfig& c) {
     for (const auto& model : c.models) {
       json entry = {{"precision", c.precision}, {"threads", c.threads}};
       const bool autoSizes = c.microBatches.empty();
-      const std::vector<int64_t> sizes =
+      std::vector<int64_t> sizes =
           autoSizes ? std::vector<int64_t>{1, 2, 4, 8, 16, 32, 64, 128, 256} : c.microBatches;
+      // Every size in each of kModelPasses passes (medianOfPasses); the first
+      // pass finds where the automatic sizes stop.
+      std::map<int64_t, std::vector<ModelTimes>> passes;
+      for (int pass = 0; pass < kModelPasses; ++pass)
+        for (size_t k = 0; k < sizes.size(); ++k) {
+          const int64_t mb = sizes[k];
+          passes[mb].push_back(profileModel({.model = model, .microBatch = mb, .repeats = c.repeats,
+                                             .minSeconds = c.small ? 0 : 1.0 / kModelPasses}));
+          const ModelTimes& t = passes[mb].back();
+          if (pass == 0 && autoSizes && t.forwardS + t.backwardS > c.autoStopSeconds) {
+            sizes.resize(k + 1);
+            break;
+          }
+        }
       for (int64_t mb : sizes) {
-        const ModelTimes t = profileModel(
-            {.model = model, .microBatch = mb, .repeats = c.repeats, .minSeconds = c.small ? 0 : 1.0});
+        const ModelTimes t = medianOfPasses(passes[mb]);
         entry["micro_batches"][std::to_string(mb)] = modelTimesJson(t);
-        progress("%s micro-batch %lld: forward %.2f ms, backward %.2f ms, %s update %.2f ms",
+        progress("%s micro-batch %lld: forward %.2f ms, backward %.2f ms, %s update %.2f ms (median of %d passes)",
                  model.c_str(), static_cast<long long>(mb), t.forwardS * 1e3, t.backwardS * 1e3,
-                 t.optimizer.c_str(), t.updateS * 1e3);
-        if (autoSizes && t.forwardS + t.backwardS > c.autoStopSeconds) break;
+                 t.optimizer.c_str(), t.updateS * 1e3, kModelPasses);
       }
       m["models"][model] = entry;
     }

@@ -4,6 +4,7 @@
 
 #include "autograd/Ops.h"
 #include "calibrate/Fit.h"
+#include "core/Error.h"
 #include "core/Memory.h"
 #include "core/Rng.h"
 #include "core/Timer.h"
@@ -88,6 +89,29 @@ StepTimes timedStep(const std::vector<nn::SequenceLayer>& layers, const Tensor& 
 }
 
 }  // namespace
+
+ModelTimes medianOfPasses(const std::vector<ModelTimes>& passes) {
+  DTRAIN_CHECK(!passes.empty(), "calibrate: no passes to take the median of");
+  ModelTimes out = passes.front();
+  auto across = [&](auto time) {
+    std::vector<double> v;
+    for (const ModelTimes& p : passes) v.push_back(time(p));
+    return median(v);
+  };
+  out.forwardS = across([](const ModelTimes& p) { return p.forwardS; });
+  out.backwardS = across([](const ModelTimes& p) { return p.backwardS; });
+  out.updateS = across([](const ModelTimes& p) { return p.updateS; });
+  for (size_t i = 0; i < out.layers.size(); ++i) {
+    for (const ModelTimes& p : passes)
+      DTRAIN_CHECK(p.layers.size() == out.layers.size() && p.layers[i].name == out.layers[i].name,
+                   "calibrate: passes over different layers");
+    out.layers[i].forwardS = across([i](const ModelTimes& p) { return p.layers[i].forwardS; });
+    out.layers[i].backwardS = across([i](const ModelTimes& p) { return p.layers[i].backwardS; });
+    out.layers[i].activationBytes = static_cast<int64_t>(
+        across([i](const ModelTimes& p) { return static_cast<double>(p.layers[i].activationBytes); }));
+  }
+  return out;
+}
 
 ModelTimes profileModel(const ModelProfileConfig& c) {
   runtime::TrainConfig train;

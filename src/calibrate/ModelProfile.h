@@ -40,4 +40,11 @@ struct ModelProfileConfig {
 // Throws UsageError for an unknown model.
 ModelTimes profileModel(const ModelProfileConfig& config);
 
+// Each time the median over passes of one model at one micro-batch size (the
+// passes' layers alike): calibrate times every size in a few passes, a while
+// apart, so that a slow moment of a shared machine slows one pass, not the
+// size (gpt-small's micro-batch 1 took 3.5 ms forward in one calibration and
+// 2.1 in the next, timed once each).
+ModelTimes medianOfPasses(const std::vector<ModelTimes>& passes);
+
 }  // namespace dtrain::calibrate

@@ -46,6 +46,32 @@ TEST(ModelProfile, GptTiedEmbeddingCountsOnce) {
   EXPECT_EQ(t.optimizer, "adamw");
 }
 
+TEST(ModelProfile, PassesGiveEachTimeItsMedian) {
+  // Three passes, the second slow throughout (a busy moment of the machine):
+  // every time is the other passes' middle one, the layers' too.
+  auto pass = [](double scale, int64_t held) {
+    ModelTimes t;
+    t.optimizer = "sgd";
+    t.params = 10;
+    t.forwardS = 1 * scale, t.backwardS = 2 * scale, t.updateS = 0.5 * scale;
+    t.layers = {{"a", 4, 0.4 * scale, 0.8 * scale, held}, {"b", 6, 0.6 * scale, 1.2 * scale, 2 * held}};
+    return t;
+  };
+  const ModelTimes m = medianOfPasses({pass(1.0, 100), pass(1.7, 300), pass(1.1, 200)});
+  EXPECT_DOUBLE_EQ(m.forwardS, 1.1);
+  EXPECT_DOUBLE_EQ(m.backwardS, 2.2);
+  EXPECT_DOUBLE_EQ(m.updateS, 0.55);
+  ASSERT_EQ(m.layers.size(), 2u);
+  EXPECT_DOUBLE_EQ(m.layers[1].forwardS, 0.66);
+  EXPECT_DOUBLE_EQ(m.layers[0].backwardS, 0.88);
+  EXPECT_EQ(m.layers[1].activationBytes, 400);
+  EXPECT_EQ(m.layers[1].params, 6);
+  auto other = pass(1.0, 100);
+  other.layers[0].name = "c";
+  EXPECT_THROW(medianOfPasses({pass(1.0, 100), other}), Error);
+  EXPECT_THROW(medianOfPasses({}), Error);
+}
+
 TEST(ModelProfile, UnknownModelIsAUsageError) {
   EXPECT_THROW(profileModel({.model = "nope"}), UsageError);
 }
