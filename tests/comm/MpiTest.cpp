@@ -33,6 +33,11 @@ TEST(MpiConformance, HierarchicalGroupSizes) {
       allreduceCase(world(), Algorithm::Hier, 1003, op, g == 2, g);
 }
 
+TEST(MpiConformance, EveryRankOfThisMachineIsCounted) {
+  // mpirun starts every rank here: each counts all of them (the boot ids match).
+  EXPECT_EQ(mpi::ranksOnThisMachine(), world().size());
+}
+
 TEST(MpiConformance, AllreduceWithoutCallChecks) {
   world().setCallChecks(false);
   for (Algorithm a : algorithmsOf(world())) allreduceCase(world(), a, 1003, ReduceOp::Sum, true);

@@ -12,6 +12,13 @@ namespace dtrain::comm::mpi {
 // thread while the caller keeps sending).
 std::unique_ptr<Communicator> makeMpiCommunicator(const BackendConfig& config);
 
+// Ranks of the run on this machine's kernel (its boot id), counted when the
+// world communicator is made: emulated hosts and containers of one machine
+// are one machine here, where MPI calls each a node. Ranks that outnumber the
+// cores wait without spinning and nap sooner. 0 before the world is made, or
+// where the kernel has no boot id.
+int ranksOnThisMachine();
+
 // Ends MPI if this process started it. With exitCode != 0 and more than one rank,
 // prints `message` (when not empty) on stderr, flushes, and aborts the whole job
 // (MPI_Abort) instead of waiting in MPI_Finalize for ranks that will never come.

@@ -5,7 +5,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <algorithm>
+#include <array>
+#include <atomic>
 #include <exception>
+#include <fstream>
 #include <mutex>
 #include <thread>
 
@@ -170,6 +174,28 @@ int commSize(MPI_Comm c) {
   MPI_Comm_size(c, &s);
   return s;
 }
+// Ranks of the whole run on this machine's kernel (the same boot id): emulated
+// hosts (scripts/netsim.sh's network namespaces) and containers of one machine
+// share its cores, where MPI's shared-memory split sees each as a node of its
+// own. Counted once, by the world communicator; 0 before (or off Linux).
+std::atomic<int> gRanksOnMachine{0};
+
+int countRanksOnMachine() {
+  std::array<char, 40> mine{};
+  std::string id;
+  if (std::ifstream in("/proc/sys/kernel/random/boot_id"); in >> id)
+    std::copy_n(id.begin(), std::min(id.size(), mine.size() - 1), mine.begin());
+  const int n = commSize(MPI_COMM_WORLD);
+  std::vector<char> all(mine.size() * static_cast<size_t>(n));
+  check(MPI_Allgather(mine.data(), static_cast<int>(mine.size()), MPI_CHAR, all.data(),
+                      static_cast<int>(mine.size()), MPI_CHAR, MPI_COMM_WORLD),
+        "MPI_Allgather of the boot ids");
+  if (id.empty()) return 0;
+  int same = 0;
+  for (int r = 0; r < n; ++r) same += std::equal(mine.begin(), mine.end(), all.begin() + r * static_cast<long>(mine.size()));
+  return same;
+}
+
 // Whom a collective of this rank's communicator waits for, for the watchdog's line.
 std::string othersOf(int rank, int size) {
   if (size > 9) return concat("the other ", size - 1, " ranks");
@@ -180,6 +206,8 @@ std::string othersOf(int rank, int size) {
 }
 
 }  // namespace
+
+int ranksOnThisMachine() { return gRanksOnMachine.load(); }
 
 std::unique_ptr<Communicator> makeMpiCommunicator(const BackendConfig& config) {
   ensureInit();
@@ -197,6 +225,7 @@ std::unique_ptr<Communicator> makeMpiCommunicator(const BackendConfig& config) {
     BlockingScope blocking("MPI_Comm_dup of the world", othersOf(commRank(MPI_COMM_WORLD), commSize(MPI_COMM_WORLD)), timeout,
                            worldPeersOf(MPI_COMM_WORLD));
     check(MPI_Comm_dup(MPI_COMM_WORLD, &dup), "MPI_Comm_dup");
+    if (gRanksOnMachine.load() == 0) gRanksOnMachine = countRanksOnMachine();
   }
   auto comm = std::make_unique<MpiCommunicator>(dup, timeout);
   // Test seam: DTRAIN_TEST_FREEZE_RANK=r stops rank r's whole process (SIGSTOP:
@@ -241,7 +270,9 @@ MpiCommunicator::MpiCommunicator(MPI_Comm comm, Millis timeout)
   check(MPI_Allreduce(&nodeSize, &minNode, 1, MPI_INT, MPI_MIN, internal_), "MPI_Allreduce");
   oneNode_ = minNode == size();
   nodeGroup_ = minNode;
-  spin_ = comm::detail::spinTime(nodeSize);
+  // Ranks that outnumber this machine's cores wait without spinning, whether
+  // MPI calls their host one node or several.
+  spin_ = comm::detail::spinTime(std::max(nodeSize, gRanksOnMachine.load()));
   oversubscribed_ = spin_.count() == 0;
 }
 

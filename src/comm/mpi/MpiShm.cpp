@@ -126,7 +126,9 @@ void waitRange(NodeShm& shm, NodeShm::Flag f, uint64_t want, int lo, int hi, con
         for (int& k : who) k = shm.worldRank(k);
         throwIfSilent(who, call.name(rank));
       }
-      if (now - start > std::chrono::milliseconds(20)) {
+      // Yielding is a context switch each time another rank is runnable: where
+      // ranks outnumber the cores (spin 0), nap after a short while.
+      if (now - start > (spin.count() > 0 ? std::chrono::microseconds(20000) : std::chrono::microseconds(200))) {
         std::this_thread::sleep_for(std::chrono::microseconds(100));
         continue;
       }
