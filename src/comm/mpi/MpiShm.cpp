@@ -89,6 +89,13 @@ NodeShm::~NodeShm() {
 
 namespace {
 
+// How long a wait yields before it naps. Yielding is a context switch each
+// time another rank is runnable: where the ranks outnumber the cores (spin 0),
+// nap after a short while (8 ranks on 2 cores spent a fifth of the machine in
+// sched_yield and poll, yielding for up to 20 ms a wait).
+constexpr auto kYieldBeforeNap = std::chrono::milliseconds(20);
+constexpr auto kYieldBeforeNapOversubscribed = std::chrono::microseconds(200);
+
 // Spins, then yields (ranks may outnumber cores), then naps; gives up at the
 // call's deadline and names the ranks whose flag lags. Waits for ranks [lo, hi).
 void waitRange(NodeShm& shm, NodeShm::Flag f, uint64_t want, int lo, int hi, const Call& call,
@@ -126,9 +133,7 @@ void waitRange(NodeShm& shm, NodeShm::Flag f, uint64_t want, int lo, int hi, con
         for (int& k : who) k = shm.worldRank(k);
         throwIfSilent(who, call.name(rank));
       }
-      // Yielding is a context switch each time another rank is runnable: where
-      // ranks outnumber the cores (spin 0), nap after a short while.
-      if (now - start > (spin.count() > 0 ? std::chrono::microseconds(20000) : std::chrono::microseconds(200))) {
+      if (now - start > (spin.count() > 0 ? kYieldBeforeNap : kYieldBeforeNapOversubscribed)) {
         std::this_thread::sleep_for(std::chrono::microseconds(100));
         continue;
       }
