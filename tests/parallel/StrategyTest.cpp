@@ -4,12 +4,14 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <set>
 
 #include "nn/Models.h"
 #include "optim/Factory.h"
 #include "optim/Lars.h"
 #include "parallel/ParallelTestUtil.h"
+#include "parallel/zero/ZeroDataParallel.h"
 #include "runtime/Timeline.h"
 
 namespace dtrain::test {
@@ -74,14 +76,19 @@ TEST(DataParallelStats, ReportCommunicationFigures) {
   });
 }
 
-TEST(Timeline, SpansOfEveryRankAndBucket) {
+namespace {
+
+// The timeline spans (name per rank, bucket spans as "allreduce") of 3 steps
+// of the mlp on 2 local ranks under `strategy`.
+std::set<std::pair<int, std::string>> timelineSpans(
+    const std::function<std::unique_ptr<parallel::Strategy>(comm::Communicator&)>& strategy) {
   auto c = smallConfig("mlp", 16);
   c.maxSteps = 3;
   auto train = runtime::loadDataset(c, true);
   auto test = runtime::loadDataset(c, false);
   runtime::Timeline timeline;
   comm::local::runLocal(2, [&](comm::Communicator& comm) {
-    runtime::Trainer t(c, std::make_unique<parallel::DataParallel>(comm));
+    runtime::Trainer t(c, strategy(comm));
     t.setData(train, test);
     t.setTimeline(&timeline);
     t.run();
@@ -103,8 +110,24 @@ TEST(Timeline, SpansOfEveryRankAndBucket) {
     }
     seen.insert({e.at("pid").get<int>(), name});
   }
+  return seen;
+}
+
+}  // namespace
+
+TEST(Timeline, SpansOfEveryRankAndBucket) {
+  const auto seen = timelineSpans([](comm::Communicator& comm) -> std::unique_ptr<parallel::Strategy> { return std::make_unique<parallel::DataParallel>(comm); });
   for (int rank : {0, 1})
     for (const char* n : {"data", "forward", "backward", "optimizer", "allreduce"})
+      EXPECT_TRUE(seen.count({rank, n})) << "rank " << rank << " " << n;
+}
+
+TEST(Timeline, ZeroShowsItsGathers) {
+  const auto seen = timelineSpans([](comm::Communicator& comm) {
+    return std::unique_ptr<parallel::Strategy>(std::make_unique<parallel::zero::ZeroDataParallel>(comm, parallel::zero::ZeroOptions{.stage = 1}));
+  });
+  for (int rank : {0, 1})
+    for (const char* n : {"forward", "backward", "optimizer", "allgather parameters"})
       EXPECT_TRUE(seen.count({rank, n})) << "rank " << rank << " " << n;
 }
 

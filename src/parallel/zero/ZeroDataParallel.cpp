@@ -339,6 +339,8 @@ void ZeroDataParallel::finishGradients() {
   // The step's timings, as DataParallel reports them: the reduce-scatters ran
   // from the first launch (during backward: hidden) to here (after it: exposed).
   const double done = nowMicros();
+  if (spans_ && done - backwardEnd > 1)
+    spans_->span("wait reduce-scatter", "comm", Lane::Compute, backwardEnd, done);
   const double first = firstLaunchUs_ > 0 ? std::min(firstLaunchUs_, backwardEnd) : backwardEnd;
   traffic_.computedUntil(backwardEnd);
   traffic_.exposed(done - backwardEnd);
@@ -389,7 +391,8 @@ void ZeroDataParallel::applyUpdate(optim::Optimizer& optimizer) {
     work_[b] = comm_.allgatherAsync(flat + r * s, flat, static_cast<size_t>(s), DType::F32, o);
   }
   waitAll(work_);
-  const double gathered = nowMicros() - gatherStart;
+  const double gatherEnd = nowMicros(), gathered = gatherEnd - gatherStart;
+  if (spans_) spans_->span("allgather parameters", "comm", Lane::Compute, gatherStart, gatherEnd);
   traffic_.exposed(gathered);
   traffic_.communicated(gathered, 0);
   traffic_.endStep(comm_);
