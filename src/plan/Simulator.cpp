@@ -15,27 +15,26 @@ namespace dtrain::plan {
 
 namespace {
 
-// PowerSGD's view of the model's 2-D parameters (parallel/compress/PowerSgd.cpp,
-// by its own rule): the elements of all of them [n, m], of those it factors, and
-// the values it sends for them (r (n + m) each factored one, the rest whole).
-struct PowerSgdWeights {
-  double all = 0, factored = 0, sent = 0;
-};
-PowerSgdWeights powerSgdWeights(const ModelProfile& p, int64_t rank) {
-  PowerSgdWeights w;
-  auto add = [&](int64_t rows, int64_t cols) {
-    const int64_t r = parallel::compress::powerSgdRank(rows, cols, rank,
-                                                       parallel::compress::CompressOptions{}.minCompressionRate);
-    const double n = static_cast<double>(rows), m = static_cast<double>(cols);
-    w.all += n * m;
-    w.factored += r > 0 ? n * m : 0;
-    w.sent += r > 0 ? static_cast<double>(r) * (n + m) : n * m;
-  };
+// The model's weight matrices [rows, cols], as the trainer's buckets hold them:
+// each Linear's weight [out, in], each embedding table.
+std::vector<std::pair<int64_t, int64_t>> weightMatrices(const ModelProfile& p) {
+  std::vector<std::pair<int64_t, int64_t>> out;
   for (const LayerProfile& layer : p.layers) {
-    for (const auto& [in, out] : layer.linears) add(out, in);  // a Linear's weight is [out, in]
-    for (const auto& [rows, cols] : layer.tables) add(rows, cols);
+    for (const auto& [in, outs] : layer.linears) out.emplace_back(outs, in);
+    for (const auto& [rows, cols] : layer.tables) out.emplace_back(rows, cols);
   }
-  return w;
+  return out;
+}
+
+// The elements of the matrices PowerSGD factors (parallel/compress/PowerSgd.cpp,
+// by its own rule, powerSgdRank); the rest it sends whole.
+double powerSgdFactoredParams(const runtime::TrainConfig& c, const ModelProfile& p) {
+  const auto o = runtime::compressOptions(c);
+  double n = 0;
+  for (const auto& [rows, cols] : weightMatrices(p))
+    if (parallel::compress::powerSgdRank(rows, cols, o.rank, o.minCompressionRate) > 0)
+      n += static_cast<double>(rows) * static_cast<double>(cols);
+  return n;
 }
 
 // PowerSGD's own work on the communication thread, per step: for each
@@ -43,7 +42,7 @@ PowerSgdWeights powerSgdWeights(const ModelProfile& p, int64_t rank) {
 // e = x - P Q^T each stream the matrix through memory (7 passes of 4 bytes; the
 // rank-r products are too thin to be compute-bound).
 double powerSgdEncodeSeconds(const runtime::TrainConfig& c, const Machine& m, const ModelProfile& p, double share) {
-  return 7 * 4 * powerSgdWeights(p, c.compressRank).factored / m.memoryBytesPerS * share;
+  return 7 * 4 * powerSgdFactoredParams(c, p) / m.memoryBytesPerS * share;
 }
 
 }  // namespace
@@ -54,13 +53,9 @@ double compressionRatio(const runtime::TrainConfig& c, const ModelProfile& p) {
   // norms) as one vector; the compressor's own payload over its fp32 bytes.
   parallel::compress::BucketLayout layout;
   int64_t matrices = 0;
-  auto matrix = [&](int64_t rows, int64_t cols) {
+  for (const auto& [rows, cols] : weightMatrices(p)) {
     layout.shapes.push_back({rows, cols});
     matrices += rows * cols;
-  };
-  for (const LayerProfile& layer : p.layers) {
-    for (const auto& [in, out] : layer.linears) matrix(out, in);  // a Linear's weight is [out, in]
-    for (const auto& [rows, cols] : layer.tables) matrix(rows, cols);
   }
   if (p.params() > matrices) layout.shapes.push_back({p.params() - matrices});
   const int64_t numel = layout.numel();

@@ -7,8 +7,7 @@ namespace dtrain::parallel::compress {
 std::vector<int64_t> chunkBounds(const BucketLayout& layout) {
   std::vector<int64_t> bounds{0};
   for (const auto& shape : layout.shapes) {
-    int64_t n = 1;
-    for (int64_t d : shape) n *= d;
+    const int64_t n = BucketLayout::numelOf(shape);
     const int64_t start = bounds.back();
     for (int64_t off = kChunk; off < n; off += kChunk) bounds.push_back(start + off);
     if (n > 0) bounds.push_back(start + n);
@@ -18,11 +17,7 @@ std::vector<int64_t> chunkBounds(const BucketLayout& layout) {
 
 int64_t chunkCount(const BucketLayout& layout) {
   int64_t chunks = 0;
-  for (const auto& shape : layout.shapes) {
-    int64_t n = 1;
-    for (int64_t d : shape) n *= d;
-    chunks += (n + kChunk - 1) / kChunk;
-  }
+  for (const auto& shape : layout.shapes) chunks += (BucketLayout::numelOf(shape) + kChunk - 1) / kChunk;
   return chunks;
 }
 

@@ -42,8 +42,7 @@ struct Shape {
   int64_t numel, rows, cols, rank;
 };
 Shape shapeOf(const std::vector<int64_t>& s, const CompressOptions& o) {
-  int64_t n = 1;
-  for (int64_t d : s) n *= d;
+  const int64_t n = BucketLayout::numelOf(s);
   const int64_t rows = s.empty() ? 1 : s[0], cols = rows ? n / rows : 0;
   return {n, rows, cols, s.size() >= 2 ? powerSgdRank(rows, cols, o.rank, o.minCompressionRate) : 0};
 }
