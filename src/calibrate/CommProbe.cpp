@@ -21,7 +21,14 @@ float maxOverRanks(Communicator& comm, float v) {
 }
 
 // Seconds per call of `call` (the slowest rank's), the median of the runs; the
-// call count per run comes from a warm-up call, agreed on by every rank.
+// call count per run comes from a warm-up call, agreed on by every rank. The
+// runs of one size go back to back, as a training step's collectives follow
+// each other. (Tried on 2026-11-27: runs in passes over every collective and
+// size, the model times' remedy for a slow moment of the machine. Across 4
+// emulated hosts at 1 Gbit/s the allgather at 256 KiB then read 4.95 and 5.45
+// ms a call in two calibrations, with an untimed call before each run or
+// without, where back to back gives 2.0-2.6 and ZeRO's allgathers of that size
+// took 2.3-2.8 in training.)
 double timeCall(Communicator& comm, const ProbeConfig& cfg, const std::function<void()>& call) {
   Timer warm;
   call();
@@ -93,49 +100,18 @@ ProbeResult probeComm(Communicator& comm, const ProbeConfig& cfg) {
                           comm.allreduce(a.data(), a.data(), c * n, DType::F32, o);
                         }});
   if (n < 2) return r;
-  // Every (collective, size) is a cell; each cell's calls per run come from a
-  // warm-up call, agreed on by every rank.
-  struct Cell {
-    const Run* run;
-    size_t perRank;
-    int calls;
-  };
-  std::vector<Cell> cells;
-  for (const auto& [name, run] : collectives)
+  for (auto& [name, run] : collectives) {
+    CollectiveFit f{name, n, cfg.ranksPerHost, {}, {}};
     for (size_t bytes : cfg.sizes) {
       const size_t perRank = std::max<size_t>(1, bytes / 4 / n);
-      std::fill(a.begin(), a.end(), 1.0f);
-      Timer warm;
-      run(perRank);
-      const float first = maxOverRanks(comm, static_cast<float>(warm.seconds()));
-      cells.push_back({&run, perRank, std::clamp(static_cast<int>(cfg.secondsPerRun / std::max(first, 1e-7f)), 1, 200)});
+      std::fill(a.begin(), a.end(), 1.0f);  // sums stay finite over the repeats
+      const double s = timeCall(comm, cfg, [&] { run(perRank); });
+      f.samples.push_back({static_cast<double>(perRank * n * 4), s});
     }
-  const auto perCall = interleavedMedians(cells.size(), cfg.runs, [&](size_t i) {
-    const Cell& c = cells[i];
-    std::fill(a.begin(), a.end(), 1.0f);  // sums stay finite over the calls
-    comm.barrier();
-    Timer t;
-    for (int k = 0; k < c.calls; ++k) (*c.run)(c.perRank);
-    return static_cast<double>(maxOverRanks(comm, static_cast<float>(t.seconds() / c.calls)));
-  });
-  size_t i = 0;
-  for (const auto& [name, run] : collectives) {
-    CollectiveFit f{name, n, cfg.ranksPerHost, {}, {}};
-    for (size_t k = 0; k < cfg.sizes.size(); ++k, ++i)
-      f.samples.push_back({static_cast<double>(cells[i].perRank * n * 4), perCall[i]});
     f.fit = fitAlphaBeta(f.samples);
     r.collectives.push_back(std::move(f));
   }
   return r;
-}
-
-std::vector<double> interleavedMedians(size_t cells, int runs, const std::function<double(size_t)>& timeRun) {
-  std::vector<std::vector<double>> times(cells);
-  for (int pass = 0; pass < std::max(1, runs); ++pass)
-    for (size_t i = 0; i < cells; ++i) times[i].push_back(timeRun(i));
-  std::vector<double> out;
-  for (auto& t : times) out.push_back(median(t));
-  return out;
 }
 
 nlohmann::json samplesJson(const std::vector<Sample>& samples) {

@@ -8,7 +8,6 @@
 // rank gives b/n), reduce-scatter's input (each rank keeps b/n). So one model
 // size in bytes reads the same in every fit.
 #include <cstddef>
-#include <functional>
 #include <string>
 #include <vector>
 
@@ -24,7 +23,7 @@ struct ProbeConfig {
   int ranksPerHost = 1;         // the point-to-point partner of rank 0 is rank ranksPerHost
                                 // (the first rank of the next host); hier groups this many
   double secondsPerRun = 0.02;  // calls per timed run: about this long (at least 1 call)
-  int runs = 3;                 // timed runs per size, in passes (interleavedMedians); the median
+  int runs = 3;                 // timed runs per size; the median is kept
   bool pointToPoint = true;
   bool hier = false;            // also the hierarchical allreduce (groups of ranksPerHost)
   bool hierOnly = false;        // only that one
@@ -53,13 +52,6 @@ nlohmann::json toJson(const ProbeResult& result);
 ProbeResult probeFromJson(const nlohmann::json& j);
 // [[bytes, seconds], ...]
 nlohmann::json samplesJson(const std::vector<Sample>& samples);
-
-// Each cell's time, the median of `runs` runs, timed in passes: every cell
-// once, then every cell again. A slow second of the machine then lands in one
-// run of a few cells, not in all the runs of one (a collective's 256 KiB
-// time doubled in one calibration of 2026-11-27 where its neighbours did not,
-// with its 5 runs back to back). timeRun(i) times one run of cell i.
-std::vector<double> interleavedMedians(size_t cells, int runs, const std::function<double(size_t)>& timeRun);
 
 // minBytes, 4 minBytes, 16 minBytes, ... up to maxBytes (at least two sizes).
 std::vector<size_t> messageSizes(size_t minBytes, size_t maxBytes);

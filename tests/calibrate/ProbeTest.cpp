@@ -72,23 +72,6 @@ TEST(ModelProfile, PassesGiveEachTimeItsMedian) {
   EXPECT_THROW(medianOfPasses({}), Error);
 }
 
-TEST(CommProbe, RunsInPassesSoASlowMomentHitsEachCellOnce) {
-  // 3 cells, 5 runs; the machine is slow for 5 consecutive runs (the 3rd to
-  // the 7th timed). In passes, no cell gets more than 2 slow runs of its 5:
-  // each keeps the fast time (back to back, cell 0 would have had 3).
-  int calls = 0;
-  std::vector<size_t> order;
-  const auto medians = interleavedMedians(3, 5, [&](size_t cell) {
-    order.push_back(cell);
-    const int k = calls++;
-    return (k >= 2 && k <= 6 ? 10.0 : 1.0) * static_cast<double>(cell + 1);
-  });
-  ASSERT_EQ(medians.size(), 3u);
-  for (size_t i = 0; i < 3; ++i) EXPECT_DOUBLE_EQ(medians[i], static_cast<double>(i + 1)) << "cell " << i;
-  ASSERT_EQ(order.size(), 15u);
-  for (size_t k = 0; k < order.size(); ++k) EXPECT_EQ(order[k], k % 3);
-}
-
 TEST(ModelProfile, UnknownModelIsAUsageError) {
   EXPECT_THROW(profileModel({.model = "nope"}), UsageError);
 }
