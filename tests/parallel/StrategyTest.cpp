@@ -116,15 +116,19 @@ std::set<std::pair<int, std::string>> timelineSpans(
 }  // namespace
 
 TEST(Timeline, SpansOfEveryRankAndBucket) {
-  const auto seen = timelineSpans([](comm::Communicator& comm) -> std::unique_ptr<parallel::Strategy> { return std::make_unique<parallel::DataParallel>(comm); });
+  using StrategyPtr = std::unique_ptr<parallel::Strategy>;
+  const auto seen = timelineSpans(
+      [](comm::Communicator& comm) -> StrategyPtr { return std::make_unique<parallel::DataParallel>(comm); });
   for (int rank : {0, 1})
     for (const char* n : {"data", "forward", "backward", "optimizer", "allreduce"})
       EXPECT_TRUE(seen.count({rank, n})) << "rank " << rank << " " << n;
 }
 
 TEST(Timeline, ZeroShowsItsGathers) {
-  const auto seen = timelineSpans([](comm::Communicator& comm) {
-    return std::unique_ptr<parallel::Strategy>(std::make_unique<parallel::zero::ZeroDataParallel>(comm, parallel::zero::ZeroOptions{.stage = 1}));
+  using StrategyPtr = std::unique_ptr<parallel::Strategy>;
+  const auto seen = timelineSpans([](comm::Communicator& comm) -> StrategyPtr {
+    return std::make_unique<parallel::zero::ZeroDataParallel>(comm,
+                                                             parallel::zero::ZeroOptions{.stage = 1});
   });
   for (int rank : {0, 1})
     for (const char* n : {"forward", "backward", "optimizer", "allgather parameters"})

@@ -7,7 +7,7 @@ namespace dtrain::parallel::compress {
 std::vector<int64_t> chunkBounds(const BucketLayout& layout) {
   std::vector<int64_t> bounds{0};
   for (const auto& shape : layout.shapes) {
-    const int64_t n = BucketLayout::numelOf(shape);
+    const int64_t n = shapeNumel(shape);
     const int64_t start = bounds.back();
     for (int64_t off = kChunk; off < n; off += kChunk) bounds.push_back(start + off);
     if (n > 0) bounds.push_back(start + n);
@@ -17,7 +17,7 @@ std::vector<int64_t> chunkBounds(const BucketLayout& layout) {
 
 int64_t chunkCount(const BucketLayout& layout) {
   int64_t chunks = 0;
-  for (const auto& shape : layout.shapes) chunks += (BucketLayout::numelOf(shape) + kChunk - 1) / kChunk;
+  for (const auto& shape : layout.shapes) chunks += (shapeNumel(shape) + kChunk - 1) / kChunk;
   return chunks;
 }
 

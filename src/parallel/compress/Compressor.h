@@ -52,7 +52,6 @@ struct BucketLayout {
   int index = 0;  // bucket index (seeds, state names)
   std::vector<std::vector<int64_t>> shapes;
   int64_t numel() const;
-  static int64_t numelOf(const std::vector<int64_t>& shape);  // the product of its sizes
 };
 
 // Per call: the collective's tag and allreduce algorithm, the training step.

@@ -42,7 +42,7 @@ struct Shape {
   int64_t numel, rows, cols, rank;
 };
 Shape shapeOf(const std::vector<int64_t>& s, const CompressOptions& o) {
-  const int64_t n = BucketLayout::numelOf(s);
+  const int64_t n = shapeNumel(s);
   const int64_t rows = s.empty() ? 1 : s[0], cols = rows ? n / rows : 0;
   return {n, rows, cols, s.size() >= 2 ? powerSgdRank(rows, cols, o.rank, o.minCompressionRate) : 0};
 }

@@ -40,15 +40,9 @@ const Entry* find(const std::string& name) { return registry().tryFind(name); }
 
 }  // namespace
 
-int64_t BucketLayout::numelOf(const std::vector<int64_t>& shape) {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
-}
-
 int64_t BucketLayout::numel() const {
   int64_t n = 0;
-  for (const auto& s : shapes) n += numelOf(s);
+  for (const auto& s : shapes) n += shapeNumel(s);
   return n;
 }
 

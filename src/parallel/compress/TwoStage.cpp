@@ -18,7 +18,7 @@ BucketLayout partLayout(const BucketLayout& layout, int64_t begin, int64_t end, 
   part.index = index;
   int64_t offset = 0;
   for (const auto& shape : layout.shapes) {
-    const int64_t n = BucketLayout::numelOf(shape);
+    const int64_t n = shapeNumel(shape);
     const int64_t lo = std::max(begin, offset), hi = std::min(end, offset + n);
     if (lo < hi) part.shapes.push_back({hi - lo});
     offset += n;
