@@ -8,15 +8,15 @@
 #include <map>
 #include <mutex>
 #include <regex>
-#include <sys/wait.h>
-#include <unistd.h>
 #include <thread>
 
 #include "autograd/Precision.h"
 #include "calibrate/CommProbe.h"
+#include "calibrate/CoreSharing.h"
 #include "calibrate/Fit.h"
 #include "calibrate/MachineFile.h"
 #include "calibrate/NetworkCoreCost.h"
+#include "calibrate/Shell.h"
 #include "comm/Registry.h"
 #include "comm/local/Local.h"
 #include "core/Error.h"
@@ -32,6 +32,9 @@ namespace {
 
 // Passes over a model's micro-batch sizes (ModelProfile.h: medianOfPasses).
 constexpr int kModelPasses = 3;
+// The longest forward + backward at which core sharing is timed (CoreSharing.h):
+// a step of the size a run would use, and runs of a second hold ~10 of them.
+constexpr double kSharingStepS = 0.03;
 
 void progress(const char* fmt, auto... args) {
   std::fprintf(stderr, "calibrate: ");
@@ -49,12 +52,6 @@ std::string procField(const char* file, const std::string& key) {
       return start == std::string::npos ? "" : line.substr(start);
     }
   return "";
-}
-
-std::string shellQuote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
 }
 
 std::string joinSizes(const std::vector<size_t>& sizes) {
@@ -93,17 +90,6 @@ ProbeResult readProbe(const std::string& file) {
   DTRAIN_CHECK(!j.is_discarded(), "calibrate: unreadable MPI results in ", file);
   std::remove(file.c_str());
   return probeFromJson(j);
-}
-
-void runShell(const std::string& cmd, const std::string& what) {
-  const int status = std::system(cmd.c_str());
-  const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  DTRAIN_CHECK(status == 0, "calibrate: ", what, " failed (exit code ", code,
-               "; its own error is on the lines above)");
-}
-
-std::string tempFile(const std::string& tag) {
-  return "/tmp/dtrain-calibrate-" + std::to_string(::getpid()) + "-" + tag + ".json";
 }
 
 // The largest relative distance of a sample from its fit: how well the
@@ -329,13 +315,25 @@ nlohmann::json runCalibrate(const CalibrateConfig& c) {
             break;
           }
         }
+      // Core sharing at the largest size whose step is short (gpt-small: 4).
+      int64_t sharingSize = sizes.front();
       for (int64_t mb : sizes) {
         const ModelTimes t = medianOfPasses(passes[mb]);
         entry["micro_batches"][std::to_string(mb)] = modelTimesJson(t);
         progress("%s micro-batch %lld: forward %.2f ms, backward %.2f ms, %s update %.2f ms (median of %d passes)",
                  model.c_str(), static_cast<long long>(mb), t.forwardS * 1e3, t.backwardS * 1e3,
                  t.optimizer.c_str(), t.updateS * 1e3, kModelPasses);
+        if (t.forwardS + t.backwardS <= kSharingStepS) sharingSize = mb;
       }
+      const CoreSharing sharing =
+          measureCoreSharing({.self = c.self, .model = model, .microBatch = sharingSize, .threads = c.threads,
+                              .precision = c.precision, .windowS = c.small ? 0.1 : 1.0, .rounds = c.small ? 1 : 2},
+                             cores);
+      entry["shared_slowdown"] = sharing.slowdown;
+      progress("%s micro-batch %lld, %d processes on %d cores: %.2f ms a step each, alone %.2f: %.3fx slower than "
+               "a %.3g share",
+               model.c_str(), static_cast<long long>(sharingSize), sharing.processes, cores, sharing.sharedS * 1e3,
+               sharing.aloneS * 1e3, sharing.slowdown, sharing.share);
       m["models"][model] = entry;
     }
   }

@@ -1,6 +1,8 @@
 #include "calibrate/ModelProfile.h"
 
+#include <chrono>
 #include <set>
+#include <thread>
 
 #include "autograd/Ops.h"
 #include "calibrate/Fit.h"
@@ -41,6 +43,11 @@ std::pair<Tensor, Tensor> randomBatch(const nn::ModelInfo& info, int64_t batch) 
   Tensor y = Tensor::empty({batch}, DType::I32);
   for (int64_t i = 0; i < batch; ++i) y.data<int32_t>()[i] = static_cast<int32_t>(rng.below(shape.classes));
   return {x, y};
+}
+
+void sleepUntilEpoch(double s) {
+  const double wait = s - epochSeconds();
+  if (wait > 0) std::this_thread::sleep_for(std::chrono::duration<double>(wait));
 }
 
 struct StepTimes {
@@ -147,7 +154,12 @@ ModelTimes profileModel(const ModelProfileConfig& c) {
   Timer timed;
   for (int step = 0;; ++step) {
     const int done = step - c.warmup;  // timed steps so far
-    if (done >= c.repeats && (timed.seconds() >= c.minSeconds || done >= 4 * c.repeats)) break;
+    const bool windowOpen = c.windowEndS > 0 && epochSeconds() < c.windowEndS;
+    if (done >= c.repeats && !windowOpen && (timed.seconds() >= c.minSeconds || done >= 4 * c.repeats)) break;
+    if (done == 0 && c.windowStartS > 0) {
+      sleepUntilEpoch(c.windowStartS);
+      timed.reset();
+    }
     StepTimes s = timedStep(layers, x, y, *opt);
     if (step < c.warmup) {
       timed.reset();
@@ -165,6 +177,7 @@ ModelTimes profileModel(const ModelProfileConfig& c) {
     totalB.push_back(b);
     update.push_back(s.update);
   }
+  out.wallStepS = timed.seconds() / static_cast<double>(std::max<size_t>(1, totalF.size()));
   out.forwardS = median(totalF);
   out.backwardS = median(totalB);
   out.updateS = median(update);

@@ -24,6 +24,9 @@ struct ModelTimes {
   double forwardS = 0;          // the loss included (in the last layer's times too)
   double backwardS = 0;
   double updateS = 0;
+  // The timed steps' wall-clock time over their number (the update and the
+  // moments the process was off its core included: CoreSharing.h's measure).
+  double wallStepS = 0;
   std::vector<LayerTimes> layers;
 };
 
@@ -33,6 +36,10 @@ struct ModelProfileConfig {
   int warmup = 2;
   int repeats = 5;              // timed steps at least (the median of each time is kept)
   double minSeconds = 0;        // and more, up to 4 x repeats, until the timed ones took this long
+  // A window on the system clock (seconds since the epoch; 0: none): the timed
+  // steps start at windowStartS and go on until windowEndS, however many that
+  // takes, so that processes started together time the same moments (CoreSharing.h).
+  double windowStartS = 0, windowEndS = 0;
 };
 
 // Builds the model (seed 1, default data shape), runs warm-up and timed

@@ -1,5 +1,6 @@
 #include "cli/CalibrateCommand.h"
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "calibrate/Calibrate.h"
+#include "calibrate/CoreSharing.h"
 #include "calibrate/MachineFile.h"
 #include "calibrate/NetworkCoreCost.h"
 #include "core/Error.h"
@@ -68,8 +70,9 @@ void addCalibrateCommand(CLI::App& app) {
     calibrate::CalibrateConfig cfg;
     std::string models = "gpt-small,mlp", microBatches = "auto", hosts, out;
     bool noMpi = false;
-    std::string internalOut, internalSizes, internalStream;
+    std::string internalOut, internalSizes, internalStream, internalShare, internalModel, internalWindow;
     int internalRanksPerHost = 1;
+    int64_t internalMicroBatch = 0;
   };
   auto f = std::make_shared<Flags>();
   sub->add_option("--out", f->out, "machine file to write (JSON)");
@@ -102,7 +105,20 @@ void addCalibrateCommand(CLI::App& app) {
   sub->add_option("--internal-sizes", f->internalSizes)->group("");
   sub->add_option("--internal-ranks-per-host", f->internalRanksPerHost)->group("");
   sub->add_option("--internal-stream", f->internalStream)->group("");
+  // One of the processes that time core sharing (calibrate/CoreSharing.h).
+  sub->add_option("--internal-share", f->internalShare)->group("");
+  sub->add_option("--internal-model", f->internalModel)->group("");
+  sub->add_option("--internal-micro-batch", f->internalMicroBatch)->group("");
+  sub->add_option("--internal-window", f->internalWindow)->group("");
   sub->callback([f] {
+    if (!f->internalShare.empty()) {
+      double start = 0, end = 0;
+      DTRAIN_CHECK_USAGE(std::sscanf(f->internalWindow.c_str(), "%lf,%lf", &start, &end) == 2,
+                         "--internal-window: expected START,END");
+      calibrate::runShareRank(f->internalShare, f->internalModel, f->internalMicroBatch, f->cfg.threads,
+                              f->cfg.precision, start, end);
+      return;
+    }
     if (!f->internalStream.empty()) {
       // Streams until the parent's probe is done (a minute at most: a parent gone astray).
       calibrate::runStreamRank(f->internalStream, 60);

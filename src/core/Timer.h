@@ -18,4 +18,8 @@ class Timer {
 // Microseconds since an arbitrary process-wide origin (for timelines).
 double nowMicros();
 
+// Seconds since the Unix epoch on the system clock: a time several processes
+// agree on (a shared start, a log's timestamps).
+double epochSeconds();
+
 }  // namespace dtrain

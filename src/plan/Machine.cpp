@@ -168,12 +168,16 @@ struct MachineReader {
     if (!ms.is_object()) fail("models", "must be an object (model name -> calibration)");
     for (const auto& [model, cal] : ms.items()) {
       const std::string path = "models." + model;
-      onlyKeys(cal, path, {"precision", "threads", "optimizer", "params", "micro_batches"});
+      onlyKeys(cal, path, {"precision", "threads", "optimizer", "params", "shared_slowdown", "micro_batches"});
       ModelCalibration mc;
       if (cal.contains("precision")) mc.precision = text(cal, path, "precision");
       if (cal.contains("optimizer")) mc.optimizer = text(cal, path, "optimizer");
       if (cal.contains("params")) mc.params = integer(cal, path, "params", int64_t{1} << 53);
       if (cal.contains("threads")) mc.threads = static_cast<int>(integer(cal, path, "threads"));
+      if (cal.contains("shared_slowdown")) {
+        mc.sharedSlowdown = number(cal, path, "shared_slowdown", false);
+        if (mc.sharedSlowdown < 1) fail(path + ".shared_slowdown", "must be at least 1 (a slowdown)");
+      }
       if (!cal.contains("micro_batches") || !cal.at("micro_batches").is_object())
         fail(path + ".micro_batches", "missing (an object: micro-batch size -> times)");
       for (const auto& [size, t] : cal.at("micro_batches").items()) {
@@ -331,6 +335,11 @@ Machine parseMachine(const std::string& text, const std::string& name) {
     throw UsageError("machine file " + name + ": not JSON (" + e.what() + ")");
   }
   return MachineReader{name}.read(j);
+}
+
+double oversubscribedShare(double share, double slowdown) {
+  if (share <= 1) return share;
+  return share * (1 + (slowdown - 1) * std::min(1.0, share - 1));
 }
 
 Machine readMachine(const std::string& path) {

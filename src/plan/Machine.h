@@ -72,6 +72,9 @@ struct ModelCalibration {
   int threads = 1;
   std::string optimizer;  // the optimizer update_s was measured with ("": not said)
   int64_t params = 0;     // the model's parameters when measured (0: not said)
+  // How much slower than its share a rank computes where ranks outnumber the
+  // cores (calibrate/CoreSharing.h; 1: not measured).
+  double sharedSlowdown = 1;
   std::map<int64_t, ModelTime> microBatches;  // by micro-batch size
   // The measured size nearest `mbs` by ratio (a measured 8 stands for 6 better
   // than a measured 2 does) and its times; null when none was measured.
@@ -113,6 +116,12 @@ struct Machine {
   // The calibrated fit of `algo` over `k`, if the file has one.
   const CollectiveFit* collective(LinkKind k, const std::string& algo) const;
 };
+
+// The part of a core a rank's compute takes, `share` ranks to a core (a share
+// of 2: half the rate), slowed by `slowdown` (ModelCalibration::sharedSlowdown,
+// measured at 2 ranks a core) once the ranks outnumber the cores: in full from
+// 2 a core, in proportion between 1 and 2.
+double oversubscribedShare(double share, double slowdown);
 
 // Reads and validates a machine file; one-line UsageError naming the file and
 // the key on any problem (a missing file too).

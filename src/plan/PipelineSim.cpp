@@ -6,6 +6,7 @@
 
 #include "core/Error.h"
 #include "parallel/pipeline/Schedule.h"
+#include "plan/Machine.h"
 
 namespace dtrain::plan {
 
@@ -129,7 +130,7 @@ PipelineRun simulatePipeline(const std::string& schedule, int p, int m, int v, c
       int busy = 1;
       for (int o = 0; o < p; ++o)
         if (o != s && computeFrom[o] <= bestReady && bestReady < computeTo[o]) ++busy;
-      computeS *= std::max(1.0, busy * cores.copies / cores.slots);
+      computeS *= oversubscribedShare(std::max(1.0, busy * cores.copies / cores.slots), cores.slowdown);
     }
     computeFrom[s] = bestReady;
     computeTo[s] = bestReady + computeS;

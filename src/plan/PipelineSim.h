@@ -37,6 +37,7 @@ struct PipelineRun {
 struct PipelineCores {
   double slots = 0;
   int copies = 1;
+  double slowdown = 1;  // beyond the share where ranks outnumber the slots (plan::oversubscribedShare)
   std::vector<double> forwardCommS, backwardCommS;
 };
 

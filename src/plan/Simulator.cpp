@@ -138,6 +138,12 @@ struct StageCompute {
   std::vector<int64_t> forwardSums, backwardSums;
 };
 
+// The model's slowdown beyond its share of oversubscribed cores (1: not measured).
+double sharedSlowdown(const Machine& m, const std::string& model) {
+  auto it = m.models.find(model);
+  return it == m.models.end() ? 1.0 : it->second.sharedSlowdown;
+}
+
 // Measured times of the machine file's "models" section at this micro-batch size.
 std::optional<ModelTime> calibrated(const Machine& m, const std::string& model, int64_t mbs) {
   auto it = m.models.find(model);
@@ -202,6 +208,7 @@ std::vector<StageCompute> stageCompute(const api::RunConfig& rc, const Machine& 
                                                                         l.placement.ranksPerHost));
   double share = std::max(1.0, static_cast<double>(l.placement.ranksPerHost) * threads / m.devicesPerHost);
   if (m.sharedCores > 0) share = std::max(share, computing * threads / m.sharedCores);
+  share = oversubscribedShare(share, sharedSlowdown(m, c.model));
   if (shareOverride > 0) share = shareOverride;
   *shareUsed = share;
   *threadsUsed = threads;
@@ -383,6 +390,7 @@ Prediction simulate(const api::RunConfig& rc, const Machine& m, const ModelProfi
       }
       cores.slots = m.sharedCores / threads;
       cores.copies = l.dp * l.tp;
+      cores.slowdown = sharedSlowdown(m, c.model);
     }
     cores.forwardCommS = fwdComm;
     cores.backwardCommS = bwdComm;

@@ -51,7 +51,11 @@ TEST(CalibrateCli, QuickRunWritesAValidMachineFile) {
   EXPECT_EQ(m["collectives"]["same_process"]["allreduce_hier"]["ranks_per_host"], 4);
   const auto& mlp = m["models"]["mlp"];
   EXPECT_EQ(mlp["precision"], "fp32");
-  EXPECT_EQ(mlp.size(), 3u) << mlp.dump();  // precision, threads, micro_batches: the format's keys
+  // precision, threads, shared_slowdown, micro_batches: the format's keys
+  EXPECT_EQ(mlp.size(), 4u) << mlp.dump();
+  // 2 processes a core, each at least as slow as its share (CoreSharing.h).
+  EXPECT_GE(mlp["shared_slowdown"].get<double>(), 1.0);
+  EXPECT_NE(r.err.find("mlp micro-batch 1, "), std::string::npos) << r.err;
   ASSERT_TRUE(mlp["micro_batches"].contains("1"));
   EXPECT_EQ(mlp["micro_batches"]["1"]["layers"].size(), 6u);  // Flatten, Linear, ReLU, ...
   const auto& resnet = m["models"]["resnet-20"]["micro_batches"]["1"];

@@ -113,6 +113,8 @@ TEST(PlanMachine, RefusesMistakesInOneLineNamingTheKey) {
       {edited("\"8\": {", "\"eight\": {"), "micro_batches.eight: the key must be a micro-batch size"},
       {edited("\"ranks\": 4", "\"rank\": 4"), "allreduce_ring.rank: unknown key"},
       {edited("\"burst_bytes\": 16384", "\"burst_bytes\": -1"), "links.inter_host.burst_bytes: must be >= 0"},
+      {edited("\"threads\": 1,", "\"threads\": 1, \"shared_slowdown\": 0.9,"),
+       "models.gpt-small.shared_slowdown: must be at least 1"},
       {"{\"format\": ", "not JSON"}};
   for (const auto& [text, needle] : cases) {
     const std::string why = refusal(text);

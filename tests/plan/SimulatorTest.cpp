@@ -219,6 +219,16 @@ TEST(PlanSimulator, SharedCoresSlowEveryRankOfTheEmulatedHosts) {
               plan::simulate(ranks(4), hostsOwn, o).optimizerS * 2, 1e-9);
   EXPECT_NEAR(plan::simulate(ranks(2), hostsShare, o).computeS, 0.03, 1e-9);  // max(1, 2 / 2)
   EXPECT_NEAR(plan::simulate(ranks(8), hostsShare, o).computeS, 0.03 * 8 / 2, 1e-9);
+  // The model's measured slowdown beyond its share (calibrate's shared_slowdown):
+  // in full from 2 ranks a core, in proportion from 1 to 2, none where the ranks fit.
+  std::string slowed = shared;
+  slowed.replace(slowed.find("\"gpt-tiny\": {"), 13, R"("gpt-tiny": {"shared_slowdown": 1.2, )");
+  const plan::Machine hostsSlowed = plan::parseMachine(slowed, "slowed");
+  EXPECT_DOUBLE_EQ(hostsSlowed.models.at("gpt-tiny").sharedSlowdown, 1.2);
+  EXPECT_NEAR(plan::simulate(ranks(2), hostsSlowed, o).computeS, 0.03, 1e-9);
+  EXPECT_NEAR(plan::simulate(ranks(3), hostsSlowed, o).computeS, 0.03 * 1.5 * 1.1, 1e-9);
+  EXPECT_NEAR(plan::simulate(ranks(4), hostsSlowed, o).computeS, 0.03 * 2 * 1.2, 1e-9);
+  EXPECT_NEAR(plan::simulate(ranks(8), hostsSlowed, o).computeS, 0.03 * 4 * 1.2, 1e-9);
   // A typo'd value is refused.
   std::string zero = own;
   zero.insert(zero.rfind('}'), R"(, "shared_cores": 0)");

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/Error.h"
+#include "core/Timer.h"
 
 namespace dtrain::cli::launch {
 
@@ -12,8 +13,7 @@ MembershipLog::MembershipLog(const std::filesystem::path& dir) {
 }
 
 void MembershipLog::record(nlohmann::json record) {
-  record["time"] =
-      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  record["time"] = epochSeconds();
   out_ << record.dump() << std::endl;
 }
 

@@ -1,0 +1,85 @@
+#include "calibrate/CoreSharing.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <vector>
+
+#include "autograd/Precision.h"
+#include "calibrate/Fit.h"
+#include "calibrate/ModelProfile.h"
+#include "calibrate/Shell.h"
+#include "core/Error.h"
+#include "core/Timer.h"
+#include "tensor/cpu/Blas.h"
+
+namespace dtrain::calibrate {
+
+namespace {
+
+// Time from the processes' start to their window: exec, the model built, two
+// warm-up steps, with every process of the run competing for the cores.
+double startAllowanceS(const CoreSharingConfig& c, int processes) {
+  return 0.3 + 0.1 * processes + 0.2 * c.windowS;
+}
+
+// `processes` copies at once, each its own step time: the window starts when
+// all have had time to build their model and warm up.
+std::vector<double> runCopies(const CoreSharingConfig& c, int processes) {
+  const double start = epochSeconds() + startAllowanceS(c, processes), end = start + c.windowS;
+  char window[64];
+  std::snprintf(window, sizeof window, "%.3f,%.3f", start, end);
+  std::string script = "pids=; ";
+  std::vector<std::string> outs;
+  for (int i = 0; i < processes; ++i) {
+    outs.push_back(tempFile("share" + std::to_string(i)));
+    script += shellQuote(c.self) + " calibrate --internal-share " + shellQuote(outs.back()) +
+              " --internal-model " + shellQuote(c.model) + " --internal-micro-batch " +
+              std::to_string(c.microBatch) + " --internal-window " + window + " --threads " +
+              std::to_string(c.threads) + " --precision " + shellQuote(c.precision) + " & pids=\"$pids $!\"; ";
+  }
+  script += "rc=0; for p in $pids; do wait $p || rc=1; done; exit $rc";
+  runShell(script, "timing " + std::to_string(processes) + " processes of " + c.model + " at once");
+  std::vector<double> seconds;
+  for (const auto& out : outs) {
+    std::ifstream in(out);
+    double s = 0;
+    DTRAIN_CHECK(in >> s && s > 0, "calibrate: a process timing ", c.model, " left no time in ", out);
+    std::remove(out.c_str());
+    seconds.push_back(s);
+  }
+  return seconds;
+}
+
+}  // namespace
+
+CoreSharing measureCoreSharing(const CoreSharingConfig& c, int cores) {
+  CoreSharing r;
+  r.processes = std::max(2, 2 * cores / std::max(1, c.threads));
+  r.share = static_cast<double>(r.processes) * c.threads / cores;
+  std::vector<double> alone, shared;
+  // Alternated, so that a slow moment of the machine falls on both sides.
+  for (int round = 0; round < c.rounds; ++round) {
+    alone.push_back(runCopies(c, 1).front());
+    shared.push_back(median(runCopies(c, r.processes)));
+  }
+  r.aloneS = median(alone);
+  r.sharedS = median(shared);
+  // Below 1 the processes shared the cores better than the arithmetic: noise.
+  r.slowdown = std::max(1.0, r.sharedS / (r.aloneS * std::max(1.0, r.share)));
+  return r;
+}
+
+void runShareRank(const std::string& outFile, const std::string& model, int64_t microBatch, int threads,
+                  const std::string& precision, double startS, double endS) {
+  DTRAIN_CHECK_USAGE(microBatch >= 1 && endS > startS, "calibrate --internal-share: bad micro-batch or window");
+  kernels::configureKernels(threads, kernels::GemmBackend::Auto);
+  autograd::PrecisionScope scope(autograd::parsePrecision(precision));
+  const ModelTimes t =
+      profileModel({.model = model, .microBatch = microBatch, .repeats = 1, .windowStartS = startS, .windowEndS = endS});
+  std::ofstream out(outFile);
+  out << t.wallStepS << "\n";
+  DTRAIN_CHECK(out.good(), "calibrate: cannot write ", outFile);
+}
+
+}  // namespace dtrain::calibrate

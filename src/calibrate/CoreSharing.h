@@ -1,0 +1,44 @@
+#pragma once
+// What a rank's compute loses when ranks outnumber the cores beyond the
+// arithmetic share: K processes on C cores each compute at C / K of one alone
+// and a little less (the switches between them, the caches they evict: gpt-small
+// at micro-batch 4 on 2 cores, 4 processes 1.06x slower than half the rate,
+// 8 processes 1.07x than a quarter). calibrate starts 2x as many processes
+// as cores, each timing the same model steps in one window of the system
+// clock, against one process alone; the machine file keeps the ratio
+// (models.M.shared_slowdown) and the simulator slows oversubscribed ranks by it.
+#include <cstdint>
+#include <string>
+
+namespace dtrain::calibrate {
+
+struct CoreSharingConfig {
+  std::string self;            // the dtrain binary
+  std::string model;
+  int64_t microBatch = 4;
+  int threads = 1;             // kernel threads per process
+  std::string precision = "fp32";
+  double windowS = 1.0;        // timed steps per run
+  int rounds = 2;              // alone, then all, this many times (medians)
+};
+
+struct CoreSharing {
+  int processes = 0;           // at once on the cores
+  double share = 1;            // processes x threads / cores
+  double aloneS = 0;           // a training step's wall-clock time, one process alone
+  double sharedS = 0;          // the same with `processes` at once (their median)
+  double slowdown = 1;         // sharedS / (aloneS x share), at least 1
+};
+
+// Runs the processes (this binary's `calibrate --internal-share`); throws
+// dtrain::Error when one fails.
+CoreSharing measureCoreSharing(const CoreSharingConfig& config, int cores);
+
+// One process's side: runs steps through [startS, endS] (seconds since the
+// epoch) and writes their wall-clock seconds a step to `outFile` (a median of
+// steps would miss the slices the process waited for its core: the mlp's
+// 2 ms steps mostly fit between two).
+void runShareRank(const std::string& outFile, const std::string& model, int64_t microBatch, int threads,
+                  const std::string& precision, double startS, double endS);
+
+}  // namespace dtrain::calibrate

@@ -1,0 +1,18 @@
+#pragma once
+// The shell commands calibrate runs (mpirun, scripts/netsim.sh, its own
+// binary in an internal mode) and the temporary files they answer in.
+#include <string>
+
+namespace dtrain::calibrate {
+
+// `s` as one single-quoted shell word.
+std::string shellQuote(const std::string& s);
+
+// Runs `cmd` under /bin/sh; a non-zero exit throws dtrain::Error naming `what`
+// (the command's own error is on stderr above it).
+void runShell(const std::string& cmd, const std::string& what);
+
+// A file in /tmp for this process and `tag`.
+std::string tempFile(const std::string& tag);
+
+}  // namespace dtrain::calibrate
