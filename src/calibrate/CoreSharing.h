@@ -18,7 +18,7 @@ struct CoreSharingConfig {
   int64_t microBatch = 4;
   int threads = 1;             // kernel threads per process
   std::string precision = "fp32";
-  double windowS = 1.0;        // timed steps per run
+  double windowS = 1.0;        // seconds of timed steps per run (its window)
   int rounds = 2;              // alone, then all, this many times (medians)
 };
 
