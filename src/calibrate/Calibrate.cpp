@@ -338,6 +338,18 @@ nlohmann::json runCalibrate(const CalibrateConfig& c) {
     }
   }
 
+  // Pairs of processes on this host's cores (mpirun): the tensor-parallel sums
+  // of packed ranks wait for their partner's core.
+  if (c.mpi) {
+    const auto waits = measurePairedSumWaits(
+        {.self = c.self, .computeMs = 1, .iters = c.small ? 10 : 200, .runs = c.small ? 1 : 3}, cores);
+    for (const PairedSumWait& w : waits) {
+      m["paired_sum_waits"].push_back({{"ranks_per_core", w.ranksPerCore}, {"seconds", w.seconds}});
+      progress("a 2-rank sum after 1 ms of compute, %g ranks a core: %.2f ms more than alone", w.ranksPerCore,
+               w.seconds * 1e3);
+    }
+  }
+
   json links, collectives, samples;
   const std::vector<size_t> sizes = messageSizes(4096, c.maxBytes);
   ProbeConfig local{.sizes = sizes, .ranksPerHost = 2, .secondsPerRun = 0.03, .runs = 5};

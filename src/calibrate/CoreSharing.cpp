@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "autograd/Precision.h"
 #include "calibrate/Fit.h"
@@ -51,7 +54,47 @@ std::vector<double> runCopies(const CoreSharingConfig& c, int processes) {
   return seconds;
 }
 
+// `pairs` pairs of ranks at once, each its own mpirun of the allreduce
+// bench: each pair's seconds a sum after the compute.
+std::vector<double> runPairs(const PairedSumConfig& c, int pairs) {
+  char compute[32];
+  std::snprintf(compute, sizeof compute, "%g", c.computeMs);
+  std::string script = "pids=; ";
+  std::vector<std::string> outs;
+  for (int i = 0; i < pairs; ++i) {
+    outs.push_back(tempFile("pair" + std::to_string(i)));
+    script += "mpirun --allow-run-as-root --oversubscribe --bind-to none -np 2 " + shellQuote(c.self) +
+              " bench allreduce --backend mpi --min-bytes 65536 --max-bytes 65536 --busy-ms " + compute +
+              " --iters " + std::to_string(c.iters) + " --runs " + std::to_string(c.runs) + " --json > " +
+              shellQuote(outs.back()) + " & pids=\"$pids $!\"; ";
+  }
+  script += "rc=0; for p in $pids; do wait $p || rc=1; done; exit $rc";
+  runShell(script, std::to_string(pairs) + " pairs of ranks summing after compute (dtrain bench allreduce)");
+  std::vector<double> seconds;
+  for (const auto& out : outs) {
+    std::ifstream in(out);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::remove(out.c_str());
+    const auto j = nlohmann::json::parse(text, nullptr, false);
+    DTRAIN_CHECK(!j.is_discarded() && j.contains("rows") && !j["rows"].empty(),
+                 "calibrate: dtrain bench allreduce left no JSON result in ", out);
+    seconds.push_back(j["rows"][0]["us"].get<double>() * 1e-6);
+  }
+  return seconds;
+}
+
 }  // namespace
+
+std::vector<PairedSumWait> measurePairedSumWaits(const PairedSumConfig& c, int cores) {
+  if (cores < 2) return {};
+  const double alone = median(runPairs(c, 1));
+  std::vector<PairedSumWait> out;
+  for (int perCore : {2, 4}) {
+    const double shared = median(runPairs(c, perCore * cores / 2));
+    out.push_back({static_cast<double>(perCore), std::max(0.0, shared - alone)});
+  }
+  return out;
+}
 
 CoreSharing measureCoreSharing(const CoreSharingConfig& c, int cores) {
   CoreSharing r;

@@ -9,6 +9,7 @@
 // (models.M.shared_slowdown) and the simulator slows oversubscribed ranks by it.
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace dtrain::calibrate {
 
@@ -33,6 +34,27 @@ struct CoreSharing {
 // Runs the processes (this binary's `calibrate --internal-share`); throws
 // dtrain::Error when one fails.
 CoreSharing measureCoreSharing(const CoreSharingConfig& config, int cores);
+
+// What a sum between two ranks of one host costs on top of its own time where
+// ranks outnumber the cores: a tensor-parallel pair meets after each layer,
+// and the partner it waits for may be waiting for a core. Pairs of processes
+// (`mpirun -np 2 dtrain bench allreduce --busy-ms`: 64 KiB after computeMs of
+// compute, the same work whatever the share) fill the cores 2 and 4 ranks a
+// core; each wait is their sum's time less one pair's alone. Measured on 2
+// Zen 5 cores, 1 ms of compute: 0.04 ms alone, 0.9 ms 2 ranks a core, 2.6
+// ms 4 (gpt-small dp 4 x tp 2 packed on 4 emulated hosts, 8 ranks: its
+// forward and backward 2.8 ms longer a sum than dp 8's).
+struct PairedSumConfig {
+  std::string self;            // the dtrain binary
+  double computeMs = 1;        // before each sum: about gpt-small's layer at tp 2 (0.75 ms)
+  int iters = 200, runs = 3;   // sums per timed run, runs (the bench's median)
+};
+struct PairedSumWait {
+  double ranksPerCore = 0;
+  double seconds = 0;          // beyond the sum's time alone, at least 0
+};
+// Empty where the machine has a single core (one pair alone already shares it).
+std::vector<PairedSumWait> measurePairedSumWaits(const PairedSumConfig& config, int cores);
 
 // One process's side: runs steps through [startS, endS] (seconds since the
 // epoch) and writes their wall-clock seconds a step to `outFile` (a median of

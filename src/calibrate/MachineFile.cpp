@@ -62,7 +62,7 @@ void checkMachineJson(const nlohmann::json& m) {
   DTRAIN_CHECK(m.is_object(), "machine file: not a JSON object");
   static const std::set<std::string> topLevel = {
       "format", "name", "hosts", "devices_per_host", "memory_per_device_bytes",
-      "shared_cores", "async_sends", "compute", "links", "collectives", "models"};
+      "shared_cores", "paired_sum_waits", "async_sends", "compute", "links", "collectives", "models"};
   for (const auto& [key, value] : m.items())
     DTRAIN_CHECK(topLevel.count(key), "machine file: unknown key '", key, "'");
   DTRAIN_CHECK(need(m, "", "format") == kMachineFormat, "machine file: format must be '",
@@ -72,6 +72,13 @@ void checkMachineJson(const nlohmann::json& m) {
   positive(m, "", "devices_per_host");
   positive(m, "", "memory_per_device_bytes");
   if (m.contains("shared_cores")) positive(m, "", "shared_cores");
+  if (m.contains("paired_sum_waits")) {
+    DTRAIN_CHECK(m.at("paired_sum_waits").is_array(), "machine file: paired_sum_waits must be an array");
+    for (const auto& w : m.at("paired_sum_waits")) {
+      positive(w, "paired_sum_waits[].", "ranks_per_core");
+      positive(w, "paired_sum_waits[].", "seconds", true);
+    }
+  }
   const auto& compute = need(m, "", "compute");
   const auto& flops = need(compute, "compute.", "flops_per_s");
   positive(flops, "compute.flops_per_s.", "fp32");

@@ -42,6 +42,10 @@ void addBenchCommand(CLI::App& app) {
                  "time each call after this many ms with the links idle (training's calls come after "
                  "compute: an emulated link's token bucket refills); 0: calls back to back")
       ->capture_default_str();
+  ar->add_option("--busy-ms", f->cfg.busyMs,
+                 "time each call after this many ms of compute (CPU time: the same work however many "
+                 "processes share the core), as a tensor-parallel sum comes after a layer")
+      ->capture_default_str();
   ar->add_option("--iters", f->cfg.iters, "allreduces per timed run (0 = by size, 5..200)")
       ->capture_default_str();
   ar->add_option("--runs", f->cfg.runs, "timed runs per size; the median is reported")

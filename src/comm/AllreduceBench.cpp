@@ -5,6 +5,7 @@
 #include <thread>
 #include <cmath>
 #include <cstdio>
+#include <ctime>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <ostream>
@@ -42,6 +43,8 @@ void validate(const AllreduceBenchConfig& c) {
   DTRAIN_CHECK_USAGE(c.stepFactor >= 2, "--step-factor must be >= 2");
   DTRAIN_CHECK_USAGE(c.iters >= 0 && c.runs >= 1, "--iters must be >= 0 and --runs >= 1");
   DTRAIN_CHECK_USAGE(c.idleMs >= 0 && c.idleMs <= 10000, "--idle-ms must be in [0, 10000], got ", c.idleMs);
+  DTRAIN_CHECK_USAGE(c.busyMs >= 0 && c.busyMs <= 10000, "--busy-ms must be in [0, 10000], got ", c.busyMs);
+  DTRAIN_CHECK_USAGE(c.idleMs == 0 || c.busyMs == 0, "--idle-ms and --busy-ms exclude each other");
   DTRAIN_CHECK_USAGE(!c.algos.empty(), "--algo needs at least one algorithm");
   for (Algorithm a : c.algos) {
     bool ok = a != Algorithm::Native || c.backend == "mpi";
@@ -50,6 +53,20 @@ void validate(const AllreduceBenchConfig& c) {
 }
 
 namespace {
+
+// Computes until the calling thread has had `ms` of CPU time: the same work
+// however many processes share its core (their wall-clock time then grows).
+void computeFor(double ms) {
+  auto cpuMs = [] {
+    timespec t{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) * 1e-6;
+  };
+  const double until = cpuMs() + ms;
+  volatile float x = 1;
+  while (cpuMs() < until)
+    for (int i = 0; i < 4096; ++i) x = x * 1.0000001f + 1e-7f;
+}
 
 int itersFor(const AllreduceBenchConfig& c, size_t bytes) {
   if (c.iters > 0) return c.iters;
@@ -87,12 +104,16 @@ std::vector<AllreduceBenchRow> benchRank(Communicator& comm, const AllreduceBenc
         comm.barrier();
         const uint64_t sent0 = comm.bytesSent();
         double seconds = 0;
-        if (cfg.idleMs > 0) {
+        if (cfg.idleMs > 0 || cfg.busyMs > 0) {
           // As in training, where a call comes after compute: the ranks meet,
-          // the links idle (an emulated link's token bucket refills), then one call.
+          // the links idle (an emulated link's token bucket refills) or the
+          // ranks compute, then one call.
           for (int it = 0; it < iters; ++it) {
             comm.barrier();
-            std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(cfg.idleMs));
+            if (cfg.busyMs > 0)
+              computeFor(cfg.busyMs);
+            else
+              std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(cfg.idleMs));
             Timer t;
             comm.allreduce(buf.data(), buf.data(), count, DType::F32, o);
             seconds += t.seconds();

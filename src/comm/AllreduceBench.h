@@ -21,6 +21,10 @@ struct AllreduceBenchConfig {
   int iters = 0;                    // allreduces per timed run; 0 = by size (5..200)
   int runs = 5;                     // timed runs per size; the median is reported
   double idleMs = 0;                // > 0: each call after this long with the links idle
+  // > 0: each call after this much compute, in CPU time of the calling thread
+  // (a tensor-parallel sum after a layer: where ranks outnumber the cores the
+  // partner may still wait for one, and the call waits with it)
+  double busyMs = 0;
   bool json = false;
   bool callChecks = true;           // mpi: compare call descriptors (always on for local)
 };

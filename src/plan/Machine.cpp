@@ -143,6 +143,20 @@ struct MachineReader {
     return out;
   }
 
+  // [{"ranks_per_core": k, "seconds": s}, ...], k > 1 increasing, s >= 0.
+  void pairedSumWaits(const json& ws, Machine& m) const {
+    if (!ws.is_array()) fail("paired_sum_waits", "must be an array of {ranks_per_core, seconds}");
+    for (size_t i = 0; i < ws.size(); ++i) {
+      const std::string p = "paired_sum_waits[" + std::to_string(i) + "]";
+      onlyKeys(ws[i], p, {"ranks_per_core", "seconds"});
+      const double k = number(ws[i], p, "ranks_per_core", true), s = number(ws[i], p, "seconds", false);
+      if (k <= 1) fail(p + ".ranks_per_core", "must be above 1 (ranks outnumbering the cores)");
+      if (!m.pairedSumWaits.empty() && !(k > m.pairedSumWaits.back().first))
+        fail(p + ".ranks_per_core", "must increase");
+      m.pairedSumWaits.emplace_back(k, s);
+    }
+  }
+
   ModelTime modelTime(const json& t, const std::string& path) const {
     onlyKeys(t, path, {"forward_s", "backward_s", "update_s", "layers"});
     ModelTime mt{number(t, path, "forward_s", false), number(t, path, "backward_s", false),
@@ -196,7 +210,7 @@ struct MachineReader {
 
   Machine read(const json& j) const {
     onlyKeys(j, "", {"format", "name", "hosts", "devices_per_host", "memory_per_device_bytes",
-                     "shared_cores", "async_sends", "compute", "links", "collectives", "models"});
+                     "shared_cores", "paired_sum_waits", "async_sends", "compute", "links", "collectives", "models"});
     if (!j.contains("format")) fail("format", std::string("missing (expected \"") + kMachineFormat + "\")");
     const std::string format = text(j, "", "format");
     if (format != kMachineFormat)
@@ -207,6 +221,7 @@ struct MachineReader {
     m.devicesPerHost = static_cast<int>(integer(j, "", "devices_per_host"));
     m.memoryPerDeviceBytes = amount(j, "", "memory_per_device_bytes", true);
     if (j.contains("shared_cores")) m.sharedCores = static_cast<int>(integer(j, "", "shared_cores"));
+    if (j.contains("paired_sum_waits")) pairedSumWaits(j.at("paired_sum_waits"), m);
     if (j.contains("async_sends")) {
       if (!j.at("async_sends").is_boolean()) fail("async_sends", "must be true or false, got " + j.at("async_sends").dump());
       m.asyncSends = j.at("async_sends").get<bool>();
@@ -335,6 +350,19 @@ Machine parseMachine(const std::string& text, const std::string& name) {
     throw UsageError("machine file " + name + ": not JSON (" + e.what() + ")");
   }
   return MachineReader{name}.read(j);
+}
+
+double Machine::pairedSumWaitS(double ranksPerCore) const {
+  if (ranksPerCore <= 1 || pairedSumWaits.empty()) return 0;
+  // From none at 1 a core (each rank has its own) through the measured
+  // points; beyond the last on the line through the last two.
+  std::vector<std::pair<double, double>> points{{1.0, 0.0}};
+  points.insert(points.end(), pairedSumWaits.begin(), pairedSumWaits.end());
+  size_t i = 1;
+  while (i + 1 < points.size() && ranksPerCore > points[i].first) ++i;
+  const auto [k0, s0] = points[i - 1];
+  const auto [k1, s1] = points[i];
+  return std::max(0.0, s0 + (s1 - s0) * (ranksPerCore - k0) / (k1 - k0));
 }
 
 double oversubscribedShare(double share, double slowdown) {

@@ -96,6 +96,10 @@ struct Machine {
   // ranks share these cores, so a rank computes at shared / ranks-at-once of
   // the measured rate once the run's ranks outnumber them (0: hosts own their cores).
   int sharedCores = 0;
+  // What a sum between ranks of one host costs beyond its own time where
+  // ranks outnumber the cores: the partner may wait for a core.
+  // (ranks a core, seconds) by increasing ranks (calibrate/CoreSharing.h); empty: not measured.
+  std::vector<std::pair<double, double>> pairedSumWaits;
   // Whether a point-to-point message goes out while its sender computes on
   // (GPUs' copy engines, NCCL: true, the default). dtrain calibrate writes
   // false: Open MPI's TCP transport progresses a large isend only inside MPI
@@ -113,6 +117,9 @@ struct Machine {
   double flops(const std::string& precision) const;
   // The link, falling back to the next slower kind the file describes.
   const LinkCost& link(LinkKind k) const;
+  // pairedSumWaits at `ranksPerCore`: 0 up to 1 a core, read on the line
+  // between the measured points, beyond the last on the line through the last two.
+  double pairedSumWaitS(double ranksPerCore) const;
   // The calibrated fit of `algo` over `k`, if the file has one.
   const CollectiveFit* collective(LinkKind k, const std::string& algo) const;
 };

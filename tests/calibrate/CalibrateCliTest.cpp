@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <thread>
 
 #include "calibrate/MachineFile.h"
 #include "cli/CliRunner.h"
@@ -104,6 +105,14 @@ TEST(CalibrateCli, MpiRanksOnThisHostGiveIntraHostFits) {
   for (const char* c : {"allreduce_ring", "allgather_ring", "reduce_scatter_ring", "broadcast"}) {
     ASSERT_TRUE(m["collectives"]["intra_host"].contains(c)) << c;
     EXPECT_EQ(m["collectives"]["intra_host"][c]["ranks"], 2);
+  }
+  // Pairs of processes summing after compute, 2 and 4 a core (none on a single core).
+  if (std::thread::hardware_concurrency() >= 2) {
+    ASSERT_TRUE(m.contains("paired_sum_waits")) << m.dump();
+    ASSERT_EQ(m["paired_sum_waits"].size(), 2u);
+    EXPECT_EQ(m["paired_sum_waits"][0]["ranks_per_core"], 2);
+    EXPECT_EQ(m["paired_sum_waits"][1]["ranks_per_core"], 4);
+    for (const auto& w : m["paired_sum_waits"]) EXPECT_GE(w["seconds"].get<double>(), 0);
   }
 }
 #endif

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "comm/AllreduceBench.h"
+#include "core/Timer.h"
 #include "comm/Communicator.h"
 #include "core/Error.h"
 
@@ -52,6 +53,13 @@ TEST(AllreduceBench, UsageErrors) {
   c = small();
   c.idleMs = -1;
   expectUsage(c, "--idle-ms");
+  c = small();
+  c.busyMs = 20000;
+  expectUsage(c, "--busy-ms must be in [0, 10000]");
+  c = small();
+  c.idleMs = 1;
+  c.busyMs = 1;
+  expectUsage(c, "--idle-ms and --busy-ms exclude each other");
   EXPECT_THROW(parseAlgorithms("ring,fastest"), UsageError);
   EXPECT_EQ(parseAlgorithms("ring,shm").size(), 2u);
 }
@@ -98,6 +106,29 @@ TEST(AllreduceBench, IdleLinksBeforeEachCallLeaveTheResultsChecked) {
   EXPECT_TRUE(rows[0].ok);
   EXPECT_GT(rows[0].micros, 0);
   EXPECT_LT(rows[0].micros, 200000);
+}
+
+TEST(AllreduceBench, ComputeBeforeEachCallIsLeftOutOfItsTime) {
+  // --busy-ms: each timed call after a barrier and that much compute (CPU
+  // time), which the time per call leaves out: 3 calls after 100 ms of compute
+  // each, the 4 KiB sum itself microseconds on the local backend.
+  auto c = small();
+  c.workers = 2;
+  c.maxBytes = 4096;
+  c.iters = 3;
+  c.runs = 1;
+  c.busyMs = 100;
+  std::ostringstream out;
+  Timer wall;
+  const auto rows = runAllreduceBench(c, out);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_TRUE(rows[0].ok);
+  EXPECT_GT(rows[0].micros, 0);
+  // The compute ran (300 ms of CPU time is at least 300 ms of wall-clock
+  // time) and the calls' time is what is left of the run beside it.
+  const double seconds = wall.seconds();
+  EXPECT_GE(seconds, 0.3);
+  EXPECT_LE(rows[0].micros * 3, (seconds - 0.3) * 1e6);
 }
 
 }  // namespace

@@ -91,6 +91,38 @@ TEST(PlanMachine, ModelTimesReadBetweenMeasuredSizes) {
   EXPECT_DOUBLE_EQ(cal.at(2)->forwardS, 0.25);  // below the smallest: in proportion
 }
 
+TEST(PlanMachine, PairedSumWaitsReadOnTheLineBetweenTheMeasuredPoints) {
+  const Machine m = parseMachine(edited("\"hosts\": 4,", "\"hosts\": 4, \"paired_sum_waits\": "
+                                        "[{\"ranks_per_core\": 2, \"seconds\": 0.001}, "
+                                        "{\"ranks_per_core\": 4, \"seconds\": 0.003}],"),
+                                 "m.json");
+  ASSERT_EQ(m.pairedSumWaits.size(), 2u);
+  EXPECT_DOUBLE_EQ(m.pairedSumWaitS(1), 0);       // a core each: no wait
+  EXPECT_DOUBLE_EQ(m.pairedSumWaitS(0.5), 0);
+  EXPECT_DOUBLE_EQ(m.pairedSumWaitS(1.5), 0.0005);  // from none at 1 a core
+  EXPECT_DOUBLE_EQ(m.pairedSumWaitS(2), 0.001);
+  EXPECT_DOUBLE_EQ(m.pairedSumWaitS(3), 0.002);
+  EXPECT_DOUBLE_EQ(m.pairedSumWaitS(4), 0.003);
+  EXPECT_DOUBLE_EQ(m.pairedSumWaitS(6), 0.005);   // beyond: the last two points' line
+  EXPECT_DOUBLE_EQ(parseMachine(kGoodMachine, "m.json").pairedSumWaitS(4), 0);  // not measured
+  const std::pair<std::string, std::string> cases[] = {
+      {edited("\"hosts\": 4,", "\"hosts\": 4, \"paired_sum_waits\": [{\"ranks_per_core\": 1, \"seconds\": 0.001}],"),
+       "paired_sum_waits[0].ranks_per_core: must be above 1"},
+      {edited("\"hosts\": 4,", "\"hosts\": 4, \"paired_sum_waits\": [{\"ranks_per_core\": 4, \"seconds\": 0.003}, "
+                                "{\"ranks_per_core\": 2, \"seconds\": 0.001}],"),
+       "paired_sum_waits[1].ranks_per_core: must increase"},
+      {edited("\"hosts\": 4,", "\"hosts\": 4, \"paired_sum_waits\": [{\"ranks_per_core\": 2, \"seconds\": -1}],"),
+       "paired_sum_waits[0].seconds: must be >= 0"},
+      {edited("\"hosts\": 4,", "\"hosts\": 4, \"paired_sum_waits\": [{\"ranks\": 2, \"seconds\": 0}],"),
+       "paired_sum_waits[0].ranks: unknown key"},
+      {edited("\"hosts\": 4,", "\"hosts\": 4, \"paired_sum_waits\": 0.001,"), "paired_sum_waits: must be an array"}};
+  for (const auto& [text, needle] : cases) {
+    const std::string why = refusal(text);
+    EXPECT_NE(why.find(needle), std::string::npos) << why;
+    EXPECT_EQ(why.find('\n'), std::string::npos) << why;
+  }
+}
+
 TEST(PlanMachine, ShippedClusterFilesRead) {
   for (const char* name : {"selene-a100.json", "dgx2-v100.json", "example-cpu.json"}) {
     const Machine m = readMachine(std::string(DTRAIN_PLAN_CLUSTERS) + "/" + name);

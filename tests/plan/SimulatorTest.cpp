@@ -241,6 +241,38 @@ TEST(PlanSimulator, SharedCoresSlowEveryRankOfTheEmulatedHosts) {
   EXPECT_THROW(plan::parseMachine(sends, "bad sends"), UsageError);
 }
 
+TEST(PlanSimulator, PackedPairsOnFullCoresWaitForTheirPartnersCore) {
+  // dp x tp 2 packed on emulated hosts sharing 2 cores: every tensor-parallel
+  // sum within a host adds calibrate's paired wait at the run's ranks a core
+  // (8 ranks: 4 a core, 4 ranks: 2); spread, whose sums cross the hosts, adds none.
+  std::string text = emulatedHosts();
+  const plan::Machine plain = plan::parseMachine(text, "plain");
+  text.insert(text.rfind('}'), R"(, "paired_sum_waits": [{"ranks_per_core": 2, "seconds": 0.001},
+      {"ranks_per_core": 4, "seconds": 0.003}])");
+  const plan::Machine waits = plan::parseMachine(text, "waits");
+  auto sums = [](int workers, const std::string& placement, const plan::Machine& m, int hosts) {
+    api::RunConfig rc = mpiRun(workers, 2, 1);
+    rc.train.placement = placement;
+    rc = api::prepared(rc, api::sourcesFromValues(rc));
+    plan::SimulateOptions o;
+    o.hosts = hosts;
+    const plan::Prediction p = plan::simulate(rc, m, o);
+    for (const auto& [name, seconds] : p.terms)
+      if (name == "tensor-parallel sums") return seconds;
+    return -1.0;
+  };
+  // The sums a micro-batch: each block's forward and backward ones.
+  int count = 0;
+  for (const plan::LayerProfile& layer : plan::profileFor(mpiRun(8, 2, 1)).layers)
+    count += layer.tensorParallelSums +
+             (layer.tensorParallelBackwardSums >= 0 ? layer.tensorParallelBackwardSums : layer.tensorParallelSums);
+  ASSERT_GT(count, 0);
+  EXPECT_NEAR(sums(8, "pack", waits, 4) - sums(8, "pack", plain, 4), count * 0.003, 1e-9);
+  EXPECT_NEAR(sums(4, "pack", waits, 2) - sums(4, "pack", plain, 2), count * 0.001, 1e-9);
+  EXPECT_GT(sums(8, "spread", plain, 4), 0);
+  EXPECT_DOUBLE_EQ(sums(8, "spread", waits, 4), sums(8, "spread", plain, 4));
+}
+
 TEST(PlanSimulator, TheNetworksCoreTimeSlowsTheComputeBesideItsTraffic) {
   // 4 emulated hosts of 1 rank on 2 shared cores, their link's kernel work
   // 1e-8 core s a byte. Data parallelism sends its ring allreduce's bytes
