@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
-#include <iterator>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -32,17 +31,15 @@ std::vector<double> runCopies(const CoreSharingConfig& c, int processes) {
   const double start = epochSeconds() + startAllowanceS(c, processes), end = start + c.windowS;
   char window[64];
   std::snprintf(window, sizeof window, "%.3f,%.3f", start, end);
-  std::string script = "pids=; ";
-  std::vector<std::string> outs;
+  std::vector<std::string> outs, commands;
   for (int i = 0; i < processes; ++i) {
     outs.push_back(tempFile("share" + std::to_string(i)));
-    script += shellQuote(c.self) + " calibrate --internal-share " + shellQuote(outs.back()) +
-              " --internal-model " + shellQuote(c.model) + " --internal-micro-batch " +
-              std::to_string(c.microBatch) + " --internal-window " + window + " --threads " +
-              std::to_string(c.threads) + " --precision " + shellQuote(c.precision) + " & pids=\"$pids $!\"; ";
+    commands.push_back(shellQuote(c.self) + " calibrate --internal-share " + shellQuote(outs.back()) +
+                       " --internal-model " + shellQuote(c.model) + " --internal-micro-batch " +
+                       std::to_string(c.microBatch) + " --internal-window " + window + " --threads " +
+                       std::to_string(c.threads) + " --precision " + shellQuote(c.precision));
   }
-  script += "rc=0; for p in $pids; do wait $p || rc=1; done; exit $rc";
-  runShell(script, "timing " + std::to_string(processes) + " processes of " + c.model + " at once");
+  runShellAtOnce(commands, "timing " + std::to_string(processes) + " processes of " + c.model + " at once");
   std::vector<double> seconds;
   for (const auto& out : outs) {
     std::ifstream in(out);
@@ -59,23 +56,20 @@ std::vector<double> runCopies(const CoreSharingConfig& c, int processes) {
 std::vector<double> runPairs(const PairedSumConfig& c, int pairs) {
   char compute[32];
   std::snprintf(compute, sizeof compute, "%g", c.computeMs);
-  std::string script = "pids=; ";
-  std::vector<std::string> outs;
+  std::vector<std::string> outs, commands;
   for (int i = 0; i < pairs; ++i) {
     outs.push_back(tempFile("pair" + std::to_string(i)));
-    script += "mpirun --allow-run-as-root --oversubscribe --bind-to none -np 2 " + shellQuote(c.self) +
-              " bench allreduce --backend mpi --min-bytes 65536 --max-bytes 65536 --busy-ms " + compute +
-              " --iters " + std::to_string(c.iters) + " --runs " + std::to_string(c.runs) + " --json > " +
-              shellQuote(outs.back()) + " & pids=\"$pids $!\"; ";
+    commands.push_back("mpirun --allow-run-as-root --oversubscribe --bind-to none -np 2 " + shellQuote(c.self) +
+                       " bench allreduce --backend mpi --min-bytes 65536 --max-bytes 65536 --busy-ms " + compute +
+                       " --iters " + std::to_string(c.iters) + " --runs " + std::to_string(c.runs) + " --json > " +
+                       shellQuote(outs.back()));
   }
-  script += "rc=0; for p in $pids; do wait $p || rc=1; done; exit $rc";
-  runShell(script, std::to_string(pairs) + " pairs of ranks summing after compute (dtrain bench allreduce)");
+  runShellAtOnce(commands, std::to_string(pairs) + " pairs of ranks summing after compute (dtrain bench allreduce)");
   std::vector<double> seconds;
   for (const auto& out : outs) {
     std::ifstream in(out);
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const auto j = nlohmann::json::parse(in, nullptr, false);
     std::remove(out.c_str());
-    const auto j = nlohmann::json::parse(text, nullptr, false);
     DTRAIN_CHECK(!j.is_discarded() && j.contains("rows") && !j["rows"].empty(),
                  "calibrate: dtrain bench allreduce left no JSON result in ", out);
     seconds.push_back(j["rows"][0]["us"].get<double>() * 1e-6);

@@ -21,6 +21,12 @@ void runShell(const std::string& cmd, const std::string& what) {
                "; its own error is on the lines above)");
 }
 
+void runShellAtOnce(const std::vector<std::string>& commands, const std::string& what) {
+  std::string script = "pids=; ";
+  for (const auto& cmd : commands) script += cmd + " & pids=\"$pids $!\"; ";
+  runShell(script + "rc=0; for p in $pids; do wait $p || rc=1; done; exit $rc", what);
+}
+
 std::string tempFile(const std::string& tag) {
   return "/tmp/dtrain-calibrate-" + std::to_string(::getpid()) + "-" + tag + ".json";
 }
