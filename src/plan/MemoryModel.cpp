@@ -125,28 +125,6 @@ double pipelineActivationsPeak(const api::RunConfig& rc, const Layout& l, const 
   return peak;
 }
 
-// The stage's fusion buckets' bytes, grouped by the trainer's rule
-// (parallel::fusionBucketStarts) from its parameter tensors in reverse order
-// (tensor parallelism's cut spread evenly over them).
-std::vector<double> fusionBuckets(const runtime::TrainConfig& c, const Layout& l, const ModelProfile& p, int stage,
-                                  double psi) {
-  std::vector<double> tensors;
-  for (int i : l.stageLayers[stage])
-    for (int64_t n : p.layers[i].tensors) tensors.push_back(4.0 * static_cast<double>(n));
-  double total = 0;
-  for (double t : tensors) total += t;
-  if (tensors.empty() || total <= 0) return {};
-  std::reverse(tensors.begin(), tensors.end());
-  for (double& t : tensors) t *= 4 * psi / total;
-  const std::vector<size_t> starts = parallel::fusionBucketStarts(tensors, std::max(1.0, c.fusionMb * 1048576.0));
-  std::vector<double> buckets(starts.size(), 0.0);
-  for (size_t b = 0, i = 0; i < tensors.size(); ++i) {
-    if (b + 1 < starts.size() && i == starts[b + 1]) ++b;
-    buckets[b] += tensors[i];
-  }
-  return buckets;
-}
-
 // Rank 0's timing of every layer on one micro-batch before a pipeline's
 // first step (parallel/pipeline/Partition.cpp's profileLayers): layer by
 // layer, a forward from the previous layer's output, then a backward from a
@@ -170,6 +148,25 @@ double layerTimingPeak(const Layout& l, const ModelProfile& p) {
 }
 
 }  // namespace
+
+std::vector<double> fusionBuckets(const runtime::TrainConfig& c, const Layout& l, const ModelProfile& p, int stage,
+                                  double psi) {
+  std::vector<double> tensors;
+  for (int i : l.stageLayers[stage])
+    for (int64_t n : p.layers[i].tensors) tensors.push_back(4.0 * static_cast<double>(n));
+  double total = 0;
+  for (double t : tensors) total += t;
+  if (tensors.empty() || total <= 0) return {};
+  std::reverse(tensors.begin(), tensors.end());
+  for (double& t : tensors) t *= 4 * psi / total;
+  const std::vector<size_t> starts = parallel::fusionBucketStarts(tensors, std::max(1.0, c.fusionMb * 1048576.0));
+  std::vector<double> buckets(starts.size(), 0.0);
+  for (size_t b = 0, i = 0; i < tensors.size(); ++i) {
+    if (b + 1 < starts.size() && i == starts[b + 1]) ++b;
+    buckets[b] += tensors[i];
+  }
+  return buckets;
+}
 
 std::vector<RankMemory> predictMemory(const api::RunConfig& rc, const Layout& l, const ModelProfile& p) {
   const auto& c = rc.train;

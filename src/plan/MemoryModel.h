@@ -27,6 +27,14 @@ struct RankMemory {
 // fp32 optimizer state bytes per parameter (sgd with momentum 4, adam 8...).
 double optimizerBytesPerParam(const runtime::TrainConfig& c);
 
+// A pipeline stage's fusion buckets' bytes in launch order, grouped by the
+// trainer's rule (parallel::fusionBucketStarts) from the stage's parameter
+// tensors in reverse order, scaled to `psi` parameters (a tensor-parallel
+// rank's slice: the cut spread evenly over the tensors). The gradient sync's
+// time (Simulator.cpp) and ZeRO's set-up peak (here) both follow them.
+std::vector<double> fusionBuckets(const runtime::TrainConfig& c, const Layout& l, const ModelProfile& p, int stage,
+                                  double psi);
+
 // One entry per rank, in rank order.
 std::vector<RankMemory> predictMemory(const api::RunConfig& rc, const Layout& l, const ModelProfile& p);
 

@@ -437,7 +437,9 @@ Prediction simulate(const api::RunConfig& rc, const Machine& m, const ModelProfi
   }
   // Gradients across replicas (or to the parameter servers).
   double gradParams = 0;
-  for (const auto& s : stages) gradParams = std::max(gradParams, s.params);
+  int gradStage = 0;
+  for (int s = 0; s < l.pp; ++s)
+    if (stages[s].params > gradParams) gradParams = stages[s].params, gradStage = s;
   const double ratio = compressionRatio(c, p);
   const double gradBytes = 4 * gradParams;
   double dpS = 0, dpExposed = 0;
@@ -499,10 +501,14 @@ Prediction simulate(const api::RunConfig& rc, const Machine& m, const ModelProfi
   } else if (l.dp > 1 && l.strategy != "hogwild") {
     const RankGroup g = meshGroup(l, MeshDim::Replicas);
     const SufficientFactorCost sfb = sufficientFactors(rc, m, p, l, g, share);
-    // Fusion buckets (--fusion-mb) are cut from the fp32 gradients; a
-    // compressor then shrinks each one by `ratio`.
+    // Fusion buckets (--fusion-mb) are cut from the fp32 gradients as the
+    // trainer cuts them, whole tensors each (the mlp's 0.25 MiB: 267 and 785
+    // KiB, not four of 0.25 and the rest); a compressor then shrinks each one
+    // by `ratio`. Weights --sfb sends as factors leave their share.
     const double raw = gradBytes - 4 * sfb.weightParams, bytes = raw * ratio;
-    const double rawBucket = std::min(raw, std::max(1.0, c.fusionMb * 1048576.0));
+    std::vector<double> rawBuckets = fusionBuckets(c, l, p, gradStage, gradParams);
+    if (rawBuckets.empty()) rawBuckets = {raw};
+    for (double& b : rawBuckets) b *= gradBytes > 0 ? raw / gradBytes : 0;
     if (parallel::compress::compressorGathers(c.compress)) {
       dpS = allgatherTime(m, l.placement, g, bytes * l.dp);
       r.bytesPerRank += bytes * (l.dp - 1);
@@ -520,8 +526,7 @@ Prediction simulate(const api::RunConfig& rc, const Machine& m, const ModelProfi
         if (c.zero == 0) return allreduceTime(m, l.placement, g, b, c.allreduceAlgo);
         return reduceScatterTime(m, l.placement, g, b) + (1 + again) * allgatherTime(m, l.placement, g, b);
       };
-      const double full = std::floor(raw / rawBucket), rest = raw - full * rawBucket;
-      dpS = full * perBucket(rawBucket * ratio) + (rest > 0 ? perBucket(rest * ratio) : 0);
+      for (double b : rawBuckets) dpS += perBucket(b * ratio);
       r.bytesPerRank += ringAllreduceBytesPerRank(l.dp, bytes) + again * reduceScatterBytesPerRank(l.dp, bytes);
       // The trainer sends a bucket as soon as the last micro-batch's backward
       // fills it (with --overlap, a mesh's replicas too; ZeRO's reduce-scatters
@@ -550,7 +555,7 @@ Prediction simulate(const api::RunConfig& rc, const Machine& m, const ModelProfi
     // compute, e.g. PowerSGD's orthogonalization, is not modelled).
     const bool coresFree = m.sharedCores == 0 || l.ranks < m.sharedCores;
     const bool overlaps = c.overlap && c.zero == 0 && l.strategy == "allreduce" && coresFree;
-    const double bucket = allreduceTime(m, l.placement, g, rawBucket * ratio, c.allreduceAlgo);
+    const double bucket = allreduceTime(m, l.placement, g, rawBuckets.back() * ratio, c.allreduceAlgo);
     dpExposed = overlaps ? std::max(bucket, dpS - lastBackward) : dpS;
   }
   // The update: parameters, gradients and state read, parameters and state written.

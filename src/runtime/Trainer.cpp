@@ -371,7 +371,12 @@ TrainResult Trainer::run() {
         throw stop::Interrupted(detail::concat(
             "stopped by ", stop::signalName(), " after step ", step, "; --strategy ",
             strategy_->name(), " saves nothing on a signal (its ranks stop at their own steps)"));
-      if (strategy_->anyRankStops(stop::requested()) && step < total) {
+      bool peerStops = false;
+      {
+        SpanScope s(spans, "stop check");  // one number summed over every rank
+        peerStops = strategy_->anyRankStops(stop::requested());
+      }
+      if (peerStops && step < total) {
         stop::request();  // a peer's signal: this process stops as if it had one
         stopped = interrupted = true;
         if (!c.checkpointDir.empty()) {
@@ -387,8 +392,11 @@ TrainResult Trainer::run() {
         const double rate = windowSteps * globalBatch / std::max(1e-9, window.seconds());
         // Only logged steps combine the loss across ranks: every rank must make
         // the same collective calls, and only rank 0 draws a bar.
-        const double meanLoss = logNow ? strategy_->reduceMetric(windowLoss / windowSteps)
-                                       : windowLoss / windowSteps;
+        double meanLoss = windowLoss / windowSteps;
+        if (logNow) {
+          SpanScope s(spans, "loss sum");
+          meanLoss = strategy_->reduceMetric(meanLoss);
+        }
         progress.update(step, epoch, meanLoss, rate, logNow);
         if (logNow) {
           r.trainLoss = meanLoss;

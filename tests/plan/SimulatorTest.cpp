@@ -150,7 +150,9 @@ TEST(PlanSimulator, CalibrateLayerNamesAndSharedHostFitsAreUsed) {
   rc.train.optimizer = "adam";
   EXPECT_LT(plan::simulate(api::prepared(rc, api::sourcesFromValues(rc)), m).optimizerS, 0.5);
   // 2 hosts x 2 ranks, hierarchical allreduce: the fit measured at that shape,
-  // once per fusion bucket (0.25 MB: 4 full ones and the rest of 1,077,288 bytes).
+  // once per fusion bucket as the trainer cuts them at 0.25 MiB, whole tensors
+  // each: the last two Linears' 68,362 elements, then the first's 200,960
+  // (2 buckets, where 1,077,288 bytes in pieces of 0.25 MiB would be 5).
   rc.train.optimizer = "sgd";
   rc.train.backend = "mpi";
   rc.train.workers = 4;
@@ -164,7 +166,12 @@ TEST(PlanSimulator, CalibrateLayerNamesAndSharedHostFitsAreUsed) {
   packed.hosts = 2;
   packed.ranksPerHost = 2;
   const double checks = 1.01 * plan::allreduceTime(m, packed, plan::RankGroup{4, 2, 2, 1}, 8, "auto");
-  EXPECT_NEAR(four.commS - checks, 5 * 0.5 + 4.0 * 269322 / 1e12, 1e-6);
+  EXPECT_NEAR(four.commS - checks, 2 * 0.5 + 4.0 * 269322 / 1e12, 1e-6);
+  // At 0.01 MiB (10,486 bytes): the last Linear and the middle one's bias
+  // (11,304 bytes), the middle weight, the first Linear: 3.
+  rc.train.fusionMb = 0.01;
+  const plan::Prediction small = plan::simulate(api::prepared(rc, api::sourcesFromValues(rc)), m, o);
+  EXPECT_NEAR(small.commS - checks, 3 * 0.5 + 4.0 * 269322 / 1e12, 1e-6);
 }
 
 TEST(PlanSimulator, StagesAreCutAsTheTrainerCutsThem) {
