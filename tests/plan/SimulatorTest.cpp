@@ -280,6 +280,29 @@ TEST(PlanSimulator, PackedPairsOnFullCoresWaitForTheirPartnersCore) {
   EXPECT_DOUBLE_EQ(sums(8, "spread", waits, 4), sums(8, "spread", plain, 4));
 }
 
+TEST(PlanSimulator, PipelineStagesMeetAtTheStepEndSumsAfterAPairedWait) {
+  // 4 emulated hosts of 1 rank on 2 shared cores (2 ranks a core): a
+  // pipeline's step-end checks add the paired wait at 2 a core once; data
+  // parallelism's ranks meet at the gradient sum before them: no wait.
+  std::string text = emulatedHosts();
+  const plan::Machine plain = plan::parseMachine(text, "plain");
+  text.insert(text.rfind('}'), R"(, "paired_sum_waits": [{"ranks_per_core": 2, "seconds": 0.001},
+      {"ranks_per_core": 4, "seconds": 0.003}])");
+  const plan::Machine waits = plan::parseMachine(text, "waits");
+  plan::SimulateOptions o;
+  o.hosts = 4;
+  auto checks = [&](int stages, const plan::Machine& m) {
+    for (const auto& [name, seconds] : plan::simulate(mpiRun(4, 1, stages, true), m, o).terms)
+      if (name == "step-end checks") return seconds;
+    return -1.0;
+  };
+  EXPECT_GT(checks(4, plain), 0);
+  EXPECT_NEAR(checks(4, waits) - checks(4, plain), 0.001, 1e-12);
+  EXPECT_NEAR(checks(2, waits) - checks(2, plain), 0.001, 1e-12);
+  EXPECT_GT(checks(1, plain), 0);
+  EXPECT_DOUBLE_EQ(checks(1, waits), checks(1, plain));
+}
+
 TEST(PlanSimulator, TheNetworksCoreTimeSlowsTheComputeBesideItsTraffic) {
   // 4 emulated hosts of 1 rank on 2 shared cores, their link's kernel work
   // 1e-8 core s a byte. Data parallelism sends its ring allreduce's bytes
