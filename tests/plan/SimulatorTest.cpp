@@ -248,15 +248,24 @@ TEST(PlanSimulator, SharedCoresSlowEveryRankOfTheEmulatedHosts) {
   EXPECT_THROW(plan::parseMachine(sends, "bad sends"), UsageError);
 }
 
+namespace {
+
+// The emulated hosts with calibrate's paired waits: 1 ms at 2 ranks a core, 3 at 4.
+plan::Machine withPairedWaits() {
+  std::string text = emulatedHosts();
+  text.insert(text.rfind('}'), R"(, "paired_sum_waits": [{"ranks_per_core": 2, "seconds": 0.001},
+      {"ranks_per_core": 4, "seconds": 0.003}])");
+  return plan::parseMachine(text, "waits");
+}
+
+}  // namespace
+
 TEST(PlanSimulator, PackedPairsOnFullCoresWaitForTheirPartnersCore) {
   // dp x tp 2 packed on emulated hosts sharing 2 cores: every tensor-parallel
   // sum within a host adds calibrate's paired wait at the run's ranks a core
   // (8 ranks: 4 a core, 4 ranks: 2); spread, whose sums cross the hosts, adds none.
-  std::string text = emulatedHosts();
-  const plan::Machine plain = plan::parseMachine(text, "plain");
-  text.insert(text.rfind('}'), R"(, "paired_sum_waits": [{"ranks_per_core": 2, "seconds": 0.001},
-      {"ranks_per_core": 4, "seconds": 0.003}])");
-  const plan::Machine waits = plan::parseMachine(text, "waits");
+  const plan::Machine plain = plan::parseMachine(emulatedHosts(), "plain");
+  const plan::Machine waits = withPairedWaits();
   auto sums = [](int workers, const std::string& placement, const plan::Machine& m, int hosts) {
     api::RunConfig rc = mpiRun(workers, 2, 1);
     rc.train.placement = placement;
@@ -284,11 +293,8 @@ TEST(PlanSimulator, PipelineStagesMeetAtTheStepEndSumsAfterAPairedWait) {
   // 4 emulated hosts of 1 rank on 2 shared cores (2 ranks a core): a
   // pipeline's step-end checks add the paired wait at 2 a core once; data
   // parallelism's ranks meet at the gradient sum before them: no wait.
-  std::string text = emulatedHosts();
-  const plan::Machine plain = plan::parseMachine(text, "plain");
-  text.insert(text.rfind('}'), R"(, "paired_sum_waits": [{"ranks_per_core": 2, "seconds": 0.001},
-      {"ranks_per_core": 4, "seconds": 0.003}])");
-  const plan::Machine waits = plan::parseMachine(text, "waits");
+  const plan::Machine plain = plan::parseMachine(emulatedHosts(), "plain");
+  const plan::Machine waits = withPairedWaits();
   plan::SimulateOptions o;
   o.hosts = 4;
   auto checks = [&](int stages, const plan::Machine& m) {
