@@ -1,6 +1,7 @@
 #include "core/Memory.h"
 
 #include <malloc.h>
+#include <sys/mman.h>
 
 #include <atomic>
 #include <deque>
@@ -31,11 +32,28 @@ void updatePeak(Counters& c, int64_t now) {
 // step (~7000 faults per gpt-small step, 5-8% of its time). Keeping freed
 // memory in the heap makes the steady state fault-free; the peak is what the
 // step needs anyway.
+constexpr size_t kMmapThreshold = 32u << 20;  // glibc's largest allowed value
 const bool gMallocTuned = [] {
-  mallopt(M_MMAP_THRESHOLD, 32 << 20);  // glibc's largest allowed value
+  mallopt(M_MMAP_THRESHOLD, static_cast<int>(kMmapThreshold));
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
   return true;
 }();
+
+// Blocks from the mmap threshold up (datasets, large weights) are asked
+// for 2 MiB pages (MADV_HUGEPAGE: the kernel's "madvise" mode, Debian's
+// default, backs only advised ranges). A data loader gathers samples from
+// random rows of its dataset: with 4 KiB pages each row is a TLB miss, and on
+// a paravirtualized VM a miss the shadow page tables do not hold costs
+// microseconds: Fashion-MNIST's 256-sample batch took 1.6 ms to gather on a
+// Zen 5 VM, 0.16 ms with 2 MiB pages, and `dtrain train`'s default run 2.4 s
+// against 1.3. The heap below the threshold is left to the kernel's default.
+void adviseHugePages(void* p, size_t bytes) {
+  constexpr uintptr_t kHuge = 2u << 20;
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(p) + kHuge - 1) & ~(kHuge - 1);
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + bytes) & ~(kHuge - 1);
+  // Advice only: a kernel without transparent huge pages answers EINVAL.
+  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
+}
 
 }  // namespace
 
@@ -45,6 +63,7 @@ void* allocate(size_t bytes, DeviceType device) {
   if (rounded == 0) rounded = kAlignment;
   void* p = std::aligned_alloc(kAlignment, rounded);
   if (!p) throw Error(dtrain::detail::concat("out of memory allocating ", bytes, " bytes on CPU"));
+  if (rounded >= kMmapThreshold) adviseHugePages(p, rounded);
   auto& c = gCounters[static_cast<int>(device)];
   int64_t now = c.current.fetch_add(static_cast<int64_t>(bytes), std::memory_order_relaxed) +
                 static_cast<int64_t>(bytes);

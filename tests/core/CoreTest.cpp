@@ -2,8 +2,11 @@
 #include <omp.h>
 
 #include <atomic>
+#include <cstdio>
+#include <fstream>
 #include <mutex>
 #include <set>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -60,6 +63,44 @@ TEST(Memory, CountsCurrentAndPeak) {
   EXPECT_GE(memory::stats().peakBytes, before.currentBytes + 1000);
   memory::release(p, 1000);
   EXPECT_EQ(memory::stats().currentBytes, before.currentBytes);
+}
+
+namespace {
+
+// The VmFlags of the mapping holding `p` (/proc/self/smaps), "" if none.
+std::string vmFlagsAt(const void* p) {
+  std::ifstream smaps("/proc/self/smaps");
+  const auto at = reinterpret_cast<uintptr_t>(p);
+  bool inside = false;
+  for (std::string line; std::getline(smaps, line);) {
+    unsigned long begin = 0, end = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx ", &begin, &end) == 2 && line.find(':') > line.find(' ')) {
+      inside = begin <= at && at < end;
+    } else if (inside && line.rfind("VmFlags:", 0) == 0) {
+      return line;
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST(Memory, LargeBlocksAskForHugePages) {
+  // A block from the mmap threshold (32 MiB) up is advised MADV_HUGEPAGE
+  // (VmFlags "hg"); a small one, from the heap, is not.
+  std::ifstream mode("/sys/kernel/mm/transparent_hugepage/enabled");
+  if (!mode) GTEST_SKIP() << "this kernel has no transparent huge pages";
+  const size_t big = 40u << 20, small = 1u << 20;
+  void* p = memory::allocate(big);
+  void* q = memory::allocate(small);
+  const std::string bigFlags = vmFlagsAt(static_cast<char*>(p) + big / 2);
+  const std::string smallFlags = vmFlagsAt(q);
+  memory::release(p, big);
+  memory::release(q, small);
+  ASSERT_FALSE(bigFlags.empty());
+  EXPECT_NE(bigFlags.find(" hg"), std::string::npos) << bigFlags;
+  ASSERT_FALSE(smallFlags.empty());
+  EXPECT_EQ(smallFlags.find(" hg"), std::string::npos) << smallFlags;
 }
 
 TEST(ThreadPool, ParallelForCoversRangeOnce) {
