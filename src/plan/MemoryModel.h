@@ -8,6 +8,9 @@
 //  - dtrain's own categories as the trainer reports them in memory_per_rank
 //    (fp32 parameters and gradients, the optimizer's fp32 state), per rank of
 //    the configuration's layout, with activations from the model profile.
+#include <cstdint>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "api/RunConfig.h"
@@ -34,6 +37,15 @@ double optimizerBytesPerParam(const runtime::TrainConfig& c);
 // time (Simulator.cpp) and ZeRO's set-up peak (here) both follow them.
 std::vector<double> fusionBuckets(const runtime::TrainConfig& c, const Layout& l, const ModelProfile& p, int stage,
                                   double psi);
+
+// A built-in dataset the trainer holds in memory (every worker its training
+// set, the reporting worker the test set too, fp32 samples and int32 labels):
+// Fashion-MNIST. Generated (`synthetic`), text and user datasets: none known.
+struct KnownDataset {
+  int64_t trainSamples = 0, testSamples = 0, sampleNumel = 0;
+  double bytes(int64_t samples) const { return 4.0 * static_cast<double>(samples) * static_cast<double>(sampleNumel + 1); }
+};
+std::optional<KnownDataset> knownDataset(const std::string& name);
 
 // One entry per rank, in rank order.
 std::vector<RankMemory> predictMemory(const api::RunConfig& rc, const Layout& l, const ModelProfile& p);

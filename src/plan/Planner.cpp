@@ -7,6 +7,7 @@
 #include "api/Train.h"
 #include "core/Error.h"
 #include "nn/Gpt.h"
+#include "plan/MemoryModel.h"
 
 namespace dtrain::plan {
 
@@ -260,7 +261,7 @@ AutoBatch autoGlobalBatch(const PlanRequest& r, const Machine& m) {
   a.lr = c.lr * static_cast<double>(a.globalBatch) / static_cast<double>(std::max<int64_t>(1, c.batchSize));
   int64_t epoch = 0;
   if (c.dataset == "synthetic") epoch = c.syntheticSize;
-  if (c.dataset == "fashion-mnist") epoch = 60000;
+  if (const auto data = knownDataset(c.dataset)) epoch = data->trainSamples;
   a.warmupFromEpochs = epoch > 0;
   const int64_t ramp = epoch > 0 ? (5 * epoch + a.globalBatch - 1) / a.globalBatch : kAutoWarmupSteps;
   a.warmupSteps = a.globalBatch > c.batchSize ? std::max(c.warmupSteps, ramp) : c.warmupSteps;

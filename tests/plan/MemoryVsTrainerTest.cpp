@@ -9,6 +9,7 @@
 
 #include "api/Train.h"
 #include "cli/CliRunner.h"
+#include "plan/MemoryModel.h"
 #include "plan/Simulator.h"
 
 using namespace dtrain;
@@ -96,6 +97,27 @@ TEST(PlanMemory, MlpZeroStagesMatchTheTrainer) {
   sgd.train.momentum = 0.0;
   sgd.train.batchSize = 64;
   expectWithin5Percent(sgd);
+}
+
+TEST(PlanMemory, FashionMnistIsInTheTrainersPeak) {
+  // One process holds the training set and, reporting, the test set (180 + 30
+  // MiB) beside the model: its peak matches the trainer's. Local ranks share
+  // one copy loaded outside them: not in theirs.
+  if (!std::ifstream("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz"))
+    GTEST_SKIP() << "dataset-fashion-mnist not installed";
+  api::RunConfig one = quick("mlp");
+  one.train.dataset = "fashion-mnist";
+  one.train.syntheticSize = runtime::TrainConfig{}.syntheticSize;
+  one.train.evalBatch = 1000;
+  expectWithin5Percent(one);
+  const auto data = plan::knownDataset("fashion-mnist");
+  ASSERT_TRUE(data);
+  const api::RunConfig prepared = api::prepared(one, api::sourcesFromValues(one));
+  const auto peak = plan::simulate(prepared, anyMachine()).memory.at(0).peak;
+  EXPECT_GT(peak, data->bytes(60000) + data->bytes(10000));
+  api::RunConfig local = one;
+  local.train.workers = 2;
+  expectWithin5Percent(local);
 }
 
 TEST(PlanMemory, GptTinyZeroStagesMatchTheTrainer) {

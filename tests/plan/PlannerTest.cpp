@@ -158,7 +158,7 @@ TEST(PlanPlanner, AutoGlobalBatchIsTheLargestThatFits) {
 TEST(PlanPlanner, CliAutoGlobalBatchSaysWhatItChose) {
   const std::string dir = test::tempDir();
   const std::string best = dir + "/auto.toml";
-  const auto r = test::runDtrain("plan --model mlp --global-batch auto --memory-per-rank 8MiB --hosts 1 "
+  const auto r = test::runDtrain("plan --model mlp --global-batch auto --memory-per-rank 256MiB --hosts 1 "
                                  "--ranks-per-host 2 --machine " + std::string(DTRAIN_PLAN_CLUSTERS) +
                                  "/example-cpu.json --write-config " + best + " --top 1");
   ASSERT_EQ(r.code, 0) << r.err;
