@@ -283,8 +283,10 @@ Prediction simulate(const api::RunConfig& rc, const Machine& m, const ModelProfi
   // cores: each waits for the partner's core as well (calibrate's paired
   // sums; gpt-small dp 4 x tp 2 packed, 8 ranks on 2 cores, 2.8 ms a sum
   // measured where the sum alone takes 0.2). Sums across hosts have their
-  // fits from ranks that shared the cores as they probed.
-  const double pairWait = !sumsCrossHosts && m.sharedCores > 0 ? m.pairedSumWaitS(coresAsked / m.sharedCores) : 0;
+  // fits from ranks that shared the cores as they probed. (A pipeline's
+  // step-end sums wait it once too: checksS below.)
+  const double partnerWait = m.sharedCores > 0 ? m.pairedSumWaitS(coresAsked / m.sharedCores) : 0;
+  const double pairWait = sumsCrossHosts ? 0 : partnerWait;
   auto sumsTime = [&](const std::vector<int64_t>& widths, double gap) {
     double t = 0;
     for (int64_t w : widths) {
@@ -585,7 +587,7 @@ Prediction simulate(const api::RunConfig& rc, const Machine& m, const ModelProfi
     // rank out of the loss sum 1.24 ms (mlp, pp 4) and 1.84 (pp 2 x tp 2)
     // where data parallelism's, its ranks together after the gradient sum,
     // took 0.77 (0.65 predicted; the paired wait 0.81).
-    if (l.pp > 1 && m.sharedCores > 0) checksS += m.pairedSumWaitS(coresAsked / m.sharedCores);
+    if (l.pp > 1) checksS += partnerWait;
   }
   // Emulated hosts: the kernels' work for the bytes sent while ranks compute
   // runs on the cores those ranks share, once they keep every core busy
