@@ -1,9 +1,11 @@
 #pragma once
 // Deterministic test inputs shared by several test targets.
 #include <cstdint>
+#include <filesystem>
 #include <string>
 
 #include "core/Rng.h"
+#include "data/FashionMnist.h"
 #include "tensor/Tensor.h"
 
 namespace dtrain::test {
@@ -29,6 +31,11 @@ inline std::string sampleText(size_t bytes, uint64_t seed = 777) {
     s += (x >> 20) % 9 == 0 ? ".\n" : " ";
   }
   return s;
+}
+
+// Whether Debian's dataset-fashion-mnist is installed (tests that read it skip otherwise).
+inline bool haveFashionMnist() {
+  return std::filesystem::exists(std::string(data::kFashionMnistDir) + "/train-images-idx3-ubyte.gz");
 }
 
 }  // namespace dtrain::test

@@ -6,14 +6,13 @@
 
 #include "cli/CliRunner.h"
 #include "runtime/Safetensors.h"
+#include "TestData.h"
 
 using namespace dtrain;
 using namespace dtrain::test;
 namespace fs = std::filesystem;
 
 namespace {
-bool haveFashionMnist() { return fs::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz"); }
-
 nlohmann::json lastJson(const CliResult& r) {
   return nlohmann::json::parse(r.lastLine());
 }

@@ -11,6 +11,7 @@
 #include "cli/CliRunner.h"
 #include "plan/MemoryModel.h"
 #include "plan/Simulator.h"
+#include "TestData.h"
 
 using namespace dtrain;
 
@@ -103,8 +104,7 @@ TEST(PlanMemory, FashionMnistIsInTheTrainersPeak) {
   // One process holds the training set and, reporting, the test set (180 + 30
   // MiB) beside the model: its peak matches the trainer's. Local ranks share
   // one copy loaded outside them: not in theirs.
-  if (!std::ifstream("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz"))
-    GTEST_SKIP() << "dataset-fashion-mnist not installed";
+  if (!test::haveFashionMnist()) GTEST_SKIP() << "dataset-fashion-mnist not installed";
   api::RunConfig one = quick("mlp");
   one.train.dataset = "fashion-mnist";
   one.train.syntheticSize = runtime::TrainConfig{}.syntheticSize;
