@@ -158,6 +158,18 @@ std::vector<double> fusionBuckets(const runtime::TrainConfig& c, const Layout& l
   double total = 0;
   for (double t : tensors) total += t;
   if (tensors.empty() || total <= 0) return {};
+  if (c.zero == 3) {
+    // ZeRO 3's buckets are the model's units (parallel/zero/ZeroStage3.cpp:
+    // each block's own parameters, last block first), not --fusion-mb's:
+    // gpt-small's 4 blocks of 793 KB, not 13 buckets of 257 KiB. (A weight
+    // two blocks share, gpt's tied embedding, is a unit of its own there;
+    // here it stays with the first.)
+    std::vector<double> units;
+    for (auto it = l.stageLayers[stage].rbegin(); it != l.stageLayers[stage].rend(); ++it)
+      if (p.layers[*it].params() > 0) units.push_back(4.0 * static_cast<double>(p.layers[*it].params()));
+    for (double& u : units) u *= 4 * psi / total;
+    return units;
+  }
   std::reverse(tensors.begin(), tensors.end());
   for (double& t : tensors) t *= 4 * psi / total;
   const std::vector<size_t> starts = parallel::fusionBucketStarts(tensors, std::max(1.0, c.fusionMb * 1048576.0));

@@ -35,6 +35,7 @@ double optimizerBytesPerParam(const runtime::TrainConfig& c);
 // tensors in reverse order, scaled to `psi` parameters (a tensor-parallel
 // rank's slice: the cut spread evenly over the tensors). The gradient sync's
 // time (Simulator.cpp) and ZeRO's set-up peak (here) both follow them.
+// ZeRO 3's: one per layer holding parameters (its units), last first.
 std::vector<double> fusionBuckets(const runtime::TrainConfig& c, const Layout& l, const ModelProfile& p, int stage,
                                   double psi);
 

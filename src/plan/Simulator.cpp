@@ -87,13 +87,21 @@ namespace {
 // ZeRO 3 (parallel/zero): the units forward used last stay gathered into
 // backward (measured on the trainer's bytes_sent_per_worker): the last layer,
 // and for a language model the last block and the embedding (lm_head's tied
-// weight is used at the end of forward).
+// weight is used at the end of forward). Per layer, whether backward gathers
+// it again.
+bool zero3Regathers(const ModelProfile& p, const Layout& l, int layer) {
+  if (l.pp > 1) return true;
+  const int n = static_cast<int>(p.layers.size());
+  if (layer == n - 1) return false;
+  return !(p.languageModel && n >= 3 && (layer == n - 2 || layer == 0));
+}
+
+// The regathered share of the parameters (the bytes a rank sends again).
 double zero3RegatheredFraction(const ModelProfile& p, const Layout& l) {
-  if (l.pp > 1 || p.layers.empty()) return 1;
-  const size_t n = p.layers.size();
-  double kept = static_cast<double>(p.layers[n - 1].params());
-  if (p.languageModel && n >= 3) kept += static_cast<double>(p.layers[n - 2].params() + p.layers[0].params());
-  return 1 - kept / std::max(1.0, static_cast<double>(p.params()));
+  double again = 0;
+  for (int i = 0; i < static_cast<int>(p.layers.size()); ++i)
+    if (zero3Regathers(p, l, i)) again += static_cast<double>(p.layers[i].params());
+  return again / std::max(1.0, static_cast<double>(p.params()));
 }
 
 // --sfb (parallel/allreduce/SufficientFactors.h): the Linear weights whose B
@@ -522,13 +530,20 @@ Prediction simulate(const api::RunConfig& rc, const Machine& m, const ModelProfi
       // backward gathers them again, except those still whole from the end of
       // forward.
       const double again = c.zero == 3 ? zero3RegatheredFraction(p, l) : 0;
-      auto perBucket = [&](double b) {
+      // ZeRO 3's buckets are its units (fusionBuckets), the stage's layers
+      // holding parameters, last first: whether backward gathers each again.
+      std::vector<bool> regathered;
+      if (c.zero == 3)
+        for (auto it = l.stageLayers[gradStage].rbegin(); it != l.stageLayers[gradStage].rend(); ++it)
+          if (p.layers[*it].params() > 0) regathered.push_back(zero3Regathers(p, l, *it));
+      auto perBucket = [&](double b, size_t i) {
         // PowerSGD allreduces each bucket's P, then (orthogonalized) its Q.
         if (c.compress == "powersgd") return 2 * allreduceTime(m, l.placement, g, b / 2, c.allreduceAlgo);
         if (c.zero == 0) return allreduceTime(m, l.placement, g, b, c.allreduceAlgo);
-        return reduceScatterTime(m, l.placement, g, b) + (1 + again) * allgatherTime(m, l.placement, g, b);
+        const double gathers = i < regathered.size() && regathered[i] ? 2 : 1;
+        return reduceScatterTime(m, l.placement, g, b) + gathers * allgatherTime(m, l.placement, g, b);
       };
-      for (double b : rawBuckets) dpS += perBucket(b * ratio);
+      for (size_t i = 0; i < rawBuckets.size(); ++i) dpS += perBucket(rawBuckets[i] * ratio, i);
       r.bytesPerRank += ringAllreduceBytesPerRank(l.dp, bytes) + again * reduceScatterBytesPerRank(l.dp, bytes);
       // The trainer sends a bucket as soon as the last micro-batch's backward
       // fills it (with --overlap, a mesh's replicas too; ZeRO's reduce-scatters

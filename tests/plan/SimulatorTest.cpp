@@ -12,6 +12,7 @@
 #include "core/Error.h"
 #include "cli/CliRunner.h"
 #include "plan/Collectives.h"
+#include "plan/MemoryModel.h"
 #include "plan/PredictionOutput.h"
 #include "plan/Simulator.h"
 
@@ -172,6 +173,39 @@ TEST(PlanSimulator, CalibrateLayerNamesAndSharedHostFitsAreUsed) {
   rc.train.fusionMb = 0.01;
   const plan::Prediction small = plan::simulate(api::prepared(rc, api::sourcesFromValues(rc)), m, o);
   EXPECT_NEAR(small.commS - checks, 3 * 0.5 + 4.0 * 269322 / 1e12, 1e-6);
+}
+
+TEST(PlanSimulator, ZeroThreeSendsTheModelsUnitsWhateverTheFusionSize) {
+  // ZeRO 3 reduce-scatters and gathers each of the model's units
+  // (parallel/zero/ZeroStage3.cpp), not --fusion-mb's buckets: gpt-tiny's
+  // head, its two blocks and its embedding, last first. With collectives of
+  // 0.5 s each the sync counts them.
+  std::string text = emulatedHosts();
+  text.insert(text.rfind('}'), R"(, "collectives": {"inter_host": {
+      "reduce_scatter_ring": {"ranks": 4, "ranks_per_host": 1, "alpha_s": 0.5, "bytes_per_s": 1e15},
+      "allgather_ring": {"ranks": 4, "ranks_per_host": 1, "alpha_s": 0.5, "bytes_per_s": 1e15}}})");
+  const plan::Machine m = plan::parseMachine(text, "calibrated");
+  api::RunConfig rc = mpiRun(4, 1, 1);
+  rc.train.zero = 3;
+  std::vector<double> syncS;
+  for (double mb : {0.001, 25.0}) {
+    rc.train.fusionMb = mb;
+    const api::RunConfig run = api::prepared(rc, api::sourcesFromValues(rc));
+    const plan::Prediction r = plan::simulate(run, m, plan::SimulateOptions{4});
+    const plan::ModelProfile p = plan::profileFor(run);
+    const std::vector<double> units = plan::fusionBuckets(run.train, r.layout, p, 0, static_cast<double>(p.params()));
+    ASSERT_EQ(units.size(), p.layers.size()) << mb;
+    for (size_t u = 0; u < units.size(); ++u)
+      EXPECT_DOUBLE_EQ(units[u], 4.0 * static_cast<double>(p.layers[p.layers.size() - 1 - u].params())) << mb;
+    for (const auto& [name, seconds] : r.terms)
+      if (name == "gradient sync") syncS.push_back(seconds);
+  }
+  ASSERT_EQ(syncS.size(), 2u);
+  EXPECT_DOUBLE_EQ(syncS[0], syncS[1]);
+  // Each unit's reduce-scatter and gather, and backward's gathers again of
+  // all but the units forward ended with (the head, the last block and the
+  // tied embedding): the first block's.
+  EXPECT_NEAR(syncS[0], 4 * 2 * 0.5 + 0.5, 1e-6);
 }
 
 TEST(PlanSimulator, StagesAreCutAsTheTrainerCutsThem) {
