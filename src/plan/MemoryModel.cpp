@@ -150,6 +150,13 @@ double layerTimingPeak(const Layout& l, const ModelProfile& p) {
 
 }  // namespace
 
+std::vector<int> zero3UnitLayers(const Layout& l, const ModelProfile& p, int stage) {
+  std::vector<int> out;
+  for (auto it = l.stageLayers[stage].rbegin(); it != l.stageLayers[stage].rend(); ++it)
+    if (p.layers[*it].params() > 0) out.push_back(*it);
+  return out;
+}
+
 std::vector<double> fusionBuckets(const runtime::TrainConfig& c, const Layout& l, const ModelProfile& p, int stage,
                                   double psi) {
   std::vector<double> tensors;
@@ -158,20 +165,16 @@ std::vector<double> fusionBuckets(const runtime::TrainConfig& c, const Layout& l
   double total = 0;
   for (double t : tensors) total += t;
   if (tensors.empty() || total <= 0) return {};
+  const double scale = 4 * psi / total;  // the stage's bytes to psi parameters' bytes
   if (c.zero == 3) {
-    // ZeRO 3's buckets are the model's units (parallel/zero/ZeroStage3.cpp:
-    // each block's own parameters, last block first), not --fusion-mb's:
-    // gpt-small's 4 blocks of 793 KB, not 13 buckets of 257 KiB. (A weight
-    // two blocks share, gpt's tied embedding, is a unit of its own there;
-    // here it stays with the first.)
+    // ZeRO 3's buckets are the model's units, not --fusion-mb's: gpt-small's
+    // 4 blocks of 793 KB, not 13 buckets of 257 KiB.
     std::vector<double> units;
-    for (auto it = l.stageLayers[stage].rbegin(); it != l.stageLayers[stage].rend(); ++it)
-      if (p.layers[*it].params() > 0) units.push_back(4.0 * static_cast<double>(p.layers[*it].params()));
-    for (double& u : units) u *= 4 * psi / total;
+    for (int i : zero3UnitLayers(l, p, stage)) units.push_back(4.0 * static_cast<double>(p.layers[i].params()) * scale);
     return units;
   }
   std::reverse(tensors.begin(), tensors.end());
-  for (double& t : tensors) t *= 4 * psi / total;
+  for (double& t : tensors) t *= scale;
   const std::vector<size_t> starts = parallel::fusionBucketStarts(tensors, std::max(1.0, c.fusionMb * 1048576.0));
   std::vector<double> buckets(starts.size(), 0.0);
   for (size_t b = 0, i = 0; i < tensors.size(); ++i) {

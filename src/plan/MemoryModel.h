@@ -30,12 +30,18 @@ struct RankMemory {
 // fp32 optimizer state bytes per parameter (sgd with momentum 4, adam 8...).
 double optimizerBytesPerParam(const runtime::TrainConfig& c);
 
+// ZeRO 3's units (parallel/zero/ZeroStage3.cpp: each block's own parameters,
+// last block first): a stage's layers holding parameters, last first. (A
+// weight two blocks share, gpt's tied embedding, is a unit of its own there;
+// here it stays with the first.)
+std::vector<int> zero3UnitLayers(const Layout& l, const ModelProfile& p, int stage);
+
 // A pipeline stage's fusion buckets' bytes in launch order, grouped by the
 // trainer's rule (parallel::fusionBucketStarts) from the stage's parameter
 // tensors in reverse order, scaled to `psi` parameters (a tensor-parallel
-// rank's slice: the cut spread evenly over the tensors). The gradient sync's
-// time (Simulator.cpp) and ZeRO's set-up peak (here) both follow them.
-// ZeRO 3's: one per layer holding parameters (its units), last first.
+// rank's slice: the cut spread evenly over the tensors); ZeRO 3's, one per
+// unit. The gradient sync's time (Simulator.cpp) and ZeRO's set-up peak
+// (here) both follow them.
 std::vector<double> fusionBuckets(const runtime::TrainConfig& c, const Layout& l, const ModelProfile& p, int stage,
                                   double psi);
 

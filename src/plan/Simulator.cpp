@@ -530,12 +530,10 @@ Prediction simulate(const api::RunConfig& rc, const Machine& m, const ModelProfi
       // backward gathers them again, except those still whole from the end of
       // forward.
       const double again = c.zero == 3 ? zero3RegatheredFraction(p, l) : 0;
-      // ZeRO 3's buckets are its units (fusionBuckets), the stage's layers
-      // holding parameters, last first: whether backward gathers each again.
+      // ZeRO 3's buckets are its units (fusionBuckets): whether backward gathers each again.
       std::vector<bool> regathered;
       if (c.zero == 3)
-        for (auto it = l.stageLayers[gradStage].rbegin(); it != l.stageLayers[gradStage].rend(); ++it)
-          if (p.layers[*it].params() > 0) regathered.push_back(zero3Regathers(p, l, *it));
+        for (int i : zero3UnitLayers(l, p, gradStage)) regathered.push_back(zero3Regathers(p, l, i));
       auto perBucket = [&](double b, size_t i) {
         // PowerSGD allreduces each bucket's P, then (orthogonalized) its Q.
         if (c.compress == "powersgd") return 2 * allreduceTime(m, l.placement, g, b / 2, c.allreduceAlgo);
