@@ -96,14 +96,6 @@ bool zero3Regathers(const ModelProfile& p, const Layout& l, int layer) {
   return !(p.languageModel && n >= 3 && (layer == n - 2 || layer == 0));
 }
 
-// The regathered share of the parameters (the bytes a rank sends again).
-double zero3RegatheredFraction(const ModelProfile& p, const Layout& l) {
-  double again = 0;
-  for (int i = 0; i < static_cast<int>(p.layers.size()); ++i)
-    if (zero3Regathers(p, l, i)) again += static_cast<double>(p.layers[i].params());
-  return again / std::max(1.0, static_cast<double>(p.params()));
-}
-
 // --sfb (parallel/allreduce/SufficientFactors.h): the Linear weights whose B
 // factor rows per rank are allgathered instead of their gradient allreduced
 // (one allgather per layer, as the trainer does), and the GEMM that rebuilds
@@ -529,11 +521,17 @@ Prediction simulate(const api::RunConfig& rc, const Machine& m, const ModelProfi
       // allreduce's); stage 3's forward gathers every unit's parameters and
       // backward gathers them again, except those still whole from the end of
       // forward.
-      const double again = c.zero == 3 ? zero3RegatheredFraction(p, l) : 0;
-      // ZeRO 3's buckets are its units (fusionBuckets): whether backward gathers each again.
+      // ZeRO 3's buckets are its units (fusionBuckets): whether backward
+      // gathers each again, and the share of the bytes it gathers again.
       std::vector<bool> regathered;
       if (c.zero == 3)
         for (int i : zero3UnitLayers(l, p, gradStage)) regathered.push_back(zero3Regathers(p, l, i));
+      double again = 0, unitsBytes = 0;
+      for (size_t i = 0; i < regathered.size() && i < rawBuckets.size(); ++i) {
+        unitsBytes += rawBuckets[i];
+        if (regathered[i]) again += rawBuckets[i];
+      }
+      again /= std::max(1.0, unitsBytes);
       auto perBucket = [&](double b, size_t i) {
         // PowerSGD allreduces each bucket's P, then (orthogonalized) its Q.
         if (c.compress == "powersgd") return 2 * allreduceTime(m, l.placement, g, b / 2, c.allreduceAlgo);
