@@ -327,13 +327,16 @@ def main():
                 pred = last_json(sim.stdout)
                 long_enough(toml, model, pred["step_s"], a.warmup)
                 ready.append((slug, base, toml, per_host, choice, pred, []))
-            for _ in range(a.repeats):
-                for slug, base, toml, per_host, choice, pred, runs in ready:
-                    meas, err = measure(a, model, toml, pred["workers"], per_host, base)  # workers: ps servers too
-                    if meas is None:
-                        print(f"{slug}: train failed: {err}", file=sys.stderr)
-                        continue
-                    runs.append(meas)
+            def run_in_turn(entries, times):
+                """Runs each entry `times` times, in turn, adding to its runs."""
+                for _ in range(times):
+                    for slug, base, toml, per_host, choice, pred, runs in entries:
+                        meas, err = measure(a, model, toml, pred["workers"], per_host, base)  # workers: ps servers too
+                        if meas is None:
+                            print(f"{slug}: train failed: {err}", file=sys.stderr)
+                            continue
+                        runs.append(meas)
+            run_in_turn(ready, a.repeats)
             # The plan's choice against the best lossless configuration on one
             # rank per host (the report's comparison): where they differ, more
             # runs of both, in turn.
@@ -344,13 +347,7 @@ def main():
             if chosen and others:
                 best = max(others, key=median_rate)
                 if median_rate(best) > median_rate(chosen[0]):
-                    for _ in range(a.decide):
-                        for slug, base, toml, per_host, choice, pred, runs in (chosen[0], best):
-                            meas, err = measure(a, model, toml, pred["workers"], per_host, base)
-                            if meas is None:
-                                print(f"{slug}: train failed: {err}", file=sys.stderr)
-                                continue
-                            runs.append(meas)
+                    run_in_turn((chosen[0], best), a.decide)
             for slug, base, toml, per_host, choice, pred, runs in ready:
                 if not runs:
                     continue
