@@ -410,7 +410,9 @@ void runCommRank(const std::string& outFile, const std::vector<size_t>& sizes, i
   // stalls ~10 ms (recursive halving at 256 KiB and 1 Gbit/s: 1 call in 5 to 7,
   // as in training), which a step pays on average; runs of 1-2 calls caught
   // it or not by chance (that size's time off by 1.4x between calibrations).
+  // Where the 5 disagree by more than 10%, 4 more (the median of 9).
   ProbeConfig cfg{.sizes = sizes, .ranksPerHost = ranksPerHost, .secondsPerRun = 0.1, .runs = 5,
+                  .spreadForMoreRuns = 1.1, .moreRuns = 4,
                   .hier = ranksPerHost >= 2 && n > ranksPerHost && n % ranksPerHost == 0};
   const ProbeResult r = probeComm(*comm, cfg);
   if (comm->rank() != 0) return;

@@ -24,6 +24,8 @@ struct ProbeConfig {
                                 // (the first rank of the next host); hier groups this many
   double secondsPerRun = 0.02;  // calls per timed run: about this long (at least 1 call)
   int runs = 3;                 // timed runs per size; the median is kept
+  double spreadForMoreRuns = 1.1;  // when their slowest is this much above their fastest,
+  int moreRuns = 0;                // this many runs more (0: none)
   bool pointToPoint = true;
   bool hier = false;            // also the hierarchical allreduce (groups of ranksPerHost)
   bool hierOnly = false;        // only that one
