@@ -30,8 +30,13 @@ using nlohmann::json;
 
 namespace {
 
-// Passes over a model's micro-batch sizes (ModelProfile.h: medianOfPasses).
-constexpr int kModelPasses = 3;
+// Passes over a model's micro-batch sizes (ModelProfile.h: medianOfPasses),
+// this many before the links' probes and as many after them: on a VM whose
+// speed moves within minutes the medians then span the whole calibration
+// (2026-11-28, Intel Xeon VM: three profiles of gpt-small seconds apart read
+// a micro-batch of 1 forward in 3.36, 4.91 and 3.56 ms; a calibration whose
+// passes all fell in a fast minute predicted the runs after it 14-36% short).
+constexpr int kModelPassesEach = 2;
 // The longest forward + backward at which core sharing is timed (CoreSharing.h):
 // a step of the size a run would use, and runs of a second hold ~10 of them.
 constexpr double kSharingStepS = 0.03;
@@ -294,49 +299,36 @@ nlohmann::json runCalibrate(const CalibrateConfig& c) {
            c.threads, c.threads == 1 ? "" : "s");
   m["compute"] = computeJson(rates);
 
-  {
+  // Each model's sizes and its passes at each (the first pass finds where the
+  // automatic sizes stop).
+  struct Passes {
+    std::vector<int64_t> sizes;
+    std::map<int64_t, std::vector<ModelTimes>> times;
+  };
+  std::map<std::string, Passes> profiles;
+  const bool autoSizes = c.microBatches.empty();
+  for (const auto& model : c.models)
+    profiles[model].sizes = autoSizes ? std::vector<int64_t>{1, 2, 4, 8, 16, 32, 64, 128, 256} : c.microBatches;
+  auto profilePasses = [&] {
     autograd::PrecisionScope precision(autograd::parsePrecision(c.precision));
     for (const auto& model : c.models) {
-      json entry = {{"precision", c.precision}, {"threads", c.threads}};
-      const bool autoSizes = c.microBatches.empty();
-      std::vector<int64_t> sizes =
-          autoSizes ? std::vector<int64_t>{1, 2, 4, 8, 16, 32, 64, 128, 256} : c.microBatches;
-      // Every size in each of kModelPasses passes (medianOfPasses); the first
-      // pass finds where the automatic sizes stop.
-      std::map<int64_t, std::vector<ModelTimes>> passes;
-      for (int pass = 0; pass < kModelPasses; ++pass)
-        for (size_t k = 0; k < sizes.size(); ++k) {
-          const int64_t mb = sizes[k];
-          passes[mb].push_back(profileModel({.model = model, .microBatch = mb, .repeats = c.repeats,
-                                             .minSeconds = c.small ? 0 : 1.0 / kModelPasses}));
-          const ModelTimes& t = passes[mb].back();
-          if (pass == 0 && autoSizes && t.forwardS + t.backwardS > c.autoStopSeconds) {
-            sizes.resize(k + 1);
+      Passes& p = profiles[model];
+      for (int pass = 0; pass < kModelPassesEach; ++pass) {
+        const bool first = p.times.empty();
+        for (size_t k = 0; k < p.sizes.size(); ++k) {
+          const int64_t mb = p.sizes[k];
+          p.times[mb].push_back(profileModel({.model = model, .microBatch = mb, .repeats = c.repeats,
+                                              .minSeconds = c.small ? 0 : 0.5 / kModelPassesEach}));
+          const ModelTimes& t = p.times[mb].back();
+          if (first && autoSizes && t.forwardS + t.backwardS > c.autoStopSeconds) {
+            p.sizes.resize(k + 1);
             break;
           }
         }
-      // Core sharing at the largest size whose step is short (gpt-small: 4).
-      int64_t sharingSize = sizes.front();
-      for (int64_t mb : sizes) {
-        const ModelTimes t = medianOfPasses(passes[mb]);
-        entry["micro_batches"][std::to_string(mb)] = modelTimesJson(t);
-        progress("%s micro-batch %lld: forward %.2f ms, backward %.2f ms, %s update %.2f ms (median of %d passes)",
-                 model.c_str(), static_cast<long long>(mb), t.forwardS * 1e3, t.backwardS * 1e3,
-                 t.optimizer.c_str(), t.updateS * 1e3, kModelPasses);
-        if (t.forwardS + t.backwardS <= kSharingStepS) sharingSize = mb;
       }
-      const CoreSharing sharing =
-          measureCoreSharing({.self = c.self, .model = model, .microBatch = sharingSize, .threads = c.threads,
-                              .precision = c.precision, .windowS = c.small ? 0.1 : 1.0, .rounds = c.small ? 1 : 2},
-                             cores);
-      entry["shared_slowdown"] = sharing.slowdown;
-      progress("%s micro-batch %lld, %d processes on %d cores: %.2f ms a step each, alone %.2f: %.3fx slower than "
-               "a %.3g share",
-               model.c_str(), static_cast<long long>(sharingSize), sharing.processes, cores, sharing.sharedS * 1e3,
-               sharing.aloneS * 1e3, sharing.slowdown, sharing.share);
-      m["models"][model] = entry;
     }
-  }
+  };
+  profilePasses();
 
   // Pairs of processes on this host's cores (mpirun): the tensor-parallel sums
   // of packed ranks wait for their partner's core.
@@ -393,6 +385,36 @@ nlohmann::json runCalibrate(const CalibrateConfig& c) {
   }
   m["links"] = links;
   m["collectives"] = collectives;
+
+  profilePasses();
+  {
+    autograd::PrecisionScope precision(autograd::parsePrecision(c.precision));
+    for (const auto& model : c.models) {
+      const Passes& p = profiles[model];
+      json entry = {{"precision", c.precision}, {"threads", c.threads}};
+      // Core sharing at the largest size whose step is short (gpt-small: 4).
+      int64_t sharingSize = p.sizes.front();
+      for (int64_t mb : p.sizes) {
+        const ModelTimes t = medianOfPasses(p.times.at(mb));
+        entry["micro_batches"][std::to_string(mb)] = modelTimesJson(t);
+        progress("%s micro-batch %lld: forward %.2f ms, backward %.2f ms, %s update %.2f ms (median of %zu passes, "
+                 "half at the calibration's start, half at its end)",
+                 model.c_str(), static_cast<long long>(mb), t.forwardS * 1e3, t.backwardS * 1e3,
+                 t.optimizer.c_str(), t.updateS * 1e3, p.times.at(mb).size());
+        if (t.forwardS + t.backwardS <= kSharingStepS) sharingSize = mb;
+      }
+      const CoreSharing sharing =
+          measureCoreSharing({.self = c.self, .model = model, .microBatch = sharingSize, .threads = c.threads,
+                              .precision = c.precision, .windowS = c.small ? 0.1 : 1.0, .rounds = c.small ? 1 : 2},
+                             cores);
+      entry["shared_slowdown"] = sharing.slowdown;
+      progress("%s micro-batch %lld, %d processes on %d cores: %.2f ms a step each, alone %.2f: %.3fx slower than "
+               "a %.3g share",
+               model.c_str(), static_cast<long long>(sharingSize), sharing.processes, cores, sharing.sharedS * 1e3,
+               sharing.aloneS * 1e3, sharing.slowdown, sharing.share);
+      m["models"][model] = entry;
+    }
+  }
   checkMachineJson(m);
   if (!c.samplesFile.empty()) {
     std::ofstream out(c.samplesFile);
