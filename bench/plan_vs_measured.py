@@ -9,19 +9,25 @@ simulate`), run it (`netsim.sh mpirun -np N --ranks-per-host K -- dtrain train
 predicted step time and the largest rank's peak memory with the measured ones: the
 median step of the metrics file after the first --warmup steps, the median of
 --repeats runs (3, each configuration in turn). Per scenario
-(model x rate): Kendall's tau of predicted vs measured samples/s and whether
-`dtrain plan`'s first choice (run too) is within 5% of the measured best. Where
-the two differ, both run --decide more times, in turn, and the verdict takes
-the medians of all their runs (one run on these shared cores can be 15% off
-its neighbours: a verdict on 5% needs more than three).
+(model x rate, and model x rate x memory limit): Kendall's tau of predicted vs
+measured samples/s and whether `dtrain plan`'s first choice (run too) is within
+5% of the measured best. Where the two differ, both run --decide more times, in
+turn, and the verdict takes the medians of all their runs (one run on these
+shared cores can be 15% off its neighbours: a verdict on 5% needs more than
+three). The memory limit (4 hosts): the median of the lossless one-rank-per-host
+configurations' predicted peaks, so that about half of them fit; `dtrain plan
+--memory-per-rank` chooses under it, and the measured best is the best of those
+whose measured peak fits.
 
   bench/plan_vs_measured.py --rate 100mbit [--machine bench/machines/zen4-2core-netsim4-100mbit.json]
   bench/plan_vs_measured.py --rate 100mbit --hosts 2 --held-out   # the held-out scenario
+  bench/plan_vs_measured.py --rate 1gbit --plan-only --machine D/machine-1gbit.json --dir D --json-out D/rows.jsonl
+      # only the plan's choices (the memory-limited one too), beside an earlier run's rows
 
 Takes /tmp/netsim.lock itself around netsim up..down (calibrate takes it on its own).
 Writes one JSON line per run to stdout and a summary at the end; --json-out keeps them.
 """
-import argparse, fcntl, json, math, os, re, shlex, statistics, subprocess, sys, tempfile, time
+import argparse, fcntl, json, math, os, re, statistics, subprocess, sys, tempfile, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NETSIM = os.path.join(ROOT, "scripts", "netsim.sh")
@@ -117,6 +123,19 @@ def rank_worst(r):
     return max(((p - m) / m for p, m in zip(pred, meas)), key=abs)
 
 
+def lossless_one_per_host(slug, per_host):
+    """What dtrain plan's first choice is compared with: lossless, one rank per host."""
+    return per_host == 1 and "powersgd" not in slug and not slug.startswith("plan-choice")
+
+
+def memory_limit(entries):
+    """The memory-limited scenario's limit, bytes: the median of the predicted
+    largest peaks of the lossless one-rank-per-host configurations, rounded up
+    to a MiB (about half of them fit)."""
+    peaks = [largest_peak(e[5]) for e in entries if lossless_one_per_host(e[0], e[3])]
+    return math.ceil(statistics.median(peaks) / 2**20) * 2**20 if len(peaks) >= 2 else None
+
+
 def logged_every_step(toml, out=None):
     """The configuration with log_every = 1 (written to `out`, else in place): the runs
     record every step's time, and every logged step sums the loss over the ranks, which
@@ -138,6 +157,20 @@ def long_enough(toml, model, step_s, warmup):
     with open(toml, "w") as f:
         f.write(text)
     return steps
+
+
+def predicted(a, model, slug, base, per_host, choice, machine):
+    """The entry of one configuration whose TOML is base.toml: logged every step,
+    predicted, its steps set from the prediction; None where simulate fails.
+    (slug, base, toml, ranks per host, plan's choice or None, prediction, runs)"""
+    toml = logged_every_step(base + ".toml")
+    sim = sh(f"{a.dtrain} simulate --config {toml} --machine {machine} --hosts {a.hosts}")
+    if sim.returncode != 0:
+        print(f"{slug}: simulate failed: {sim.stderr.strip()[-300:]}", file=sys.stderr)
+        return None
+    pred = last_json(sim.stdout)
+    long_enough(toml, model, pred["step_s"], a.warmup)
+    return (slug, base, toml, per_host, choice, pred, [])
 
 
 def measure(a, model, toml, ranks, per_host, base):
@@ -212,7 +245,7 @@ def report(a):
         groups.setdefault((r["model"], r["rate"], r["hosts"]), []).append(r)
     allfixed = {4: [], 2: []}
     for (model, rate, hosts), rs in groups.items():
-        fixed = [r for r in rs if r["config"] != "plan-choice"]
+        fixed = [r for r in rs if not r["config"].startswith("plan-choice")]
         allfixed[hosts if hosts in allfixed else 4] += fixed
         tau = kendall_tau([r["pred_samples_per_s"] for r in fixed], [r["meas_samples_per_s"] for r in fixed])
         worst = max(fixed, key=lambda r: abs(r["step_err"]))
@@ -220,7 +253,7 @@ def report(a):
         rworst = max(fixed, key=lambda r: abs(rank_worst(r)))
         pc = [r for r in rs if r["config"] == "plan-choice"]
         # dtrain plan ranks lossless configurations first: compare with the best of those.
-        best = max([r for r in rs if r["ranks_per_host"] == 1 and "powersgd" not in r["config"]],
+        best = max([r for r in rs if lossless_one_per_host(r["config"], r["ranks_per_host"])],
                    key=lambda r: r["meas_samples_per_s"])
         pcs = (f"{pc[0]['plan_choice']} | {best['config']} | {pc[0]['meas_samples_per_s'] / best['meas_samples_per_s']:.2f}"
                if pc else "- | - | -")
@@ -230,6 +263,18 @@ def report(a):
               f"{100 * statistics.mean(abs(r['mem_err']) for r in fixed):.0f}% | "
               f"{100 * mworst['mem_err']:+.0f}% ({mworst['config']}) | "
               f"{100 * rank_worst(rworst):+.0f}% ({rworst['config']}) | {tau:.2f} | {pcs} |")
+        # The memory-limited scenario: the configurations whose measured peak fits.
+        for pm in (r for r in rs if r["config"] == "plan-choice-mem"):
+            limit = pm["memory_limit_mib"]
+            fit = [r for r in fixed if r["meas_peak_mib"] <= limit]
+            cands = [r for r in fit if lossless_one_per_host(r["config"], r["ranks_per_host"])]
+            if len(fit) < 2 or not cands:
+                continue
+            best = max(cands, key=lambda r: r["meas_samples_per_s"])
+            tau = kendall_tau([r["pred_samples_per_s"] for r in fit], [r["meas_samples_per_s"] for r in fit])
+            print(f"| {model} x {rate} x {hosts} hosts x {limit:.0f} MiB | {len(fit)} fit | - | - | - | - | - | "
+                  f"{tau:.2f} | {pm['plan_choice']} | {best['config']} | "
+                  f"{pm['meas_samples_per_s'] / best['meas_samples_per_s']:.2f} |")
     for hosts, fixed in allfixed.items():
         if fixed:
             print(f"\n{hosts} hosts, all: {len(fixed)} configurations, step MAE "
@@ -273,7 +318,7 @@ def main():
     load0 = os.getloadavg()
     rows, summary = [], []
     lock = open("/tmp/netsim.lock", "w")
-    print(f"waiting for /tmp/netsim.lock", file=sys.stderr, flush=True)
+    print("waiting for /tmp/netsim.lock", file=sys.stderr, flush=True)
     fcntl.flock(lock, fcntl.LOCK_EX)
     up = sh(f"{NETSIM} up {a.hosts} --rate {a.rate}")
     if up.returncode != 0:
@@ -282,51 +327,61 @@ def main():
     try:
         for model in models:
             cfgs = configs(model, a.hosts, a.held_out)
-            if a.only:
-                cfgs = {k: v for k, v in cfgs.items() if k in a.only.split(",")}
+            only = set(a.only.split(",")) if a.only else None
             scen = []
-            todo = list(cfgs.items())
-            if a.plan_only:
-                todo = []
-            if not a.no_plan and not a.held_out:
-                todo.append(("plan-choice", None))
-            # Predict every configuration first, then run them --repeats times in turn
-            # (alternating, so a slow minute of the machine hits each one once at most).
+            # Predict every configuration first (the memory limit needs them all),
+            # then run them --repeats times in turn (alternating, so a slow minute
+            # of the machine hits each one once at most).
             ready = []
-            for slug, spec in todo:
+            for slug, spec in cfgs.items():
                 base = os.path.join(a.dir, f"{model}-{a.rate}-h{a.hosts}-{slug}")
                 toml = base + ".toml"
-                if spec is None:  # dtrain plan's first (lossless) choice on hosts x 1 rank
-                    # The runs' own steps and data as the base every candidate starts from.
-                    with open(base + ".base.toml", "w") as f:
-                        f.write(MODELS[model]["base"])
-                    out = sh(f"{a.dtrain} plan --model {model} --global-batch {MODELS[model]['batch']} "
-                             f"--hosts {a.hosts} --ranks-per-host 1 --machine {machine} --top 1 --json "
-                             f"--config {base}.base.toml --write-config {toml}")
-                    if out.returncode != 0:
-                        print(f"plan failed: {out.stderr.strip()[-300:]}", file=sys.stderr)
-                        continue
-                    choice = json.loads(out.stdout.strip().splitlines()[0])["summary"]
-                    per_host = 1
-                else:
-                    _, per_host, flags = spec
-                    ranks = spec[0]
-                    out = sh(f"{a.dtrain} train --model {model} --workers {ranks} --backend mpi "
-                             f"--max-steps {MODELS[model]['steps']} {MODELS[model]['extra']} {flags} --print-config")
-                    if out.returncode != 0:
-                        print(f"{slug}: refused: {out.stderr.strip()[-300:]}", file=sys.stderr)
-                        continue
-                    with open(toml, "w") as f:
-                        f.write(out.stdout)
-                    choice = None
-                logged_every_step(toml)
-                sim = sh(f"{a.dtrain} simulate --config {toml} --machine {machine} --hosts {a.hosts}")
-                if sim.returncode != 0:
-                    print(f"{slug}: simulate failed: {sim.stderr.strip()[-300:]}", file=sys.stderr)
+                _, per_host, flags = spec
+                out = sh(f"{a.dtrain} train --model {model} --workers {spec[0]} --backend mpi "
+                         f"--max-steps {MODELS[model]['steps']} {MODELS[model]['extra']} {flags} --print-config")
+                if out.returncode != 0:
+                    print(f"{slug}: refused: {out.stderr.strip()[-300:]}", file=sys.stderr)
                     continue
-                pred = last_json(sim.stdout)
-                long_enough(toml, model, pred["step_s"], a.warmup)
-                ready.append((slug, base, toml, per_host, choice, pred, []))
+                with open(toml, "w") as f:
+                    f.write(out.stdout)
+                entry = predicted(a, model, slug, base, per_host, None, machine)
+                if entry:
+                    ready.append(entry)
+
+            def plan_entry(slug, flags=""):
+                """dtrain plan's first (lossless) choice on hosts x 1 rank, predicted."""
+                base = os.path.join(a.dir, f"{model}-{a.rate}-h{a.hosts}-{slug}")
+                # The runs' own steps and data as the base every candidate starts from.
+                with open(base + ".base.toml", "w") as f:
+                    f.write(MODELS[model]["base"])
+                out = sh(f"{a.dtrain} plan --model {model} --global-batch {MODELS[model]['batch']} "
+                         f"--hosts {a.hosts} --ranks-per-host 1 --machine {machine} --top 1 --json "
+                         f"--config {base}.base.toml --write-config {base}.toml {flags}")
+                if out.returncode != 0:
+                    print(f"plan failed: {out.stderr.strip()[-300:]}", file=sys.stderr)
+                    return None
+                choice = json.loads(out.stdout.strip().splitlines()[0])["summary"]
+                return predicted(a, model, slug, base, 1, choice, machine)
+
+            limit = None if a.held_out else memory_limit(ready)
+            planned, mem_entry = [], None
+            if not a.no_plan and not a.held_out:
+                planned = [e for e in [plan_entry("plan-choice")] if e]
+                if limit:
+                    mem_entry = plan_entry("plan-choice-mem", f"--memory-per-rank {limit}")
+            planned = [e for e in planned if not only or e[0] in only]
+            if mem_entry and (only and "plan-choice-mem" not in only):
+                mem_entry = None
+            if mem_entry:
+                same = [e for e in planned if e[4] == mem_entry[4]]
+                if same:  # the same configuration: its runs count for both
+                    mem_entry = mem_entry[:6] + (same[0][6],)
+                else:
+                    planned.append(mem_entry)
+            to_run = planned + ([] if a.plan_only else [e for e in ready if not only or e[0] in only])
+            # The rows: what ran, and the memory-limited choice where it shares another's runs.
+            scenario = to_run + ([mem_entry] if mem_entry and all(e is not mem_entry for e in to_run) else [])
+
             def run_in_turn(entries, times):
                 """Runs each entry `times` times, in turn, adding to its runs."""
                 for _ in range(times):
@@ -336,19 +391,25 @@ def main():
                             print(f"{slug}: train failed: {err}", file=sys.stderr)
                             continue
                         runs.append(meas)
-            run_in_turn(ready, a.repeats)
-            # The plan's choice against the best lossless configuration on one
-            # rank per host (the report's comparison): where they differ, more
-            # runs of both, in turn.
+            run_in_turn(to_run, a.repeats)
+
+            # Each plan's choice against the best lossless configuration on one
+            # rank per host (the report's comparison; under the memory limit, of
+            # those whose measured peak fits): where they differ, more runs of
+            # both, in turn.
             def median_rate(entry):
                 return statistics.median(m["samples_per_s"] for m in entry[6]) if entry[6] else 0
-            chosen = [e for e in ready if e[0] == "plan-choice" and e[6]]
-            others = [e for e in ready if e[0] != "plan-choice" and e[3] == 1 and "powersgd" not in e[0] and e[6]]
-            if chosen and others:
-                best = max(others, key=median_rate)
-                if median_rate(best) > median_rate(chosen[0]):
-                    run_in_turn((chosen[0], best), a.decide)
-            for slug, base, toml, per_host, choice, pred, runs in ready:
+
+            def fits(entry, lim):
+                return lim is None or max(max(m["peaks"]) for m in entry[6]) <= lim
+            for slug, lim in (("plan-choice", None), ("plan-choice-mem", limit)):
+                chosen = [e for e in scenario if e[0] == slug and e[6]]
+                others = [e for e in to_run if lossless_one_per_host(e[0], e[3]) and e[6] and fits(e, lim)]
+                if chosen and others:
+                    best = max(others, key=median_rate)
+                    if median_rate(best) > median_rate(chosen[0]):
+                        run_in_turn((chosen[0], best), a.decide)
+            for slug, base, toml, per_host, choice, pred, runs in scenario:
                 if not runs:
                     continue
                 ranks = pred["workers"]
@@ -371,12 +432,14 @@ def main():
                        "meas_peak_mib": round(max(meas["peaks"]) / 2**20, 2),
                        "meas_peaks_mib": [round(p / 2**20, 3) for p in meas["peaks"]],
                        "dominant": pred["dominant"], "load": round(os.getloadavg()[0], 1)}
+                if slug == "plan-choice-mem":
+                    row["memory_limit_mib"] = limit / 2**20
                 row["step_err"] = round(row["pred_step_ms"] / row["meas_step_ms"] - 1, 3)
                 row["mem_err"] = round(row["pred_peak_mib"] / row["meas_peak_mib"] - 1, 3)
                 print(json.dumps(row), flush=True)
                 rows.append(row)
                 scen.append(row)
-            fixed = [r for r in scen if r["config"] != "plan-choice"]
+            fixed = [r for r in scen if not r["config"].startswith("plan-choice")]
             if len(fixed) >= 2:
                 s = {"summary": True, "model": model, "rate": a.rate, "hosts": a.hosts, "configs": len(fixed),
                      "tau": round(kendall_tau([r["pred_samples_per_s"] for r in fixed],
@@ -385,21 +448,24 @@ def main():
                      "step_worst": max((r["step_err"] for r in fixed), key=abs),
                      "mem_mae": round(statistics.mean(abs(r["mem_err"]) for r in fixed), 3),
                      "mem_worst": max((r["mem_err"] for r in fixed), key=abs)}
-                pc = [r for r in scen if r["config"] == "plan-choice"]
-                one_per_host = [r for r in scen if r["ranks_per_host"] == 1 and "powersgd" not in r["config"]]
-                if pc:
-                    best = max(one_per_host, key=lambda r: r["meas_samples_per_s"])
-                    s["plan_choice"] = pc[0]["plan_choice"]
-                    s["measured_best"] = best["config"]
-                    s["plan_vs_best"] = round(pc[0]["meas_samples_per_s"] / best["meas_samples_per_s"], 3)
-                    s["plan_within_5pct"] = s["plan_vs_best"] >= 0.95
+                for slug, key in (("plan-choice", ""), ("plan-choice-mem", "_mem")):
+                    pc = [r for r in scen if r["config"] == slug]
+                    lim = pc[0].get("memory_limit_mib", math.inf) if pc else math.inf
+                    cands = [r for r in fixed if lossless_one_per_host(r["config"], r["ranks_per_host"])
+                             and r["meas_peak_mib"] <= lim]
+                    if pc and cands:
+                        best = max(cands, key=lambda r: r["meas_samples_per_s"])
+                        s["plan_choice" + key] = pc[0]["plan_choice"]
+                        s["measured_best" + key] = best["config"]
+                        s["plan_vs_best" + key] = round(pc[0]["meas_samples_per_s"] / best["meas_samples_per_s"], 3)
+                        s["plan_within_5pct" + key] = s["plan_vs_best" + key] >= 0.95
                 print(json.dumps(s), flush=True)
                 summary.append(s)
     finally:
         sh(f"{NETSIM} down")
         fcntl.flock(lock, fcntl.LOCK_UN)
-    if any(r["config"] != "plan-choice" for r in rows):
-        fixed = [r for r in rows if r["config"] != "plan-choice"]
+    if any(not r["config"].startswith("plan-choice") for r in rows):
+        fixed = [r for r in rows if not r["config"].startswith("plan-choice")]
         tot = {"summary": "all", "rate": a.rate, "hosts": a.hosts, "configs": len(fixed),
                "step_mae": round(statistics.mean(abs(r["step_err"]) for r in fixed), 3),
                "step_worst": max((r["step_err"] for r in fixed), key=abs),
