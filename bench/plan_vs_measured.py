@@ -128,6 +128,15 @@ def lossless_one_per_host(slug, per_host):
     return per_host == 1 and "powersgd" not in slug and not slug.startswith("plan-choice")
 
 
+def measured_best(rows, limit_mib=math.inf):
+    """The fastest measured lossless one-rank-per-host row whose measured peak fits
+    `limit_mib` (dtrain plan ranks lossless configurations first: its choice is
+    compared with the best of those); None where none fits."""
+    cands = [r for r in rows if lossless_one_per_host(r["config"], r["ranks_per_host"])
+             and r["meas_peak_mib"] <= limit_mib]
+    return max(cands, key=lambda r: r["meas_samples_per_s"]) if cands else None
+
+
 def memory_limit(entries):
     """The memory-limited scenario's limit, bytes: the median of the predicted
     largest peaks of the lossless one-rank-per-host configurations, rounded up
@@ -252,11 +261,9 @@ def report(a):
         mworst = max(fixed, key=lambda r: abs(r["mem_err"]))
         rworst = max(fixed, key=lambda r: abs(rank_worst(r)))
         pc = [r for r in rs if r["config"] == "plan-choice"]
-        # dtrain plan ranks lossless configurations first: compare with the best of those.
-        best = max([r for r in rs if lossless_one_per_host(r["config"], r["ranks_per_host"])],
-                   key=lambda r: r["meas_samples_per_s"])
+        best = measured_best(fixed)
         pcs = (f"{pc[0]['plan_choice']} | {best['config']} | {pc[0]['meas_samples_per_s'] / best['meas_samples_per_s']:.2f}"
-               if pc else "- | - | -")
+               if pc and best else "- | - | -")
         print(f"| {model} x {rate} x {hosts} hosts | {len(fixed)} | "
               f"{100 * statistics.mean(abs(r['step_err']) for r in fixed):.0f}% | "
               f"{100 * worst['step_err']:+.0f}% ({worst['config']}) | "
@@ -267,10 +274,9 @@ def report(a):
         for pm in (r for r in rs if r["config"] == "plan-choice-mem"):
             limit = pm["memory_limit_mib"]
             fit = [r for r in fixed if r["meas_peak_mib"] <= limit]
-            cands = [r for r in fit if lossless_one_per_host(r["config"], r["ranks_per_host"])]
-            if len(fit) < 2 or not cands:
+            best = measured_best(fit)
+            if len(fit) < 2 or not best:
                 continue
-            best = max(cands, key=lambda r: r["meas_samples_per_s"])
             tau = kendall_tau([r["pred_samples_per_s"] for r in fit], [r["meas_samples_per_s"] for r in fit])
             print(f"| {model} x {rate} x {hosts} hosts x {limit:.0f} MiB | {len(fit)} fit | - | - | - | - | - | "
                   f"{tau:.2f} | {pm['plan_choice']} | {best['config']} | "
@@ -451,10 +457,8 @@ def main():
                 for slug, key in (("plan-choice", ""), ("plan-choice-mem", "_mem")):
                     pc = [r for r in scen if r["config"] == slug]
                     lim = pc[0].get("memory_limit_mib", math.inf) if pc else math.inf
-                    cands = [r for r in fixed if lossless_one_per_host(r["config"], r["ranks_per_host"])
-                             and r["meas_peak_mib"] <= lim]
-                    if pc and cands:
-                        best = max(cands, key=lambda r: r["meas_samples_per_s"])
+                    best = measured_best(fixed, lim)
+                    if pc and best:
                         s["plan_choice" + key] = pc[0]["plan_choice"]
                         s["measured_best" + key] = best["config"]
                         s["plan_vs_best" + key] = round(pc[0]["meas_samples_per_s"] / best["meas_samples_per_s"], 3)

@@ -387,33 +387,31 @@ nlohmann::json runCalibrate(const CalibrateConfig& c) {
   m["collectives"] = collectives;
 
   profilePasses();
-  {
-    autograd::PrecisionScope precision(autograd::parsePrecision(c.precision));
-    for (const auto& model : c.models) {
-      const Passes& p = profiles[model];
-      json entry = {{"precision", c.precision}, {"threads", c.threads}};
-      // Core sharing at the largest size whose step is short (gpt-small: 4).
-      int64_t sharingSize = p.sizes.front();
-      for (int64_t mb : p.sizes) {
-        const ModelTimes t = medianOfPasses(p.times.at(mb));
-        entry["micro_batches"][std::to_string(mb)] = modelTimesJson(t);
-        progress("%s micro-batch %lld: forward %.2f ms, backward %.2f ms, %s update %.2f ms (median of %zu passes, "
-                 "half at the calibration's start, half at its end)",
-                 model.c_str(), static_cast<long long>(mb), t.forwardS * 1e3, t.backwardS * 1e3,
-                 t.optimizer.c_str(), t.updateS * 1e3, p.times.at(mb).size());
-        if (t.forwardS + t.backwardS <= kSharingStepS) sharingSize = mb;
-      }
-      const CoreSharing sharing =
-          measureCoreSharing({.self = c.self, .model = model, .microBatch = sharingSize, .threads = c.threads,
-                              .precision = c.precision, .windowS = c.small ? 0.1 : 1.0, .rounds = c.small ? 1 : 2},
-                             cores);
-      entry["shared_slowdown"] = sharing.slowdown;
-      progress("%s micro-batch %lld, %d processes on %d cores: %.2f ms a step each, alone %.2f: %.3fx slower than "
-               "a %.3g share",
-               model.c_str(), static_cast<long long>(sharingSize), sharing.processes, cores, sharing.sharedS * 1e3,
-               sharing.aloneS * 1e3, sharing.slowdown, sharing.share);
-      m["models"][model] = entry;
+  // Core sharing runs its own processes, each in c.precision.
+  for (const auto& model : c.models) {
+    const Passes& p = profiles.at(model);
+    json entry = {{"precision", c.precision}, {"threads", c.threads}};
+    // Core sharing at the largest size whose step is short (gpt-small: 4).
+    int64_t sharingSize = p.sizes.front();
+    for (int64_t mb : p.sizes) {
+      const ModelTimes t = medianOfPasses(p.times.at(mb));
+      entry["micro_batches"][std::to_string(mb)] = modelTimesJson(t);
+      progress("%s micro-batch %lld: forward %.2f ms, backward %.2f ms, %s update %.2f ms (median of %zu passes, "
+               "half at the calibration's start, half at its end)",
+               model.c_str(), static_cast<long long>(mb), t.forwardS * 1e3, t.backwardS * 1e3,
+               t.optimizer.c_str(), t.updateS * 1e3, p.times.at(mb).size());
+      if (t.forwardS + t.backwardS <= kSharingStepS) sharingSize = mb;
     }
+    const CoreSharing sharing =
+        measureCoreSharing({.self = c.self, .model = model, .microBatch = sharingSize, .threads = c.threads,
+                            .precision = c.precision, .windowS = c.small ? 0.1 : 1.0, .rounds = c.small ? 1 : 2},
+                           cores);
+    entry["shared_slowdown"] = sharing.slowdown;
+    progress("%s micro-batch %lld, %d processes on %d cores: %.2f ms a step each, alone %.2f: %.3fx slower than "
+             "a %.3g share",
+             model.c_str(), static_cast<long long>(sharingSize), sharing.processes, cores, sharing.sharedS * 1e3,
+             sharing.aloneS * 1e3, sharing.slowdown, sharing.share);
+    m["models"][model] = entry;
   }
   checkMachineJson(m);
   if (!c.samplesFile.empty()) {
