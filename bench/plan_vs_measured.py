@@ -137,6 +137,14 @@ def measured_best(rows, limit_mib=math.inf):
     return max(cands, key=lambda r: r["meas_samples_per_s"]) if cands else None
 
 
+def during_summary(rows):
+    """MAE, worst and Kendall's tau of the predictions made from the profiles taken during the runs."""
+    return {"tau_during": round(kendall_tau([r["pred_during_samples_per_s"] for r in rows],
+                                            [r["meas_samples_per_s"] for r in rows]), 3),
+            "step_mae_during": round(statistics.mean(abs(r["step_err_during"]) for r in rows), 3),
+            "step_worst_during": max((r["step_err_during"] for r in rows), key=abs)}
+
+
 def memory_limit(entries):
     """The memory-limited scenario's limit, bytes: the median of the predicted
     largest peaks of the lossless one-rank-per-host configurations, rounded up
@@ -182,6 +190,30 @@ def predicted(a, model, slug, base, per_host, choice, machine):
     return (slug, base, toml, per_host, choice, pred, [])
 
 
+def reprofile(a, model, machine, out):
+    """`machine` with its compute and `model` measured again now (dtrain calibrate
+    --from: the links kept; the file's micro-batch sizes); None where it fails."""
+    sizes = ",".join(sorted(json.load(open(machine))["models"][model]["micro_batches"], key=int))
+    r = sh(f"{a.dtrain} calibrate --from {machine} --models {model} --micro-batches {sizes} --out {out}")
+    if r.returncode != 0:
+        print(f"{model}: calibrate --from failed: {r.stderr.strip()[-300:]}", file=sys.stderr)
+        return None
+    return out
+
+
+def median_json(values):
+    """The elementwise median of JSON values of one shape (numbers: their median;
+    anything else: the first's)."""
+    v0 = values[0]
+    if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+        return v0 if all(v == v0 for v in values) else statistics.median(values)
+    if all(isinstance(v, dict) for v in values):
+        return {k: median_json([v[k] for v in values]) if all(k in v for v in values) else v0[k] for k in v0}
+    if all(isinstance(v, list) and len(v) == len(v0) for v in values):
+        return [median_json(list(x)) for x in zip(*values)]
+    return v0
+
+
 def measure(a, model, toml, ranks, per_host, base):
     metrics = base + ".metrics.jsonl"
     if os.path.exists(metrics):
@@ -203,6 +235,20 @@ def measure(a, model, toml, ranks, per_host, base):
     steady = [r["samples_per_s"] for r in recs if r["step"] > max(a.warmup, start)]
     return {"samples_per_s": statistics.median(steady), "run_samples_per_s": line["samples_per_s"],
             "peaks": [r["peak"] for r in line["memory_per_rank"]]}, ""
+
+
+def during_fixed(rows):
+    """during_summary of the rows, or None where a row lacks the second prediction."""
+    return during_summary(rows) if rows and all("step_err_during" in r for r in rows) else None
+
+
+def during_cell(rows, tau_only=False):
+    d = during_fixed(rows)
+    if not d:
+        return "-"
+    if tau_only:
+        return f"tau {d['tau_during']:.2f}"
+    return f"{100 * d['step_mae_during']:.0f}%, {100 * d['step_worst_during']:+.0f}%, {d['tau_during']:.2f}"
 
 
 def report(a):
@@ -247,8 +293,8 @@ def report(a):
               f"{r['meas_peak_mib']:.2f} | {100 * r['mem_err']:+.0f}% | {r['dominant']} | {r['load']} |")
     print()
     print("| scenario | configurations | step MAE | worst | memory MAE | worst | any rank's worst | Kendall tau | "
-          "plan's choice | measured best | plan / best |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+          "plan's choice | measured best | plan / best | profiled during the runs: step MAE, worst, tau |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     groups = {}
     for r in rows:
         groups.setdefault((r["model"], r["rate"], r["hosts"]), []).append(r)
@@ -269,7 +315,7 @@ def report(a):
               f"{100 * worst['step_err']:+.0f}% ({worst['config']}) | "
               f"{100 * statistics.mean(abs(r['mem_err']) for r in fixed):.0f}% | "
               f"{100 * mworst['mem_err']:+.0f}% ({mworst['config']}) | "
-              f"{100 * rank_worst(rworst):+.0f}% ({rworst['config']}) | {tau:.2f} | {pcs} |")
+              f"{100 * rank_worst(rworst):+.0f}% ({rworst['config']}) | {tau:.2f} | {pcs} | {during_cell(fixed)} |")
         # The memory-limited scenario: the configurations whose measured peak fits.
         for pm in (r for r in rs if r["config"] == "plan-choice-mem"):
             limit = pm["memory_limit_mib"]
@@ -280,14 +326,16 @@ def report(a):
             tau = kendall_tau([r["pred_samples_per_s"] for r in fit], [r["meas_samples_per_s"] for r in fit])
             print(f"| {model} x {rate} x {hosts} hosts x {limit:.0f} MiB | {len(fit)} fit | - | - | - | - | - | "
                   f"{tau:.2f} | {pm['plan_choice']} | {best['config']} | "
-                  f"{pm['meas_samples_per_s'] / best['meas_samples_per_s']:.2f} |")
+                  f"{pm['meas_samples_per_s'] / best['meas_samples_per_s']:.2f} | {during_cell(fit, tau_only=True)} |")
     for hosts, fixed in allfixed.items():
         if fixed:
             print(f"\n{hosts} hosts, all: {len(fixed)} configurations, step MAE "
                   f"{100 * statistics.mean(abs(r['step_err']) for r in fixed):.1f}%, worst "
                   f"{100 * max((r['step_err'] for r in fixed), key=abs):+.0f}%, memory MAE "
                   f"{100 * statistics.mean(abs(r['mem_err']) for r in fixed):.1f}%, any rank's memory worst "
-                  f"{100 * max((rank_worst(r) for r in fixed), key=abs):+.0f}%")
+                  f"{100 * max((rank_worst(r) for r in fixed), key=abs):+.0f}%"
+                  + (f"; profiled during the runs: step MAE {100 * d['step_mae_during']:.1f}%, worst "
+                     f"{100 * d['step_worst_during']:+.0f}%" if (d := during_fixed(fixed)) else ""))
 
 
 def main():
@@ -310,6 +358,9 @@ def main():
     p.add_argument("--decide", type=int, default=3,
                    help="more runs each of the plan's choice and the measured best where they differ")
     p.add_argument("--resimulate", action="store_true", help="with --report: predict again with this dtrain")
+    p.add_argument("--no-reprofile", dest="reprofile", action="store_false",
+                   help="skip profiling the model again around the runs (dtrain calibrate --from) and the "
+                        "second prediction from those profiles")
     a = p.parse_args()
     if a.report:
         return report(a)
@@ -388,9 +439,21 @@ def main():
             # The rows: what ran, and the memory-limited choice where it shares another's runs.
             scenario = to_run + ([mem_entry] if mem_entry and all(e is not mem_entry for e in to_run) else [])
 
+            # The model profiled again before each pass and after the last (--reprofile):
+            # the predictions made again from their median describe the machine
+            # while the runs ran (a VM's speed moves within minutes).
+            profiles = []
+
+            def profile_now():
+                if a.reprofile:
+                    out = os.path.join(a.dir, f"machine-{a.rate}-h{a.hosts}-{model}-profile{len(profiles) + 1}.json")
+                    if reprofile(a, model, machine, out):
+                        profiles.append(out)
+
             def run_in_turn(entries, times):
                 """Runs each entry `times` times, in turn, adding to its runs."""
                 for _ in range(times):
+                    profile_now()
                     for slug, base, toml, per_host, choice, pred, runs in entries:
                         meas, err = measure(a, model, toml, pred["workers"], per_host, base)  # workers: ps servers too
                         if meas is None:
@@ -415,6 +478,18 @@ def main():
                     best = max(others, key=median_rate)
                     if median_rate(best) > median_rate(chosen[0]):
                         run_in_turn((chosen[0], best), a.decide)
+            during = {}
+            if profiles and to_run:
+                profile_now()
+                path = os.path.join(a.dir, f"machine-{a.rate}-h{a.hosts}-{model}-during.json")
+                with open(path, "w") as f:
+                    json.dump(median_json([json.load(open(q)) for q in profiles]), f, indent=1)
+                for q in profiles:
+                    os.remove(q)
+                for e in scenario:
+                    sim = sh(f"{a.dtrain} simulate --config {e[2]} --machine {path} --hosts {a.hosts}")
+                    if sim.returncode == 0:
+                        during[e[0]] = last_json(sim.stdout)
             for slug, base, toml, per_host, choice, pred, runs in scenario:
                 if not runs:
                     continue
@@ -440,6 +515,10 @@ def main():
                        "dominant": pred["dominant"], "load": round(os.getloadavg()[0], 1)}
                 if slug == "plan-choice-mem":
                     row["memory_limit_mib"] = limit / 2**20
+                if slug in during:
+                    row["pred_during_step_ms"] = round(1e3 * during[slug]["step_s"], 2)
+                    row["pred_during_samples_per_s"] = round(during[slug]["samples_per_s"], 1)
+                    row["step_err_during"] = round(row["pred_during_step_ms"] / row["meas_step_ms"] - 1, 3)
                 row["step_err"] = round(row["pred_step_ms"] / row["meas_step_ms"] - 1, 3)
                 row["mem_err"] = round(row["pred_peak_mib"] / row["meas_peak_mib"] - 1, 3)
                 print(json.dumps(row), flush=True)
@@ -454,6 +533,8 @@ def main():
                      "step_worst": max((r["step_err"] for r in fixed), key=abs),
                      "mem_mae": round(statistics.mean(abs(r["mem_err"]) for r in fixed), 3),
                      "mem_worst": max((r["mem_err"] for r in fixed), key=abs)}
+                if all("step_err_during" in r for r in fixed):
+                    s.update(during_summary(fixed))
                 for slug, key in (("plan-choice", ""), ("plan-choice-mem", "_mem")):
                     pc = [r for r in scen if r["config"] == slug]
                     lim = pc[0].get("memory_limit_mib", math.inf) if pc else math.inf
@@ -478,6 +559,9 @@ def main():
                "load_before": [round(x, 1) for x in load0], "load_after": [round(x, 1) for x in os.getloadavg()],
                "minutes": round((time.time() - t0) / 60, 1), "machine": machine,
                "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+        if all("step_err_during" in r for r in fixed):
+            tot.update(during_summary(fixed))
+            del tot["tau_during"]  # across scenarios: not a ranking
         print(json.dumps(tot), flush=True)
         summary.append(tot)
     if a.json_out:

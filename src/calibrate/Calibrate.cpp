@@ -265,15 +265,19 @@ void validate(const CalibrateConfig& c) {
   DTRAIN_CHECK_USAGE(c.netsimHosts > 0 || c.rate.empty(), "--rate applies to --netsim");
   DTRAIN_CHECK_USAGE(c.hosts.empty() || c.hosts.size() >= 2, "--hosts needs at least 2 hosts");
   DTRAIN_CHECK_USAGE(c.devicesPerHost >= 0, "--devices-per-host must be >= 0");
+  if (!c.fromFile.empty()) {
+    DTRAIN_CHECK_USAGE(c.netsimHosts == 0 && c.hosts.empty(),
+                       "--from keeps FILE's hosts and links: --netsim and --hosts measure new ones");
+    DTRAIN_CHECK_USAGE(c.samplesFile.empty(), "--samples: --from measures no links");
+    DTRAIN_CHECK_USAGE(c.devicesPerHost == 0, "--devices-per-host: --from keeps FILE's hosts");
+  }
 }
 
-nlohmann::json runCalibrate(const CalibrateConfig& c) {
-  validate(c);
-  Timer total;
-  kernels::configureKernels(c.threads, kernels::GemmBackend::Auto);
+namespace {
+
+// The machine file's description of the hosts (a new calibration's).
+json describeMachine(const CalibrateConfig& c, int hosts, int cores) {
   json m;
-  const int hosts = c.netsimHosts > 0 ? c.netsimHosts : std::max<int>(1, static_cast<int>(c.hosts.size()));
-  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   // Emulated hosts all live in this machine: they share its cores and memory.
   const int hostsHere = c.netsimHosts > 0 ? c.netsimHosts : 1;
   const int devices = c.devicesPerHost > 0 ? c.devicesPerHost : std::max(1, cores / hostsHere);
@@ -292,6 +296,96 @@ nlohmann::json runCalibrate(const CalibrateConfig& c) {
   m["async_sends"] = false;
   const double memKiB = std::atof(procField("/proc/meminfo", "MemTotal").c_str());
   m["memory_per_device_bytes"] = static_cast<int64_t>(memKiB * 1024 / (devices * hostsHere));
+  return m;
+}
+
+// --from FILE: an earlier calibration whose hosts, links and collectives this
+// one keeps (its compute and the models measured are replaced).
+json readBaseMachine(const std::string& path) {
+  std::ifstream in(path);
+  DTRAIN_CHECK_USAGE(in, "calibrate --from: cannot read ", path);
+  json m = json::parse(in, nullptr, false);
+  DTRAIN_CHECK_USAGE(!m.is_discarded() && m.is_object(), "calibrate --from: ", path, " is not a JSON object");
+  try {
+    checkMachineJson(m);
+  } catch (const Error& e) {
+    throw UsageError("calibrate --from " + path + ": " + e.what());
+  }
+  DTRAIN_CHECK_USAGE(m.contains("links"), "calibrate --from: ", path,
+                     " has no links (a hand-written cluster file; --from takes a calibrated machine file)");
+  return m;
+}
+
+// What ranks pay to talk: pairs summing on shared cores, threads of one
+// process, processes of this host and (several hosts) across them.
+void measureLinks(const CalibrateConfig& c, int hosts, int cores, json& m, json* samples) {
+  // Pairs of processes on this host's cores (mpirun): the tensor-parallel sums
+  // of packed ranks wait for their partner's core.
+  if (c.mpi) {
+    const auto waits = measurePairedSumWaits(
+        {.self = c.self, .computeMs = 1, .iters = c.small ? 10 : 200, .runs = c.small ? 1 : 3}, cores);
+    for (const PairedSumWait& w : waits) {
+      m["paired_sum_waits"].push_back({{"ranks_per_core", w.ranksPerCore}, {"seconds", w.seconds}});
+      progress("a 2-rank sum after 1 ms of compute, %g ranks a core: %.2f ms more than alone", w.ranksPerCore,
+               w.seconds * 1e3);
+    }
+  }
+
+  json links, collectives;
+  const std::vector<size_t> sizes = messageSizes(4096, c.maxBytes);
+  ProbeConfig local{.sizes = sizes, .ranksPerHost = 2, .secondsPerRun = 0.03, .runs = 5};
+  const ProbeResult threads2 = probeLocal(2, local);
+  describeProbe("same_process", threads2, samples);
+  links["same_process"] = linkJson(threads2.pointToPoint);
+  collectives["same_process"] = collectivesJson(threads2);
+  // The hierarchical allreduce: 4 threads in groups of 2.
+  ProbeConfig hier = local;
+  hier.pointToPoint = false;
+  hier.hierOnly = true;
+  const ProbeResult threads4 = probeLocal(4, hier);
+  describeProbe("same_process", threads4, samples);
+  json hierFit = collectivesJson(threads4);
+  for (auto& [name, fit] : hierFit.items()) fit["ranks_per_host"] = 4;  // all on this host
+  collectives["same_process"].update(hierFit);
+
+  // Emulated hosts' ranks of one host talk over that host's loopback (netsim.sh
+  // runs Open MPI's TCP transport only): measured there, with the hosts.
+  if (c.mpi && c.netsimHosts == 0) {
+    const std::string out = tempFile("intra");
+    progress("processes on this host: mpirun -np 2, %zu sizes up to %zu bytes", sizes.size(), sizes.back());
+    runShell("mpirun --allow-run-as-root --oversubscribe --bind-to none -np 2 " +
+                 rankCommand(c, out, sizes, 2),
+             "mpirun on this host");
+    const ProbeResult intra = readProbe(out);
+    describeProbe("intra_host", intra, samples);
+    links["intra_host"] = linkJson(intra.pointToPoint);
+    collectives["intra_host"] = collectivesJson(intra);
+  }
+
+  if (hosts > 1) {
+    // Messages that take at most ~0.15 s each at the link rate (real hosts: 16 MiB).
+    const double rate = c.netsimHosts > 0 ? rateBytesPerS(c.rate) : 0;
+    size_t maxBytes = c.maxBytes;
+    if (rate > 0)
+      while (maxBytes > 262144 && static_cast<double>(maxBytes) > 0.15 * rate) maxBytes /= 4;
+    // From 1 KiB: compressed buckets (PowerSGD's factors) are a few KiB, and a fit
+    // of 4 KiB..16 MiB missed them by 2.5x (the tree's at 3.5 KiB, 100 Mbit/s).
+    probeAcrossHosts(c, hosts, messageSizes(1024, maxBytes), links, collectives, samples);
+  }
+  m["links"] = links;
+  m["collectives"] = collectives;
+}
+
+}  // namespace
+
+nlohmann::json runCalibrate(const CalibrateConfig& c) {
+  validate(c);
+  Timer total;
+  kernels::configureKernels(c.threads, kernels::GemmBackend::Auto);
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int hosts = c.netsimHosts > 0 ? c.netsimHosts : std::max<int>(1, static_cast<int>(c.hosts.size()));
+  json m = c.fromFile.empty() ? describeMachine(c, hosts, cores) : readBaseMachine(c.fromFile);
+  if (!c.fromFile.empty()) progress("keeping the hosts, links and collectives of %s", c.fromFile.c_str());
 
   const ComputeRates rates = measureCompute(c.small);
   progress("GEMM fp32 %.1f GFLOP/s, bf16 %.1f GFLOP/s, stream %.1f GB/s (%d thread%s)",
@@ -329,63 +423,8 @@ nlohmann::json runCalibrate(const CalibrateConfig& c) {
     }
   };
   profilePasses();
-
-  // Pairs of processes on this host's cores (mpirun): the tensor-parallel sums
-  // of packed ranks wait for their partner's core.
-  if (c.mpi) {
-    const auto waits = measurePairedSumWaits(
-        {.self = c.self, .computeMs = 1, .iters = c.small ? 10 : 200, .runs = c.small ? 1 : 3}, cores);
-    for (const PairedSumWait& w : waits) {
-      m["paired_sum_waits"].push_back({{"ranks_per_core", w.ranksPerCore}, {"seconds", w.seconds}});
-      progress("a 2-rank sum after 1 ms of compute, %g ranks a core: %.2f ms more than alone", w.ranksPerCore,
-               w.seconds * 1e3);
-    }
-  }
-
-  json links, collectives, samples;
-  const std::vector<size_t> sizes = messageSizes(4096, c.maxBytes);
-  ProbeConfig local{.sizes = sizes, .ranksPerHost = 2, .secondsPerRun = 0.03, .runs = 5};
-  const ProbeResult threads2 = probeLocal(2, local);
-  describeProbe("same_process", threads2, &samples);
-  links["same_process"] = linkJson(threads2.pointToPoint);
-  collectives["same_process"] = collectivesJson(threads2);
-  // The hierarchical allreduce: 4 threads in groups of 2.
-  ProbeConfig hier = local;
-  hier.pointToPoint = false;
-  hier.hierOnly = true;
-  const ProbeResult threads4 = probeLocal(4, hier);
-  describeProbe("same_process", threads4, &samples);
-  json hierFit = collectivesJson(threads4);
-  for (auto& [name, fit] : hierFit.items()) fit["ranks_per_host"] = 4;  // all on this host
-  collectives["same_process"].update(hierFit);
-
-  // Emulated hosts' ranks of one host talk over that host's loopback (netsim.sh
-  // runs Open MPI's TCP transport only): measured there, with the hosts.
-  if (c.mpi && c.netsimHosts == 0) {
-    const std::string out = tempFile("intra");
-    progress("processes on this host: mpirun -np 2, %zu sizes up to %zu bytes", sizes.size(), sizes.back());
-    runShell("mpirun --allow-run-as-root --oversubscribe --bind-to none -np 2 " +
-                 rankCommand(c, out, sizes, 2),
-             "mpirun on this host");
-    const ProbeResult intra = readProbe(out);
-    describeProbe("intra_host", intra, &samples);
-    links["intra_host"] = linkJson(intra.pointToPoint);
-    collectives["intra_host"] = collectivesJson(intra);
-  }
-
-  if (hosts > 1) {
-    // Messages that take at most ~0.15 s each at the link rate (real hosts: 16 MiB).
-    const double rate = c.netsimHosts > 0 ? rateBytesPerS(c.rate) : 0;
-    size_t maxBytes = c.maxBytes;
-    if (rate > 0)
-      while (maxBytes > 262144 && static_cast<double>(maxBytes) > 0.15 * rate) maxBytes /= 4;
-    // From 1 KiB: compressed buckets (PowerSGD's factors) are a few KiB, and a fit
-    // of 4 KiB..16 MiB missed them by 2.5x (the tree's at 3.5 KiB, 100 Mbit/s).
-    probeAcrossHosts(c, hosts, messageSizes(1024, maxBytes), links, collectives, &samples);
-  }
-  m["links"] = links;
-  m["collectives"] = collectives;
-
+  json samples;
+  if (c.fromFile.empty()) measureLinks(c, hosts, cores, m, &samples);
   profilePasses();
   // Core sharing runs its own processes, each in c.precision.
   for (const auto& model : c.models) {
@@ -393,22 +432,26 @@ nlohmann::json runCalibrate(const CalibrateConfig& c) {
     json entry = {{"precision", c.precision}, {"threads", c.threads}};
     // Core sharing at the largest size whose step is short (gpt-small: 4).
     int64_t sharingSize = p.sizes.front();
+    double sharingStepS = 0;
     for (int64_t mb : p.sizes) {
       const ModelTimes t = medianOfPasses(p.times.at(mb));
       entry["micro_batches"][std::to_string(mb)] = modelTimesJson(t);
-      progress("%s micro-batch %lld: forward %.2f ms, backward %.2f ms, %s update %.2f ms (median of %zu passes, "
-               "half at the calibration's start, half at its end)",
+      progress("%s micro-batch %lld: forward %.2f ms, backward %.2f ms, %s update %.2f ms (median of %zu passes%s)",
                model.c_str(), static_cast<long long>(mb), t.forwardS * 1e3, t.backwardS * 1e3,
-               t.optimizer.c_str(), t.updateS * 1e3, p.times.at(mb).size());
-      if (t.forwardS + t.backwardS <= kSharingStepS) sharingSize = mb;
+               t.optimizer.c_str(), t.updateS * 1e3, p.times.at(mb).size(),
+               c.fromFile.empty() ? ", half at the calibration's start, half at its end" : "");
+      if (mb == sharingSize || t.forwardS + t.backwardS <= kSharingStepS) {
+        sharingSize = mb;
+        sharingStepS = t.forwardS + t.backwardS + t.updateS;
+      }
     }
-    const CoreSharing sharing =
-        measureCoreSharing({.self = c.self, .model = model, .microBatch = sharingSize, .threads = c.threads,
-                            .precision = c.precision, .windowS = c.small ? 0.1 : 1.0, .rounds = c.small ? 1 : 2},
-                           cores);
+    const CoreSharing sharing = measureCoreSharing(
+        {.self = c.self, .model = model, .microBatch = sharingSize, .threads = c.threads, .precision = c.precision,
+         .aloneStepS = sharingStepS, .windowS = c.small ? 0.1 : 1.0, .rounds = c.small ? 1 : 3},
+        cores);
     entry["shared_slowdown"] = sharing.slowdown;
-    progress("%s micro-batch %lld, %d processes on %d cores: %.2f ms a step each, alone %.2f: %.3fx slower than "
-             "a %.3g share",
+    progress("%s micro-batch %lld, %d processes on %d cores: %.2f ms a step each, the profile's %.2f: %.3fx slower "
+             "than a %.3g share",
              model.c_str(), static_cast<long long>(sharingSize), sharing.processes, cores, sharing.sharedS * 1e3,
              sharing.aloneS * 1e3, sharing.slowdown, sharing.share);
     m["models"][model] = entry;

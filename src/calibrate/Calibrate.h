@@ -33,6 +33,10 @@ struct CalibrateConfig {
   std::string netsimScript;          // scripts/netsim.sh
   std::string lockFile = "/tmp/netsim.lock";
   std::string samplesFile;           // also write the measured (bytes, seconds) points here
+  // An earlier machine file whose hosts, links and collectives are kept: only
+  // compute and the models are measured (seconds, no network), for a model
+  // added later or a machine whose speed has moved since.
+  std::string fromFile;
 };
 
 // Throws UsageError for a bad configuration (unknown model or precision,

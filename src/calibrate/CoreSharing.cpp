@@ -94,13 +94,10 @@ CoreSharing measureCoreSharing(const CoreSharingConfig& c, int cores) {
   CoreSharing r;
   r.processes = std::max(2, 2 * cores / std::max(1, c.threads));
   r.share = static_cast<double>(r.processes) * c.threads / cores;
-  std::vector<double> alone, shared;
-  // Alternated, so that a slow moment of the machine falls on both sides.
-  for (int round = 0; round < c.rounds; ++round) {
-    alone.push_back(runCopies(c, 1).front());
-    shared.push_back(median(runCopies(c, r.processes)));
-  }
-  r.aloneS = median(alone);
+  DTRAIN_CHECK(c.aloneStepS > 0, "calibrate: core sharing needs the model's step alone");
+  std::vector<double> shared;
+  for (int round = 0; round < c.rounds; ++round) shared.push_back(median(runCopies(c, r.processes)));
+  r.aloneS = c.aloneStepS;
   r.sharedS = median(shared);
   // Below 1 the processes shared the cores better than the arithmetic: noise.
   r.slowdown = std::max(1.0, r.sharedS / (r.aloneS * std::max(1.0, r.share)));

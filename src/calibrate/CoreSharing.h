@@ -5,8 +5,15 @@
 // at micro-batch 4 on 2 cores, 4 processes 1.06x slower than half the rate,
 // 8 processes 1.07x than a quarter). calibrate starts 2x as many processes
 // as cores, each timing the same model steps in one window of the system
-// clock, against one process alone; the machine file keeps the ratio
+// clock, against the step alone; the machine file keeps the ratio
 // (models.M.shared_slowdown) and the simulator slows oversubscribed ranks by it.
+// The step alone is the model profile's at that size (forward + backward +
+// update, the median of calibrate's passes), the time the simulator scales, so
+// that a shared step is predicted as measured: a process timed alone beside
+// the shared ones read gpt-small's micro-batch 2 in
+// 19-25 ms over five calibrations a minute apart on an Intel Xeon VM, where the
+// 4 shared processes read 52-54 ms, so the ratio moved 1.04-1.35x with the
+// alone run's noise, on top of the profile's own.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -19,14 +26,15 @@ struct CoreSharingConfig {
   int64_t microBatch = 4;
   int threads = 1;             // kernel threads per process
   std::string precision = "fp32";
+  double aloneStepS = 0;        // the profile's step at microBatch (> 0)
   double windowS = 1.0;        // seconds of timed steps per run (its window)
-  int rounds = 2;              // alone, then all, this many times (medians)
+  int rounds = 3;              // runs of all the processes at once (their median)
 };
 
 struct CoreSharing {
   int processes = 0;           // at once on the cores
   double share = 1;            // processes x threads / cores
-  double aloneS = 0;           // a training step's wall-clock time, one process alone
+  double aloneS = 0;           // the profile's step (CoreSharingConfig::aloneStepS)
   double sharedS = 0;          // the same with `processes` at once (their median)
   double slowdown = 1;         // sharedS / (aloneS x share), at least 1
 };

@@ -97,6 +97,10 @@ void addCalibrateCommand(CLI::App& app) {
                   "on each), instead of --netsim");
   sub->add_option("--samples", f->cfg.samplesFile,
                   "also write the measured (bytes, seconds) points behind every fit (JSON)");
+  auto* maxBytes = sub->get_option("--max-bytes");
+  sub->add_option("--from", f->cfg.fromFile,
+                  "an earlier machine file: keep its hosts, links and collectives, measure only compute and "
+                  "--models (seconds; a model added, or a machine whose speed moved)");
   sub->add_option("--devices-per-host", f->cfg.devicesPerHost,
                   "devices (cores) per host in the file (default: this machine's cores; with --netsim "
                   "divided among the emulated hosts, at least 1)");
@@ -110,7 +114,7 @@ void addCalibrateCommand(CLI::App& app) {
   sub->add_option("--internal-model", f->internalModel)->group("");
   sub->add_option("--internal-micro-batch", f->internalMicroBatch)->group("");
   sub->add_option("--internal-window", f->internalWindow)->group("");
-  sub->callback([f] {
+  sub->callback([f, maxBytes] {
     if (!f->internalShare.empty()) {
       double start = 0, end = 0;
       DTRAIN_CHECK_USAGE(std::sscanf(f->internalWindow.c_str(), "%lf,%lf", &start, &end) == 2,
@@ -135,6 +139,7 @@ void addCalibrateCommand(CLI::App& app) {
     if (f->microBatches != "auto") c.microBatches = calibrateNumbers<int64_t>(f->microBatches, "--micro-batches");
     if (!f->hosts.empty()) c.hosts = calibrateList(f->hosts, "--hosts");
     c.mpi = !f->noMpi;
+    DTRAIN_CHECK_USAGE(c.fromFile.empty() || maxBytes->count() == 0, "--max-bytes: --from measures no links");
     std::error_code ec;
     c.self = std::filesystem::read_symlink("/proc/self/exe", ec).string();
     if (c.netsimHosts > 0) c.netsimScript = calibrateNetsimScript();

@@ -117,6 +117,53 @@ TEST(CalibrateCli, MpiRanksOnThisHostGiveIntraHostFits) {
 }
 #endif
 
+// --from: an earlier file's hosts, links and collectives kept, compute and the
+// models measured again; models it had and this run did not measure kept too.
+TEST(CalibrateCli, FromKeepsTheLinksAndMeasuresTheModelsAgain) {
+  const std::string base = tempDir() + "/base.json", out = tempDir() + "/again.json";
+  const CliResult first = runDtrain(std::string(kQuick) + " --out " + base);
+  ASSERT_EQ(first.code, 0) << first.err;
+  std::ifstream in(base);
+  auto machine = nlohmann::json::parse(in);
+  // Marks only this test can have put there: kept means copied, not measured again.
+  machine["links"]["same_process"]["alpha_s"] = 0.125;
+  machine["models"]["kept-model"] = machine["models"]["mlp"];
+  machine["models"]["mlp"]["shared_slowdown"] = 99.0;
+  std::ofstream(base) << machine.dump();
+
+  std::string cmd = kQuick;
+  cmd.erase(cmd.find(" --max-bytes 65536"), std::string(" --max-bytes 65536").size());
+  cmd.replace(cmd.find("--micro-batches 1 "), std::string("--micro-batches 1 ").size(), "--micro-batches 1,2 ");
+  const CliResult r = runDtrain(cmd + " --from " + base + " --out " + out);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("keeping the hosts, links and collectives of " + base), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("point-to-point"), std::string::npos) << "no link measured: " << r.err;
+  std::ifstream again(out);
+  const auto m = nlohmann::json::parse(again);
+  EXPECT_NO_THROW(calibrate::checkMachineJson(m));
+  EXPECT_EQ(m["links"], machine["links"]);
+  EXPECT_EQ(m["collectives"], machine["collectives"]);
+  EXPECT_EQ(m["hosts"], machine["hosts"]);
+  EXPECT_EQ(m["models"]["kept-model"], machine["models"]["kept-model"]);
+  const auto& mlp = m["models"]["mlp"];
+  EXPECT_NE(mlp["shared_slowdown"].get<double>(), 99.0);  // measured again
+  EXPECT_TRUE(mlp["micro_batches"].contains("2")) << mlp.dump();
+}
+
+TEST(CalibrateCli, FromRefusesWhatItWouldNotMeasure) {
+  const std::string dir = tempDir(), out = " --out " + dir + "/m.json";
+  const std::string bad = dir + "/bad.json", cluster = dir + "/cluster.json";
+  std::ofstream(bad) << "{ not json";
+  expectError(runDtrain("calibrate --models mlp --from " + dir + "/missing.json" + out), 2, "cannot read");
+  expectError(runDtrain("calibrate --models mlp --from " + bad + out), 2, "is not a JSON object");
+  std::ofstream(cluster) << R"({"format": "dtrain-machine-1"})";
+  expectError(runDtrain("calibrate --models mlp --from " + cluster + out), 2, "--from " + cluster);
+  expectError(runDtrain("calibrate --from " + bad + " --netsim 2 --rate 1gbit" + out), 2, "--from keeps FILE's");
+  expectError(runDtrain("calibrate --from " + bad + " --samples s.json" + out), 2, "--samples: --from");
+  expectError(runDtrain("calibrate --from " + bad + " --devices-per-host 2" + out), 2, "--devices-per-host: --from");
+  expectError(runDtrain("calibrate --from " + bad + " --max-bytes 65536" + out), 2, "--max-bytes: --from");
+}
+
 TEST(CalibrateCli, UnwritableOutIsExit1AndLeavesNothing) {
   const CliResult r = runDtrain(std::string(kQuick) + " --out /nonexistent-dir/m.json");
   EXPECT_EQ(r.code, 1) << r.err;
