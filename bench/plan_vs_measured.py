@@ -17,7 +17,11 @@ shared cores can be 15% off its neighbours: a verdict on 5% needs more than
 three). The memory limit (4 hosts): the median of the lossless one-rank-per-host
 configurations' predicted peaks, so that about half of them fit; `dtrain plan
 --memory-per-rank` chooses under it, and the measured best is the best of those
-whose measured peak fits.
+whose measured peak fits. The model is profiled again before each pass of the
+runs and after the last (`dtrain calibrate --from`: compute and the model, the
+links kept), and every row predicted a second time from those profiles' median
+("during": the machine's drift since the calibration taken out; --no-reprofile
+skips it).
 
   bench/plan_vs_measured.py --rate 100mbit [--machine bench/machines/zen4-2core-netsim4-100mbit.json]
   bench/plan_vs_measured.py --rate 100mbit --hosts 2 --held-out   # the held-out scenario
@@ -149,18 +153,24 @@ def toml_path(d, r):
     return os.path.join(d, f"{r['model']}-{r['rate']}-h{r['hosts']}-{r['config']}.toml")
 
 
-def plan_vs_best(d, plan, best):
-    """The plan's choice's measured samples/s over the measured best's; 1 where the
-    plan chose that very configuration (the same TOML but for comments): two sets of
-    runs of one configuration differ by noise alone (the mlp's tp 4 at 1 Gbit/s, 9
-    runs each: medians 5.57 and 5.14 ms), which says nothing of the choice."""
-    def text(r):
+def same_config(toml_a, toml_b):
+    """Whether two TOML files say the same but for comments (False where one is missing)."""
+    def text(path):
         try:
-            return [l for l in open(toml_path(d, r)).read().splitlines() if not l.startswith("#")]
+            return [l for l in open(path).read().splitlines() if not l.startswith("#")]
         except OSError:
             return None
-    same = text(plan) is not None and text(plan) == text(best)
-    return 1.0 if same else plan["meas_samples_per_s"] / best["meas_samples_per_s"]
+    return text(toml_a) is not None and text(toml_a) == text(toml_b)
+
+
+def plan_vs_best(d, plan, best):
+    """The plan's choice's measured samples/s over the measured best's; 1 where the
+    plan chose that very configuration: two sets of runs of one configuration differ
+    by noise alone (the mlp's tp 4 at 1 Gbit/s, 9 runs each: medians 5.57 and 5.14
+    ms), which says nothing of the choice."""
+    if same_config(toml_path(d, plan), toml_path(d, best)):
+        return 1.0
+    return plan["meas_samples_per_s"] / best["meas_samples_per_s"]
 
 
 def memory_limit(entries):
@@ -494,7 +504,7 @@ def main():
                 others = [e for e in to_run if lossless_one_per_host(e[0], e[3]) and e[6] and fits(e, lim)]
                 if chosen and others:
                     best = max(others, key=median_rate)
-                    if median_rate(best) > median_rate(chosen[0]):
+                    if median_rate(best) > median_rate(chosen[0]) and not same_config(chosen[0][2], best[2]):
                         run_in_turn((chosen[0], best), a.decide)
             during = {}
             if profiles and to_run:
