@@ -561,8 +561,8 @@ def main():
                      "step_worst": max((r["step_err"] for r in fixed), key=abs),
                      "mem_mae": round(statistics.mean(abs(r["mem_err"]) for r in fixed), 3),
                      "mem_worst": max((r["mem_err"] for r in fixed), key=abs)}
-                if all("step_err_during" in r for r in fixed):
-                    s.update(during_summary(fixed))
+                if d := during_fixed(fixed):
+                    s.update(d)
                 for slug, key in (("plan-choice", ""), ("plan-choice-mem", "_mem")):
                     pc = [r for r in scen if r["config"] == slug]
                     lim = pc[0].get("memory_limit_mib", math.inf) if pc else math.inf
@@ -587,8 +587,8 @@ def main():
                "load_before": [round(x, 1) for x in load0], "load_after": [round(x, 1) for x in os.getloadavg()],
                "minutes": round((time.time() - t0) / 60, 1), "machine": machine,
                "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
-        if all("step_err_during" in r for r in fixed):
-            tot.update(during_summary(fixed))
+        if d := during_fixed(fixed):
+            tot.update(d)
             del tot["tau_during"]  # across scenarios: not a ranking
         print(json.dumps(tot), flush=True)
         summary.append(tot)

@@ -452,7 +452,7 @@ nlohmann::json runCalibrate(const CalibrateConfig& c) {
     progress("%s micro-batch %lld, %d processes on %d cores: %.2f ms a step each, the profile's %.2f: %.3fx slower "
              "than a %.3g share",
              model.c_str(), static_cast<long long>(sharingSize), sharing.processes, cores, sharing.sharedS * 1e3,
-             sharing.aloneS * 1e3, sharing.slowdown, sharing.share);
+             sharingStepS * 1e3, sharing.slowdown, sharing.share);
     m["models"][model] = entry;
   }
   checkMachineJson(m);

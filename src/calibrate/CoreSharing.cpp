@@ -97,10 +97,9 @@ CoreSharing measureCoreSharing(const CoreSharingConfig& c, int cores) {
   DTRAIN_CHECK(c.aloneStepS > 0, "calibrate: core sharing needs the model's step alone");
   std::vector<double> shared;
   for (int round = 0; round < c.rounds; ++round) shared.push_back(median(runCopies(c, r.processes)));
-  r.aloneS = c.aloneStepS;
   r.sharedS = median(shared);
   // Below 1 the processes shared the cores better than the arithmetic: noise.
-  r.slowdown = std::max(1.0, r.sharedS / (r.aloneS * std::max(1.0, r.share)));
+  r.slowdown = std::max(1.0, r.sharedS / (c.aloneStepS * std::max(1.0, r.share)));
   return r;
 }
 

@@ -34,9 +34,8 @@ struct CoreSharingConfig {
 struct CoreSharing {
   int processes = 0;           // at once on the cores
   double share = 1;            // processes x threads / cores
-  double aloneS = 0;           // the profile's step (CoreSharingConfig::aloneStepS)
   double sharedS = 0;          // the same with `processes` at once (their median)
-  double slowdown = 1;         // sharedS / (aloneS x share), at least 1
+  double slowdown = 1;         // sharedS / (aloneStepS x share), at least 1
 };
 
 // Runs the processes (this binary's `calibrate --internal-share`); throws
