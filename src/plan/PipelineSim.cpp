@@ -2,11 +2,11 @@
 
 #include <algorithm>
 #include <limits>
-#include <map>
 
 #include "core/Error.h"
 #include "parallel/pipeline/Schedule.h"
 #include "plan/Machine.h"
+#include "plan/SharedLinks.h"
 
 namespace dtrain::plan {
 
@@ -14,52 +14,15 @@ namespace pl = parallel::pipeline;
 
 namespace {
 
-// One direction of a host's link: the intervals it is busy, in time order,
-// and its token bucket (netsim's tbf), in seconds of line rate: `level` when
-// its last message ended at `since` (initially full).
-struct Link {
-  std::vector<std::pair<double, double>> busy;
-  double level = std::numeric_limits<double>::infinity(), since = 0;
+// When a message or an operation's wait ends: a fixed time, or a message's
+// arrival on the shared links.
+struct Arrival {
+  double at = -1;  // with flow -1: not yet sent
+  int flow = -1;
+  bool sent() const { return at >= 0 || flow >= 0; }
+  // -1: not yet arrived.
+  double when(const SharedLinks& net) const { return flow >= 0 ? net.arrived(flow) : at; }
 };
-
-// A message takes the earliest gap where both its links are free, so the
-// order the simulation reaches the messages in does not matter to the gaps
-// (the buckets' levels follow that order: about the order of time).
-double firstFreeEnd(const Link& l, double start, double seconds) {
-  for (const auto& [s, e] : l.busy)
-    if (s < start + seconds && start < e) return e;  // overlaps: try after it
-  return -1;
-}
-
-// The bucket at `t`: what it held when the link last went idle, refilled at
-// line rate since (up to its size, refillS).
-double bucketAt(const Link& l, double t, double refillS) {
-  return std::min(refillS, l.level + std::max(0.0, t - l.since));
-}
-
-// The message starts in the first gap of both links from `ready`; what both
-// buckets hold goes through at once (up to `saving`: the message's size in
-// seconds of line rate, or the bucket's if smaller), the rest at line rate.
-// Each bucket keeps what it held beyond the message.
-double reserve(Link& out, Link& in, double ready, double seconds, double saving, double refillS) {
-  double t = ready;
-  for (;;) {
-    const double a = firstFreeEnd(out, t, seconds), b = firstFreeEnd(in, t, seconds);
-    if (a < 0 && b < 0) break;
-    t = std::max({t, a, b});
-  }
-  if (saving > 0) {
-    const double taken = std::min({saving, bucketAt(out, t, refillS), bucketAt(in, t, refillS)});
-    seconds -= taken;
-    for (Link* l : {&out, &in}) {
-      l->level = std::max(0.0, bucketAt(*l, t, refillS) - saving);
-      l->since = t + seconds;
-    }
-  }
-  for (Link* l : {&out, &in})
-    l->busy.insert(std::upper_bound(l->busy.begin(), l->busy.end(), std::make_pair(t, t)), {t, t + seconds});
-  return t + seconds;
-}
 
 }  // namespace
 
@@ -73,13 +36,20 @@ PipelineRun simulatePipeline(const std::string& schedule, int p, int m, int v, c
   DTRAIN_CHECK(static_cast<int>(links.seconds.size()) >= chunks - 1, "pipeline simulation: ",
                links.seconds.size(), " message times for ", chunks, " chunks");
   const bool shared = !links.host.empty();
-  std::map<int, Link> out, in;  // per host
+  SharedLinks net(links.refillS);
+  auto outLink = [](int host) { return 2 * host; };
+  auto inLink = [](int host) { return 2 * host + 1; };
   // Per (chunk k, micro-batch): when its forward output reaches chunk k + 1,
-  // and when its input gradient reaches chunk k - 1; -1: not yet sent.
-  std::vector<double> fArrive(static_cast<size_t>(chunks) * m, -1), bArrive(static_cast<size_t>(chunks) * m, -1);
+  // and when its input gradient reaches chunk k - 1.
+  std::vector<Arrival> fArrive(static_cast<size_t>(chunks) * m), bArrive(static_cast<size_t>(chunks) * m);
   std::vector<char> fDone(static_cast<size_t>(chunks) * m, 0);
   std::vector<size_t> next(p, 0);
   std::vector<double> free(p, 0);
+  std::vector<Arrival> sending(p);  // senderBusy: the message each stage waits to arrive
+  // An operation whose tensor-parallel sums are on the links ends when they
+  // arrive: its stage waits, and its span starts at opStart.
+  std::vector<int> summing(p, -1);
+  std::vector<double> opStart(p, 0);
   // Each stage's compute now running (operations run in the order they
   // start, so the spans covering a start are known when it is reached).
   std::vector<double> computeFrom(p, 0), computeTo(p, 0);
@@ -87,62 +57,19 @@ PipelineRun simulatePipeline(const std::string& schedule, int p, int m, int v, c
   run.computeS.assign(p, 0);
   size_t remaining = 0;
   for (const auto& o : ops) remaining += o.size();
-  auto send = [&](int from, int to, double at, int boundary) {
-    double seconds = links.seconds[boundary];
-    if (!shared || links.host[from] == links.host[to]) return at + seconds;
+  auto send = [&](int from, int to, double at, int boundary) -> Arrival {
+    const double seconds = links.seconds[boundary];
+    if (!shared || links.host[from] == links.host[to]) return {at + seconds, -1};
     const double saving = links.burstSaving.empty() ? 0 : links.burstSaving[boundary];
-    return reserve(out[links.host[from]], in[links.host[to]], at, seconds, saving, links.refillS);
+    return {-1, net.send(from * p + to, outLink(links.host[from]), inLink(links.host[to]), at, seconds, saving)};
   };
-  while (remaining > 0) {
-    // The runnable operation that can start first (the links are reserved
-    // in about the order of time).
-    int best = -1;
-    double bestReady = std::numeric_limits<double>::infinity();
-    for (int s = 0; s < p; ++s) {
-      if (next[s] >= ops[s].size()) continue;
-      const pl::PipeOp& op = ops[s][next[s]];
-      const int k = op.chunk * p + s;
-      const size_t at = static_cast<size_t>(k) * m + op.micro;
-      double ready = free[s];
-      if (op.forward) {
-        if (k > 0) {
-          if (fArrive[at - m] < 0) continue;
-          ready = std::max(ready, fArrive[at - m]);
-        }
-      } else {
-        if (!fDone[at]) continue;
-        if (k < chunks - 1) {
-          if (bArrive[at + m] < 0) continue;
-          ready = std::max(ready, bArrive[at + m]);
-        }
-      }
-      if (ready < bestReady) best = s, bestReady = ready;
-    }
-    DTRAIN_CHECK(best >= 0, "pipeline simulation: the schedule deadlocks");
-    const int s = best;
+  // Stage s's current operation ends at `end`: its output leaves.
+  auto complete = [&](int s, double end) {
     const pl::PipeOp& op = ops[s][next[s]];
     const int k = op.chunk * p + s;
     const size_t at = static_cast<size_t>(k) * m + op.micro;
-    const std::vector<double>& comm = op.forward ? cores.forwardCommS : cores.backwardCommS;
-    const double commS = comm.empty() ? 0 : comm[s];
-    double computeS = (op.forward ? fwd[s] : bwd[s]) - commS;
-    if (cores.slots > 0) {
-      int busy = 1;
-      for (int o = 0; o < p; ++o)
-        if (o != s && computeFrom[o] <= bestReady && bestReady < computeTo[o]) ++busy;
-      computeS *= oversubscribedShare(std::max(1.0, busy * cores.copies / cores.slots), cores.slowdown);
-    }
-    computeFrom[s] = bestReady;
-    computeTo[s] = bestReady + computeS;
-    run.computeS[s] += computeS;
-    const std::vector<double>& sums = op.forward ? links.forwardSumS : links.backwardSumS;
-    double end = bestReady + computeS + commS;
-    if (shared && !sums.empty() && sums[s] > 0) {
-      const double saving = (op.forward ? links.forwardSumSaving : links.backwardSumSaving)[s];
-      const int h = links.host[s];
-      end = reserve(out[h], in[h], bestReady + computeS, sums[s], saving, links.refillS);
-    }
     free[s] = end;
+    sending[s] = {};
     if (op.forward) {
       fDone[at] = 1;
       if (k < chunks - 1) fArrive[at] = send(s, (k + 1) % p, end, k);
@@ -153,13 +80,81 @@ PipelineRun simulatePipeline(const std::string& schedule, int p, int m, int v, c
     // isend only inside MPI calls: Open MPI's TCP transport has no progress
     // thread). Measured (mlp, 4 emulated hosts at 100 Mbit/s): GPipe and 1F1B
     // take the same time, which free sends would put 57% apart.
-    if (senderBusy && op.forward && k < chunks - 1) free[s] = fArrive[at];
-    if (senderBusy && !op.forward && k > 0) free[s] = bArrive[at];
-    if (keepSpans) run.ops.push_back({s, op.forward, op.micro, op.chunk, bestReady, end});
+    if (senderBusy && op.forward && k < chunks - 1) sending[s] = fArrive[at];
+    if (senderBusy && !op.forward && k > 0) sending[s] = bArrive[at];
+    if (keepSpans) run.ops.push_back({s, op.forward, op.micro, op.chunk, opStart[s], end});
     ++next[s];
     --remaining;
+  };
+  // Event by event: the operation that can start first, unless the links
+  // change before it (a message arrives, and may let an operation start sooner).
+  for (;;) {
+    for (int s = 0; s < p; ++s)
+      if (summing[s] >= 0 && net.arrived(summing[s]) >= 0) {
+        complete(s, net.arrived(summing[s]));
+        summing[s] = -1;
+      }
+    if (remaining == 0) break;
+    int best = -1;
+    double bestReady = std::numeric_limits<double>::infinity();
+    for (int s = 0; s < p; ++s) {
+      if (next[s] >= ops[s].size() || summing[s] >= 0) continue;
+      const pl::PipeOp& op = ops[s][next[s]];
+      const int k = op.chunk * p + s;
+      const size_t at = static_cast<size_t>(k) * m + op.micro;
+      std::vector<const Arrival*> waits;
+      if (sending[s].sent()) waits.push_back(&sending[s]);
+      if (op.forward) {
+        if (k > 0) waits.push_back(&fArrive[at - m]);
+      } else {
+        if (!fDone[at]) continue;
+        if (k < chunks - 1) waits.push_back(&bArrive[at + m]);
+      }
+      double ready = std::max(free[s], net.now());
+      bool arrived = true;
+      for (const Arrival* w : waits) {
+        arrived = arrived && w->sent() && w->when(net) >= 0;
+        if (arrived) ready = std::max(ready, w->when(net));
+      }
+      if (arrived && ready < bestReady) best = s, bestReady = ready;
+    }
+    const double linksNext = net.nextEvent();
+    if (best < 0 || linksNext < bestReady) {
+      DTRAIN_CHECK(linksNext < std::numeric_limits<double>::infinity(), "pipeline simulation: the schedule deadlocks");
+      net.advance(linksNext);
+      continue;
+    }
+    net.advance(bestReady);
+    const int s = best;
+    const pl::PipeOp& op = ops[s][next[s]];
+    const std::vector<double>& comm = op.forward ? cores.forwardCommS : cores.backwardCommS;
+    const double commS = comm.empty() ? 0 : comm[s];
+    double computeS = (op.forward ? fwd[s] : bwd[s]) - commS;
+    if (cores.slots > 0) {
+      int busy = 1;
+      for (int o = 0; o < p; ++o)
+        if (o != s && computeFrom[o] <= bestReady && bestReady < computeTo[o]) ++busy;
+      computeS *= oversubscribedShare(std::max(1.0, busy * cores.copies / cores.slots), cores.slowdown);
+    }
+    computeFrom[s] = opStart[s] = bestReady;
+    computeTo[s] = bestReady + computeS;
+    run.computeS[s] += computeS;
+    const std::vector<double>& sums = op.forward ? links.forwardSumS : links.backwardSumS;
+    if (shared && !sums.empty() && sums[s] > 0) {
+      // The sums cross the stage's host link out and in after the compute.
+      const double saving = (op.forward ? links.forwardSumSaving : links.backwardSumSaving)[s];
+      const int h = links.host[s];
+      summing[s] = net.send(p * p + s, outLink(h), inLink(h), bestReady + computeS, sums[s], saving);
+    } else {
+      complete(s, bestReady + computeS + commS);
+    }
   }
-  for (double f : free) run.makespan = std::max(run.makespan, f);
+  // The messages still travelling.
+  for (double t = net.nextEvent(); t < std::numeric_limits<double>::infinity(); t = net.nextEvent()) net.advance(t);
+  for (int s = 0; s < p; ++s) {
+    run.makespan = std::max(run.makespan, free[s]);
+    if (sending[s].sent()) run.makespan = std::max(run.makespan, sending[s].when(net));
+  }
   return run;
 }
 

@@ -3,10 +3,11 @@
 // in the order dtrain's schedule gives it (parallel/pipeline/Schedule.h); a
 // forward waits for the previous chunk's output, a backward for the next
 // chunk's gradient, each a point-to-point message. Messages between stages on
-// different hosts take turns on the sending host's link out and the receiving
-// host's link in (a middle stage's activations forward and gradients back
-// share its one link); with senderBusy the sender also waits for its message
-// to arrive before its next operation. The makespan gives the bubble
+// different hosts share the sending host's link out and the receiving host's
+// link in with the others in flight (plan/SharedLinks.h: a middle stage's
+// activations forward and gradients back share its one link); with
+// senderBusy the sender also waits for its message to arrive before its next
+// operation. The makespan gives the bubble
 // ((p - 1) / m of the compute for GPipe and 1F1B, (p - 1) / (v m) interleaved,
 // with equal stages) and the predicted timeline's spans.
 #include <string>
@@ -57,8 +58,8 @@ struct PipelineLinks {
   double refillS = 0;
   // Per stage, one operation's tensor-parallel sums where they cross the
   // stage's host link (its tp group spans hosts): their seconds on a drained
-  // link and what a full bucket takes off them. They take turns with the
-  // stage's messages on its link out and in, after the operation's compute
+  // link and what a full bucket takes off them. They share the stage's
+  // link out and in with its messages, after the operation's compute
   // (empty: the sums are the operations' PipelineCores comm parts, off the links).
   std::vector<double> forwardSumS, backwardSumS, forwardSumSaving, backwardSumSaving;
 };

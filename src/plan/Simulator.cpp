@@ -323,7 +323,7 @@ Prediction simulate(const api::RunConfig& rc, const Machine& m, const ModelProfi
     fwdComm[s] = forwardTp / l.v;
     bwdComm[s] = backwardTp / l.v;
     if (l.tp > 1 && sumsCrossHosts) {
-      // The same sums as link reservations, taking turns with the stage's
+      // The same sums as messages on the links, sharing them with the stage's
       // pipeline messages: on a drained link, and what a full bucket takes off.
       const double drained = sumsTime(st.forwardSums, 0);
       fwdSum[s] = drained / l.v;
