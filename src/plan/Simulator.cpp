@@ -266,16 +266,19 @@ Prediction simulate(const api::RunConfig& rc, const Machine& m, const ModelProfi
   // A micro-batch's activations at another width than the model's (a sum's, a pipeline boundary's).
   auto bytesAtWidth = [&](int64_t width) { return act / static_cast<double>(p.width) * static_cast<double>(width); };
   const bool sumsCrossHosts = tpGroup.hostsSpanned > 1;
-  // What a full bucket takes off a sum of this width (none without one). Only
-  // where the run's ranks fit the shared cores: with more, the ranks reach a
-  // ring's steps one core slice apart and the bucket's burst is lost
-  // (`dtrain bench allreduce --idle-ms 3`, 256 KiB at 1 Gbit/s: 4 ranks on 2
-  // cores 4.2 ms after the idle time, 3.7 back to back; 2 ranks 1.3 and 2.2).
+  // What a full bucket takes off a sum of this width (none without one).
+  // Where the run's ranks outnumber the shared cores, only in pairs: a longer
+  // ring's ranks reach its steps one core slice apart and the bucket's burst
+  // is lost (`dtrain bench allreduce --idle-ms 3`, 256 KiB at 1 Gbit/s: 4
+  // ranks on 2 cores 4.2 ms after the idle time, 3.7 back to back; 2 ranks
+  // 1.3 and 2.2), while a pair's one exchange each way still finds it (the
+  // mlp's dp 2 x tp 2 spread at 500 Mbit/s, 4 ranks on 2 cores: 5.2-5.7 ms a
+  // step measured in five rounds, 7.4 predicted without the bucket).
   // The cores the run's computing ranks ask for, against an emulated machine's shared ones.
   const double coresAsked = computingRanks(l) * threads;
   const bool ranksFitCores = m.sharedCores == 0 || coresAsked <= m.sharedCores;
   auto sumSaving = [&](int64_t w) {
-    return inter.burstBytes > 0 && ranksFitCores
+    return inter.burstBytes > 0 && (ranksFitCores || l.tp == 2)
                ? inter.burstSaving(ringAllreduceBytesPerRank(l.tp, bytesAtWidth(w)))
                : 0.0;
   };
