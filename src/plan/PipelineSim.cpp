@@ -78,8 +78,9 @@ PipelineRun simulatePipeline(const std::string& schedule, int p, int m, int v, c
     }
     // senderBusy: the sender waits for its message (MPI progresses a large
     // isend only inside MPI calls: Open MPI's TCP transport has no progress
-    // thread). Measured (mlp, 4 emulated hosts at 100 Mbit/s): GPipe and 1F1B
-    // take the same time, which free sends would put 57% apart.
+    // thread). Measured: gpt-small's pp 4 GPipe on 4 emulated hosts at 100
+    // Mbit/s, predicted -2..+8% of three rounds' runs with the sender waiting,
+    // -8..-10% with free sends (the mlp's pipelines the same either way).
     if (senderBusy && op.forward && k < chunks - 1) sending[s] = fArrive[at];
     if (senderBusy && !op.forward && k > 0) sending[s] = bArrive[at];
     if (keepSpans) run.ops.push_back({s, op.forward, op.micro, op.chunk, opStart[s], end});
@@ -102,20 +103,17 @@ PipelineRun simulatePipeline(const std::string& schedule, int p, int m, int v, c
       const pl::PipeOp& op = ops[s][next[s]];
       const int k = op.chunk * p + s;
       const size_t at = static_cast<size_t>(k) * m + op.micro;
-      std::vector<const Arrival*> waits;
-      if (sending[s].sent()) waits.push_back(&sending[s]);
-      if (op.forward) {
-        if (k > 0) waits.push_back(&fArrive[at - m]);
-      } else {
-        if (!fDone[at]) continue;
-        if (k < chunks - 1) waits.push_back(&bArrive[at + m]);
-      }
+      if (!op.forward && !fDone[at]) continue;
       double ready = std::max(free[s], net.now());
+      auto waitFor = [&](const Arrival& a) {  // false: not yet arrived
+        const double t = a.sent() ? a.when(net) : -1;
+        ready = std::max(ready, t);
+        return t >= 0;
+      };
+      // Its input (or its output's gradient), and with senderBusy its last message out.
       bool arrived = true;
-      for (const Arrival* w : waits) {
-        arrived = arrived && w->sent() && w->when(net) >= 0;
-        if (arrived) ready = std::max(ready, w->when(net));
-      }
+      if (op.forward ? k > 0 : k < chunks - 1) arrived = waitFor(op.forward ? fArrive[at - m] : bArrive[at + m]);
+      if (arrived && sending[s].sent()) arrived = waitFor(sending[s]);
       if (arrived && ready < bestReady) best = s, bestReady = ready;
     }
     const double linksNext = net.nextEvent();

@@ -7,8 +7,9 @@
 namespace dtrain::plan {
 
 namespace {
-// What is left of a message once it has been sent to the rounding of its times.
-constexpr double kSent = 1e-12;
+// What is left of a message once it has been sent, to the rounding of its
+// times (relative to the clock: a step shorter than its last digit moves nothing).
+double sentBy(double now) { return 1e-12 * std::max(1.0, now); }
 }  // namespace
 
 int SharedLinks::send(int conn, int out, int in, double start, double seconds, double saving) {
@@ -53,7 +54,7 @@ void SharedLinks::settle() {
   for (bool changed = true; changed;) {
     changed = false;
     for (size_t i = 0; i < active_.size();)
-      if (flows_[active_[i]].seconds <= kSent) {
+      if (flows_[active_[i]].seconds <= sentBy(now_)) {
         finish(active_[i]);
         changed = true;
       } else {
