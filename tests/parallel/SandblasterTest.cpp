@@ -73,8 +73,10 @@ TEST(Sandblaster, AStragglerIsCoveredByBackupTasksWithTheSameResult) {
   // others are free: they get a backup copy of it, and the fast copy wins.
   EXPECT_GE(slow.line["sandblaster_backups"].get<double>(), 1);
   EXPECT_GE(slow.line["sandblaster_backups_won"].get<double>(), 1);
-  EXPECT_LT(units[0], units[1]);
-  EXPECT_LT(units[0], units[2]);
+  // The fast workers together answer more than the straggler; not each of
+  // them: which fast worker wins the race for a unit is the scheduler's call
+  // (in a CI run under ctest -j2 the third worker answered none, 2026-11-28).
+  EXPECT_LT(units[0], units[1] + units[2]);
   // Without backups the straggler's units are waited for: the same result again.
   const SandblasterRun waited = runSandblaster(
       "--strategy sandblaster --workers 3 --work-units 8 --straggler 1:20 --no-backup-tasks");
