@@ -161,10 +161,10 @@ class Optimizer {
   // comes before the norms (LAMB: the moments) and adds this slice's partial
   // squared norms into norms[0], norms[1]; applyWithNorms applies the update
   // with the whole tensor's. Their update() is the two back to back.
-  virtual void accumulateNorms(float* p, const float* g, int64_t n, int64_t step, bool decay,
-                               std::vector<Tensor>& slots, double* norms) {}
-  virtual void applyWithNorms(float* p, const float* g, int64_t n, int64_t step, double lr, bool decay,
-                              std::vector<Tensor>& slots, const double* norms) {}
+  virtual void accumulateNorms(float* /*p*/, const float* /*g*/, int64_t /*n*/, int64_t /*step*/, bool /*decay*/,
+                               std::vector<Tensor>& /*slots*/, double* /*norms*/) {}
+  virtual void applyWithNorms(float* /*p*/, const float* /*g*/, int64_t /*n*/, int64_t /*step*/, double /*lr*/,
+                              bool /*decay*/, std::vector<Tensor>& /*slots*/, const double* /*norms*/) {}
   const LossClosure& lossClosure() const { return closure_; }
   double lossNow() const { return lossNow_; }
 

@@ -85,7 +85,9 @@ TEST(CalibrateCli, AutoMicroBatchesDoubleUpToTheCap) {
     last = t["forward_s"].get<double>() + t["backward_s"].get<double>();
   }
   EXPECT_EQ(sizes.size(), static_cast<size_t>(std::log2(expected))) << sizes.dump();
-  if (expected <= 256) EXPECT_GT(last, 0.05) << "stopped at " << expected << " before 256 and 50 ms";
+  if (expected <= 256) {
+    EXPECT_GT(last, 0.05) << "stopped at " << expected << " before 256 and 50 ms";
+  }
 }
 
 #ifdef DTRAIN_WITH_MPI
