@@ -302,7 +302,15 @@ bool Communicator::supports(Algorithm algo) const {
 Algorithm Communicator::chooseAllreduce(size_t bytes) const { return autoAllreduce(bytes, size_, 1); }
 
 Algorithm Communicator::autoAllreduce(size_t bytes, int ranks, int ranksPerHost) {
-  if (bytes <= 16384) return Algorithm::Tree;
+  // The binomial tree and recursive halving take as many steps (2 log2 n), and
+  // the tree's carry the whole message where halving's carry halves and
+  // quarters: the tree wins only where a step's latency is all there is (on 4
+  // emulated hosts sharing 2 cores, where half its ranks idle each step, 1-4
+  // KiB at 1 Gbit/s: 0.16-0.18 ms against 0.24-0.39). From 4 KiB, one rank a
+  // host, halving: at 100 Mbit/s 4 KiB 0.57 ms against the tree's 0.73, 16 KiB
+  // 2.1 against 3.6, and the mlp's PowerSGD steps (its calls 5-13 KB) 6.7-7.3
+  // ms against 8.3-9.2 (at 1 Gbit/s 5.0-7.0 against 5.5-6.7: noise).
+  if (bytes <= 4096 || (ranksPerHost > 1 && bytes <= 16384)) return Algorithm::Tree;
   // Recursive halving and doubling moves the ring's bytes in 2 log2(n) steps
   // instead of 2 (n - 1): it wins only the latency of the steps it saves, which
   // matters less the larger the message, so it stops at 16 KiB a rank. Its

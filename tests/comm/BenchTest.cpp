@@ -137,7 +137,9 @@ TEST(AllreduceAuto, RecursiveHalvingOnlyWhereItsSavedLatencyCounts) {
   const auto a = [](size_t bytes, int ranks, int perHost) {
     return std::string(algorithmName(Communicator::autoAllreduce(bytes, ranks, perHost)));
   };
-  EXPECT_EQ(a(16384, 4, 1), "tree");
+  EXPECT_EQ(a(4096, 4, 1), "tree");
+  EXPECT_EQ(a(4100, 4, 1), "rhd");
+  EXPECT_EQ(a(16384, 4, 1), "rhd");
   EXPECT_EQ(a(16388, 4, 1), "rhd");
   // Up to 16 KiB a rank: 64 KiB over 4 ranks, 1 MiB over 64 and more.
   EXPECT_EQ(a(65536, 4, 1), "rhd");
@@ -146,7 +148,9 @@ TEST(AllreduceAuto, RecursiveHalvingOnlyWhereItsSavedLatencyCounts) {
   EXPECT_EQ(a(1048576, 64, 1), "rhd");
   EXPECT_EQ(a(1048576, 128, 1), "rhd");
   EXPECT_EQ(a(1048580, 128, 1), "ring");
-  // Several ranks a host: the ring from 16 KiB (its first steps all cross at once).
+  // Several ranks a host: the tree up to 16 KiB, then the ring (halving's
+  // first steps all cross at once).
+  EXPECT_EQ(a(4100, 8, 2), "tree");
   EXPECT_EQ(a(16384, 8, 2), "tree");
   EXPECT_EQ(a(32768, 8, 2), "ring");
 }
