@@ -31,7 +31,7 @@ struct OptimizerOptions {
   // lbfgs: curvature pairs kept (--lbfgs-history)
   std::optional<int> lbfgsHistory{};
   // --offload optimizer: the state lives in a file in this directory (empty: in memory).
-  std::string offloadDir;
+  std::string offloadDir{};
 };
 
 // "sgd", "adam", "adamw", "adagrad", "lars", "lamb".

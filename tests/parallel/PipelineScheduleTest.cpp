@@ -107,7 +107,9 @@ double simulatedBubble(ScheduleKind kind, int p, int m, int v) {
           if (it == done.end()) break;
           ready = std::max(ready, it->second);
         }
-        if (!op.forward) EXPECT_TRUE(done.count({true, op.micro, k})) << "backward before forward";
+        if (!op.forward) {
+          EXPECT_TRUE(done.count({true, op.micro, k})) << "backward before forward";
+        }
         const double t = (op.forward ? 1.0 : 2.0) / v;
         clock[s] = ready + t;
         busy[s] += t;

@@ -330,8 +330,10 @@ bool MpiCommunicator::supports(Algorithm algo) const {
 Algorithm MpiCommunicator::chooseAllreduce(size_t bytes) const {
   // On one node shm moves each byte the fewest times. Its hand-offs involve every
   // rank, which costs context switches when ranks outnumber cores: then small
-  // messages go up a tree. Across nodes: by size and ranks per node (autoAllreduce).
+  // messages go up a tree (half its ranks idle each step), and up to 64 KiB
+  // recursive halving. Across nodes: by size and ranks per node (autoAllreduce).
   if (oneNode_ && size() > 1 && (!oversubscribed_ || bytes > (64u << 10))) return Algorithm::Shm;
+  if (oneNode_ && bytes <= 16384) return Algorithm::Tree;
   return oneNode_ ? Communicator::chooseAllreduce(bytes) : autoAllreduce(bytes, size(), nodeGroup_);
 }
 

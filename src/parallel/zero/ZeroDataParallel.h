@@ -80,7 +80,7 @@ struct ZeroOptions {
   // bytes of the reduce-scatter; the parameters' allgather stays fp32, exact.
   DType gradientWire = DType::F32;
   std::string optimizer = "adam";  // the shard optimizer's kind and settings
-  optim::OptimizerOptions optimizerOptions;
+  optim::OptimizerOptions optimizerOptions{};
 };
 
 // Throws UsageError on a stage or optimizer ZeRO does not support.
