@@ -1,6 +1,7 @@
 // Tensor-parallel cuts (nn/TensorParallel.h): slices and their inverse, c_attn's
 // interleaved q | k | v, which parameters a model's cut touches.
 #include <map>
+
 #include <gtest/gtest.h>
 
 #include "nn/Gpt.h"
@@ -58,13 +59,13 @@ TEST(TensorParallelCuts, GptCutsAttentionAndMlpAndReplicatesTheRest) {
   EXPECT_EQ(plan[0].second.groups, 3);
   EXPECT_EQ(plan[2].first, "transformer.h.0.attn.c_proj.weight");
   EXPECT_EQ(plan[2].second.dim, 1);
+  // Expected shapes by name (the bias of c_proj stays whole).
+  const std::map<std::string, Shape> expected = {{"transformer.h.0.attn.c_attn.weight", {48, 32}},
+                                                 {"transformer.h.0.attn.c_proj.weight", {32, 16}},
+                                                 {"transformer.h.0.attn.c_proj.bias", {32}},
+                                                 {"transformer.h.1.mlp.c_fc.bias", {64}},
+                                                 {"transformer.wte.weight", {256, 32}}};
   for (auto& [name, p] : gpt->namedParameters()) {
-    // Expected shapes by name (the bias of c_proj stays whole).
-    static const std::map<std::string, Shape> expected = {{"transformer.h.0.attn.c_attn.weight", {48, 32}},
-                                                          {"transformer.h.0.attn.c_proj.weight", {32, 16}},
-                                                          {"transformer.h.0.attn.c_proj.bias", {32}},
-                                                          {"transformer.h.1.mlp.c_fc.bias", {64}},
-                                                          {"transformer.wte.weight", {256, 32}}};
     const auto it = expected.find(name);
     if (it != expected.end()) {
       EXPECT_EQ(p.shape(), it->second) << name;

@@ -328,13 +328,14 @@ bool MpiCommunicator::supports(Algorithm algo) const {
 }
 
 Algorithm MpiCommunicator::chooseAllreduce(size_t bytes) const {
+  // Across nodes: by size and ranks per node (autoAllreduce).
+  if (!oneNode_) return autoAllreduce(bytes, size(), nodeGroup_);
   // On one node shm moves each byte the fewest times. Its hand-offs involve every
-  // rank, which costs context switches when ranks outnumber cores: then small
-  // messages go up a tree (half its ranks idle each step), and up to 64 KiB
-  // recursive halving. Across nodes: by size and ranks per node (autoAllreduce).
-  if (oneNode_ && size() > 1 && (!oversubscribed_ || bytes > (64u << 10))) return Algorithm::Shm;
-  if (oneNode_ && bytes <= 16384) return Algorithm::Tree;
-  return oneNode_ ? Communicator::chooseAllreduce(bytes) : autoAllreduce(bytes, size(), nodeGroup_);
+  // rank, which costs context switches when ranks outnumber cores: then up to 16
+  // KiB a tree (half its ranks idle each step), above it what autoAllreduce
+  // picks for one rank a host (recursive halving up to 16 KiB a rank).
+  if (size() > 1 && (!oversubscribed_ || bytes > (64u << 10))) return Algorithm::Shm;
+  return bytes <= 16384 ? Algorithm::Tree : Communicator::chooseAllreduce(bytes);
 }
 
 void MpiCommunicator::execute(Call& call) {
