@@ -17,11 +17,12 @@ shared cores can be 15% off its neighbours: a verdict on 5% needs more than
 three). The memory limit (4 hosts): the median of the lossless one-rank-per-host
 configurations' predicted peaks, so that about half of them fit; `dtrain plan
 --memory-per-rank` chooses under it, and the measured best is the best of those
-whose measured peak fits. The model is profiled again before each pass of the
-runs and after the last (`dtrain calibrate --from`: compute and the model, the
-links kept), and every row predicted a second time from those profiles' median
-("during": the machine's drift since the calibration taken out; --no-reprofile
-skips it).
+whose measured peak fits. Each model is profiled right before its runs
+(`dtrain calibrate --from`: compute and the model, the links kept from the
+pass's calibration), which predicts them; profiled again before each later pass
+and after the last, and every row predicted a second time from those profiles'
+median ("during": the machine's drift during the runs taken out; --no-reprofile
+skips both and predicts from the pass's calibration).
 
   bench/plan_vs_measured.py --rate 100mbit [--machine bench/machines/zen4-2core-netsim4-100mbit.json]
   bench/plan_vs_measured.py --rate 100mbit --hosts 2 --held-out   # the held-out scenario
@@ -42,7 +43,10 @@ NETSIM = os.path.join(ROOT, "scripts", "netsim.sh")
 # used --dataset synthetic, whose samples are generated, 784 random draws each:
 # 0.65 ms a 256-sample batch per rank on 2 Zen 5 cores, work no real loader
 # does and the simulator does not model).
-MODELS = {"mlp": {"batch": 256, "steps": 30, "max_steps": 100, "extra": "--dataset fashion-mnist",
+# The mlp's fastest rows (5-7 ms a step at 1 Gbit/s) need ~800 steps for
+# STEADY_S: capped at 100, their runs measured 0.6 s and spread 2.7x (PowerSGD
+# at 1 Gbit/s: 4.0, 10.9 and 8.4 ms, 2026-11-28 11:30; 600 steps: 5.4-5.6).
+MODELS = {"mlp": {"batch": 256, "steps": 30, "max_steps": 800, "extra": "--dataset fashion-mnist",
                   "base": "[data]\nname = \"fashion-mnist\"\n[training]\nmax_steps = 30\n"},
           "gpt-small": {"batch": 16, "steps": 12, "max_steps": 40, "extra": "",
                         "base": "[training]\nmax_steps = 18\n"}}
@@ -300,7 +304,10 @@ def report(a):
             toml = toml_path(a.dir, r)
             # Rows measured before the TOML files said so ran with --log-every 1.
             toml = logged_every_step(toml, os.path.join(tempfile.gettempdir(), "plan_vs_measured.toml"))
-            sim = subprocess.run(f"{a.dtrain} simulate --config {toml} --machine {machines[r['rate']]} "
+            # The row's own machine file (the model profiled before its runs), else the pass's.
+            own = os.path.join(a.dir, os.path.basename(r.get("machine", "")))
+            machine = own if r.get("machine") and os.path.exists(own) else machines[r["rate"]]
+            sim = subprocess.run(f"{a.dtrain} simulate --config {toml} --machine {machine} "
                                  f"--hosts {r['hosts']}", shell=True, capture_output=True, text=True)
             pred = last_json(sim.stdout)
             per_step = r["meas_step_ms"] * r["meas_samples_per_s"] / 1e3
@@ -414,6 +421,18 @@ def main():
             cfgs = configs(model, a.hosts, a.held_out)
             only = set(a.only.split(",")) if a.only else None
             scen = []
+            # The model profiled right before its runs (dtrain calibrate --from:
+            # the links from the pass's calibration) predicts them, as a user
+            # calibrates before training: a VM's speed moves 1.5x within the
+            # minutes the other model's runs take (gpt-small's forward at
+            # micro-batch 4: 12.5 ms at 11:30, 19.8 at 13:52 on 2026-11-28).
+            mmachine = machine
+            profiles = []
+            if a.reprofile:
+                upfront = os.path.join(a.dir, f"machine-{a.rate}-h{a.hosts}-{model}.json")
+                if reprofile(a, model, machine, upfront):
+                    mmachine = upfront
+                    profiles.append(upfront)
             # Predict every configuration first (the memory limit needs them all),
             # then run them --repeats times in turn (alternating, so a slow minute
             # of the machine hits each one once at most).
@@ -429,7 +448,7 @@ def main():
                     continue
                 with open(toml, "w") as f:
                     f.write(out.stdout)
-                entry = predicted(a, model, slug, base, per_host, None, machine)
+                entry = predicted(a, model, slug, base, per_host, None, mmachine)
                 if entry:
                     ready.append(entry)
 
@@ -440,13 +459,13 @@ def main():
                 with open(base + ".base.toml", "w") as f:
                     f.write(MODELS[model]["base"])
                 out = sh(f"{a.dtrain} plan --model {model} --global-batch {MODELS[model]['batch']} "
-                         f"--hosts {a.hosts} --ranks-per-host 1 --machine {machine} --top 1 --json "
+                         f"--hosts {a.hosts} --ranks-per-host 1 --machine {mmachine} --top 1 --json "
                          f"--config {base}.base.toml --write-config {base}.toml {flags}")
                 if out.returncode != 0:
                     print(f"plan failed: {out.stderr.strip()[-300:]}", file=sys.stderr)
                     return None
                 choice = json.loads(out.stdout.strip().splitlines()[0])["summary"]
-                return predicted(a, model, slug, base, 1, choice, machine)
+                return predicted(a, model, slug, base, 1, choice, mmachine)
 
             limit = None if a.held_out else memory_limit(ready)
             planned, mem_entry = [], None
@@ -467,11 +486,10 @@ def main():
             # The rows: what ran, and the memory-limited choice where it shares another's runs.
             scenario = to_run + ([mem_entry] if mem_entry and all(e is not mem_entry for e in to_run) else [])
 
-            # The model profiled again before each pass and after the last (--reprofile):
-            # the predictions made again from their median describe the machine
-            # while the runs ran (a VM's speed moves within minutes).
-            profiles = []
-
+            # The model profiled again before each later pass and after the last
+            # (--reprofile): the predictions made again from their median (the
+            # first, up-front profile among them) describe the machine while the
+            # runs ran.
             def profile_now():
                 if a.reprofile:
                     out = os.path.join(a.dir, f"machine-{a.rate}-h{a.hosts}-{model}-profile{len(profiles) + 1}.json")
@@ -480,8 +498,9 @@ def main():
 
             def run_in_turn(entries, times):
                 """Runs each entry `times` times, in turn, adding to its runs."""
-                for _ in range(times):
-                    profile_now()
+                for i in range(times):
+                    if i > 0 or len(profiles) != 1:  # the up-front profile was just taken
+                        profile_now()
                     for slug, base, toml, per_host, choice, pred, runs in entries:
                         meas, err = measure(a, model, toml, pred["workers"], per_host, base)  # workers: ps servers too
                         if meas is None:
@@ -513,7 +532,8 @@ def main():
                 with open(path, "w") as f:
                     json.dump(median_json([json.load(open(q)) for q in profiles]), f, indent=1)
                 for q in profiles:
-                    os.remove(q)
+                    if q != mmachine:
+                        os.remove(q)
                 for e in scenario:
                     sim = sh(f"{a.dtrain} simulate --config {e[2]} --machine {path} --hosts {a.hosts}")
                     if sim.returncode == 0:
@@ -540,7 +560,8 @@ def main():
                        "pred_peaks_mib": rank_peaks_mib(pred),
                        "meas_peak_mib": round(max(meas["peaks"]) / 2**20, 2),
                        "meas_peaks_mib": [round(p / 2**20, 3) for p in meas["peaks"]],
-                       "dominant": pred["dominant"], "load": round(os.getloadavg()[0], 1)}
+                       "dominant": pred["dominant"], "load": round(os.getloadavg()[0], 1),
+                       "machine": mmachine}
                 if slug == "plan-choice-mem":
                     row["memory_limit_mib"] = limit / 2**20
                 if slug in during:

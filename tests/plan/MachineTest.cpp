@@ -70,7 +70,7 @@ TEST(PlanMachine, ReadsEverySection) {
 TEST(PlanMachine, ModelTimesReadBetweenMeasuredSizes) {
   ModelCalibration cal;
   auto time = [](double f, double b, double u) {
-    ModelTime t{.forwardS = f, .backwardS = b, .updateS = u};
+    ModelTime t{.forwardS = f, .backwardS = b, .updateS = u, .layers = {}};
     t.layers.push_back({.name = "fc1", .forwardS = f / 2, .backwardS = b / 2});
     t.layers.push_back({.name = "fc2", .forwardS = f / 2, .backwardS = b / 2});
     return t;

@@ -237,7 +237,9 @@ TEST(PlanPlanner, LossyChoicesShowTheirMeasuredAccuracyCost) {
     ++lossy;
     if (c.config.train.compress == "bf16") continue;  // not measured
     EXPECT_EQ(cost.rfind("measured", 0), 0u) << c.summary << ": " << cost;
-    if (c.config.train.compress == "topk") EXPECT_NE(cost.find("-1.27 accuracy points"), std::string::npos) << cost;
+    if (c.config.train.compress == "topk") {
+      EXPECT_NE(cost.find("-1.27 accuracy points"), std::string::npos) << cost;
+    }
   }
   EXPECT_GT(lossy, 3);
   runtime::TrainConfig t;

@@ -391,6 +391,39 @@ TEST(PlanSimulator, ABucketRefilledByComputeSpeedsASumOnlyWhereTheRanksFitTheCor
   EXPECT_NEAR(plan::simulate(tp(4), burst, o).stepS, plan::simulate(tp(4), none, o).stepS, 1e-12);
 }
 
+TEST(PlanSimulator, AFullBucketTakesItsBurstOffTheGradientSyncAfterTheCompute) {
+  // The links idle through the step's compute (no bucket leaves during
+  // backward: 4 ranks keep the 2 shared cores computing, or --overlap off), so
+  // the sync's first call finds the 64 KB bucket full: its bytes' first 64 KB
+  // take no link time. Buckets sent beside backward (2 ranks on the 2 cores
+  // with overlap; ZeRO's reduce-scatters) find it spent.
+  const std::string text = emulatedHosts();
+  const plan::Machine none = plan::parseMachine(text, "none");
+  const plan::Machine burst = plan::parseMachine(withInterHost(text, R"(, "burst_bytes": 65536)"), "burst");
+  plan::SimulateOptions o;
+  o.hosts = 4;
+  auto saved = [&](const api::RunConfig& rc) {
+    return plan::simulate(rc, none, o).stepS - plan::simulate(rc, burst, o).stepS;
+  };
+  EXPECT_NEAR(saved(mpiRun(4, 1, 1)), 65536 / 1.25e7, 1e-9);
+  EXPECT_NEAR(saved(mpiRun(2, 1, 1)), 65536 / 1.25e7, 1e-9);
+  api::RunConfig zero = mpiRun(4, 1, 1);
+  zero.train.zero = 1;
+  EXPECT_NEAR(saved(api::prepared(zero, api::sourcesFromValues(zero))), 0, 1e-12);
+  // Hosts with cores of their own: overlapped buckets leave during backward.
+  std::string own = kCluster;
+  own.insert(own.rfind('}'), R"(, "models": {"gpt-tiny": {"micro_batches": {
+      "4": {"forward_s": 0.1, "backward_s": 0.2, "update_s": 0.003}}}})");
+  const plan::Machine ownNone = plan::parseMachine(own, "own");
+  const plan::Machine ownBurst = plan::parseMachine(withInterHost(own, R"(, "burst_bytes": 65536)"), "own burst");
+  auto savedOwn = [&](bool overlap) {
+    return plan::simulate(mpiRun(4, 1, 1, overlap), ownNone, o).stepS -
+           plan::simulate(mpiRun(4, 1, 1, overlap), ownBurst, o).stepS;
+  };
+  EXPECT_NEAR(savedOwn(true), 0, 1e-12);
+  EXPECT_NEAR(savedOwn(false), 65536 / 1.25e7, 1e-9);
+}
+
 TEST(PlanSimulator, TrainWithAMachineFileReportsItsOwnPrediction) {
   // dtrain train --machine: the result line carries what dtrain simulate
   // predicts for the same configuration.
