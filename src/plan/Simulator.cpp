@@ -520,7 +520,8 @@ Prediction simulate(const api::RunConfig& rc, const Machine& m, const ModelProfi
     if (rawBuckets.empty()) rawBuckets = {raw};
     for (double& b : rawBuckets) b *= gradBytes > 0 ? raw / gradBytes : 0;
     // Where the hosts' links idled through the step's compute (no tensor sums
-    // or pipeline messages on them, no bucket sent during backward), netsim's
+    // or pipeline messages on them, no bucket sent during backward: not with
+    // --overlap on free cores, not ZeRO's reduce-scatters), netsim's
     // token bucket is full when the sync starts: the first calls' bytes pass
     // at once, up to the bucket (calibrate's fits are calls back to back, the
     // bucket drained). Measured (`dtrain bench allreduce --idle-ms 3`, 4 hosts
