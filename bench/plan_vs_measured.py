@@ -428,11 +428,13 @@ def main():
             # micro-batch 4: 12.5 ms at 11:30, 19.8 at 13:52 on 2026-11-28).
             mmachine = machine
             profiles = []
+            fresh = False  # a profile taken just now stands for the next pass's
             if a.reprofile:
                 upfront = os.path.join(a.dir, f"machine-{a.rate}-h{a.hosts}-{model}.json")
                 if reprofile(a, model, machine, upfront):
                     mmachine = upfront
                     profiles.append(upfront)
+                    fresh = True
             # Predict every configuration first (the memory limit needs them all),
             # then run them --repeats times in turn (alternating, so a slow minute
             # of the machine hits each one once at most).
@@ -498,9 +500,11 @@ def main():
 
             def run_in_turn(entries, times):
                 """Runs each entry `times` times, in turn, adding to its runs."""
-                for i in range(times):
-                    if i > 0 or len(profiles) != 1:  # the up-front profile was just taken
+                nonlocal fresh
+                for _ in range(times):
+                    if not fresh:
                         profile_now()
+                    fresh = False
                     for slug, base, toml, per_host, choice, pred, runs in entries:
                         meas, err = measure(a, model, toml, pred["workers"], per_host, base)  # workers: ps servers too
                         if meas is None:

@@ -32,14 +32,18 @@ api::RunConfig gptTiny(int64_t batch) {
   return api::prepared(rc, api::sourcesFromValues(rc));
 }
 
-// 4 emulated hosts of 1 device each on one machine of 2 cores, gpt-tiny
-// calibrated at micro-batch 4 (0.3 s a step).
+// `text` with gpt-tiny calibrated at micro-batch 4 (0.3 s a step).
+std::string withGptTinyProfile(std::string text) {
+  return text.insert(text.rfind('}'), R"(, "models": {"gpt-tiny": {"micro_batches": {
+      "4": {"forward_s": 0.1, "backward_s": 0.2, "update_s": 0.003}}}})");
+}
+
+// 4 emulated hosts of 1 device each on one machine of 2 cores, gpt-tiny calibrated.
 std::string emulatedHosts() {
   std::string text = kCluster;
   text.replace(text.find("\"devices_per_host\": 2"), 21, "\"devices_per_host\": 1");
-  text.insert(text.rfind('}'), R"(, "shared_cores": 2, "models": {"gpt-tiny": {"micro_batches": {
-      "4": {"forward_s": 0.1, "backward_s": 0.2, "update_s": 0.003}}}})");
-  return text;
+  text.insert(text.rfind('}'), R"(, "shared_cores": 2)");
+  return withGptTinyProfile(text);
 }
 
 // `text` with `entry` (`, "key": value`) added to its inter_host link.
@@ -393,35 +397,26 @@ TEST(PlanSimulator, ABucketRefilledByComputeSpeedsASumOnlyWhereTheRanksFitTheCor
 
 TEST(PlanSimulator, AFullBucketTakesItsBurstOffTheGradientSyncAfterTheCompute) {
   // The links idle through the step's compute (no bucket leaves during
-  // backward: 4 ranks keep the 2 shared cores computing, or --overlap off), so
-  // the sync's first call finds the 64 KB bucket full: its bytes' first 64 KB
-  // take no link time. Buckets sent beside backward (2 ranks on the 2 cores
-  // with overlap; ZeRO's reduce-scatters) find it spent.
-  const std::string text = emulatedHosts();
-  const plan::Machine none = plan::parseMachine(text, "none");
-  const plan::Machine burst = plan::parseMachine(withInterHost(text, R"(, "burst_bytes": 65536)"), "burst");
+  // backward: 4 or 2 ranks keep the 2 shared cores computing, or --overlap
+  // off), so the sync's first call finds the 64 KB bucket full: its bytes'
+  // first 64 KB take no link time. Buckets sent beside backward (overlap on
+  // hosts with cores of their own; ZeRO's reduce-scatters) find it spent.
   plan::SimulateOptions o;
   o.hosts = 4;
-  auto saved = [&](const api::RunConfig& rc) {
+  // The step time the bucket saves on the machine `text` describes.
+  auto saved = [&](const std::string& text, const api::RunConfig& rc) {
+    const plan::Machine none = plan::parseMachine(text, "none");
+    const plan::Machine burst = plan::parseMachine(withInterHost(text, R"(, "burst_bytes": 65536)"), "burst");
     return plan::simulate(rc, none, o).stepS - plan::simulate(rc, burst, o).stepS;
   };
-  EXPECT_NEAR(saved(mpiRun(4, 1, 1)), 65536 / 1.25e7, 1e-9);
-  EXPECT_NEAR(saved(mpiRun(2, 1, 1)), 65536 / 1.25e7, 1e-9);
+  const std::string shared = emulatedHosts(), own = withGptTinyProfile(kCluster);
+  EXPECT_NEAR(saved(shared, mpiRun(4, 1, 1)), 65536 / 1.25e7, 1e-9);
+  EXPECT_NEAR(saved(shared, mpiRun(2, 1, 1)), 65536 / 1.25e7, 1e-9);
   api::RunConfig zero = mpiRun(4, 1, 1);
   zero.train.zero = 1;
-  EXPECT_NEAR(saved(api::prepared(zero, api::sourcesFromValues(zero))), 0, 1e-12);
-  // Hosts with cores of their own: overlapped buckets leave during backward.
-  std::string own = kCluster;
-  own.insert(own.rfind('}'), R"(, "models": {"gpt-tiny": {"micro_batches": {
-      "4": {"forward_s": 0.1, "backward_s": 0.2, "update_s": 0.003}}}})");
-  const plan::Machine ownNone = plan::parseMachine(own, "own");
-  const plan::Machine ownBurst = plan::parseMachine(withInterHost(own, R"(, "burst_bytes": 65536)"), "own burst");
-  auto savedOwn = [&](bool overlap) {
-    return plan::simulate(mpiRun(4, 1, 1, overlap), ownNone, o).stepS -
-           plan::simulate(mpiRun(4, 1, 1, overlap), ownBurst, o).stepS;
-  };
-  EXPECT_NEAR(savedOwn(true), 0, 1e-12);
-  EXPECT_NEAR(savedOwn(false), 65536 / 1.25e7, 1e-9);
+  EXPECT_NEAR(saved(shared, api::prepared(zero, api::sourcesFromValues(zero))), 0, 1e-12);
+  EXPECT_NEAR(saved(own, mpiRun(4, 1, 1, true)), 0, 1e-12);
+  EXPECT_NEAR(saved(own, mpiRun(4, 1, 1, false)), 65536 / 1.25e7, 1e-9);
 }
 
 TEST(PlanSimulator, TrainWithAMachineFileReportsItsOwnPrediction) {
