@@ -453,6 +453,18 @@ nlohmann::json runCalibrate(const CalibrateConfig& c) {
              "than a %.3g share",
              model.c_str(), static_cast<long long>(sharingSize), sharing.processes, cores, sharing.sharedS * 1e3,
              sharingStepS * 1e3, sharing.slowdown, sharing.share);
+    if (c.mpi) {
+      const WaitingSharing waiting = measureWaitingSharing(
+          {.self = c.self, .model = model, .microBatch = sharingSize, .threads = c.threads,
+           .precision = c.precision, .aloneStepS = sharingStepS, .windowS = c.small ? 0.1 : 1.0,
+           .rounds = c.small ? 1 : 3},
+          cores);
+      entry["waiting_slowdown"] = waiting.slowdown;
+      progress("%s micro-batch %lld, %d MPI processes on %d cores, %d waiting: %.2f ms a step each, the profile's "
+               "%.2f: %.3fx slower",
+               model.c_str(), static_cast<long long>(sharingSize), waiting.processes, cores,
+               waiting.processes - waiting.computing, waiting.sharedS * 1e3, sharingStepS * 1e3, waiting.slowdown);
+    }
     m["models"][model] = entry;
   }
   checkMachineJson(m);

@@ -11,6 +11,7 @@
 #include "calibrate/Fit.h"
 #include "calibrate/ModelProfile.h"
 #include "calibrate/Shell.h"
+#include "comm/Registry.h"
 #include "core/Error.h"
 #include "core/Timer.h"
 #include "tensor/cpu/Blas.h"
@@ -101,6 +102,67 @@ CoreSharing measureCoreSharing(const CoreSharingConfig& c, int cores) {
   // Below 1 the processes shared the cores better than the arithmetic: noise.
   r.slowdown = std::max(1.0, r.sharedS / (c.aloneStepS * std::max(1.0, r.share)));
   return r;
+}
+
+WaitingSharing measureWaitingSharing(const CoreSharingConfig& c, int cores) {
+  WaitingSharing r;
+  r.computing = std::max(1, cores / std::max(1, c.threads));
+  r.processes = 2 * r.computing;
+  DTRAIN_CHECK(c.aloneStepS > 0, "calibrate: waiting beside compute needs the model's step alone");
+  char window[32];
+  std::snprintf(window, sizeof window, "%g", c.windowS);
+  // The transport and the waiting netsim.sh mpirun gives emulated hosts' ranks.
+  const std::string command = "mpirun --allow-run-as-root --oversubscribe --bind-to none --mca btl tcp,self "
+                              "--mca mpi_yield_when_idle 1 -np " + std::to_string(r.processes) + " " +
+                              shellQuote(c.self) + " calibrate --internal-wait-share ";
+  std::vector<double> shared;
+  for (int round = 0; round < c.rounds; ++round) {
+    const std::string out = tempFile("waitshare");
+    runShell(command + shellQuote(out) + " --internal-model " + shellQuote(c.model) + " --internal-micro-batch " +
+                 std::to_string(c.microBatch) + " --internal-computing " + std::to_string(r.computing) +
+                 " --internal-window-s " + window + " --threads " + std::to_string(c.threads) + " --precision " +
+                 shellQuote(c.precision),
+             "timing " + c.model + " beside MPI ranks waiting (mpirun -np " + std::to_string(r.processes) + ")");
+    std::ifstream in(out);
+    double s = 0;
+    DTRAIN_CHECK(in >> s && s > 0, "calibrate: the ranks timing ", c.model, " beside waiting ones left no time in ",
+                 out);
+    std::remove(out.c_str());
+    shared.push_back(s);
+  }
+  r.sharedS = median(shared);
+  r.slowdown = std::max(1.0, r.sharedS / c.aloneStepS);
+  return r;
+}
+
+void runWaitingShareRank(const std::string& outFile, const std::string& model, int64_t microBatch, int threads,
+                         const std::string& precision, int computing, double windowS) {
+  DTRAIN_CHECK_USAGE(microBatch >= 1 && windowS > 0 && computing >= 1,
+                     "calibrate --internal-wait-share: bad micro-batch, window or computing ranks");
+  auto comm = comm::makeCommunicator("mpi");
+  const int n = comm->size(), rank = comm->rank();
+  DTRAIN_CHECK(computing < n, "calibrate --internal-wait-share: ", computing, " computing ranks of ", n,
+               " leave none waiting");
+  // Every rank started (MPI's start-up competes for the cores): rank 0's
+  // clock sets the window, a little ahead for the model to be built.
+  int64_t startUs = rank == 0 ? static_cast<int64_t>((epochSeconds() + 0.3) * 1e6) : 0;
+  comm->allreduce(&startUs, &startUs, 1, DType::I64);
+  const double start = static_cast<double>(startUs) * 1e-6;
+  std::vector<float> steps(static_cast<size_t>(n), 0.0f);
+  if (rank < computing) {
+    kernels::configureKernels(threads, kernels::GemmBackend::Auto);
+    autograd::PrecisionScope scope(autograd::parsePrecision(precision));
+    steps[rank] = profileModel({.model = model, .microBatch = microBatch, .repeats = 1, .windowStartS = start,
+                                .windowEndS = start + windowS})
+                      .wallStepS;  // (float: a step's seconds to 7 digits)
+  }
+  // The waiting ranks sit in this sum from the start until the computing ones end.
+  comm->allreduce(steps.data(), steps.data(), steps.size(), DType::F32);
+  if (rank != 0) return;
+  const std::vector<double> computed(steps.begin(), steps.begin() + computing);
+  std::ofstream out(outFile);
+  out << median(computed) << "\n";
+  DTRAIN_CHECK(out.good(), "calibrate: cannot write ", outFile);
 }
 
 void runShareRank(const std::string& outFile, const std::string& model, int64_t microBatch, int threads,

@@ -42,6 +42,32 @@ struct CoreSharing {
 // dtrain::Error when one fails.
 CoreSharing measureCoreSharing(const CoreSharingConfig& config, int cores);
 
+// What computing ranks lose to ranks beside them that wait for a message,
+// where ranks outnumber the cores: Open MPI waits by polling, and with
+// mpi_yield_when_idle (which netsim.sh mpirun sets when the ranks outnumber
+// the cores) a waiting rank yields its core between polls but stays runnable
+// throughout, so the scheduler keeps switching to it (measured: gpt-small's
+// pp 4 GPipe on 4 emulated hosts at 1 Gbit/s on 2 cores, each stage's
+// forward and backward 1.4-1.5x its time alone while only 1 or 2 stages
+// computed, every rank's main thread runnable all the step). calibrate starts
+// 2x as many MPI processes as cores (cores / threads of them computing, the
+// rest waiting in a sum until they end) and times the computing ones'
+// steps against the step alone (models.M.waiting_slowdown); the simulator
+// weighs a pipeline's waiting ranks on the cores by it (plan::waitingWeight).
+struct WaitingSharing {
+  int processes = 0, computing = 0;
+  double sharedS = 0;          // the computing processes' step (their median)
+  double slowdown = 1;         // sharedS / aloneStepS, at least 1
+};
+// Runs `mpirun -np processes` of this binary's `calibrate --internal-wait-share`;
+// throws dtrain::Error when it fails.
+WaitingSharing measureWaitingSharing(const CoreSharingConfig& config, int cores);
+// One MPI rank's side: ranks below `computing` time model steps in one window
+// of `windowS` seconds, the rest wait in a sum for their times; rank 0
+// writes the computing ranks' median step seconds to `outFile`.
+void runWaitingShareRank(const std::string& outFile, const std::string& model, int64_t microBatch, int threads,
+                         const std::string& precision, int computing, double windowS);
+
 // What a sum between two ranks of one host costs on top of its own time where
 // ranks outnumber the cores: a tensor-parallel pair meets after each layer,
 // and the partner it waits for may be waiting for a core. Pairs of processes

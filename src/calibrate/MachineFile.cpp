@@ -111,6 +111,7 @@ void checkMachineJson(const nlohmann::json& m) {
     need(entry, base, "precision");
     positive(entry, base, "threads");
     if (entry.contains("shared_slowdown")) positive(entry, base, "shared_slowdown");
+    if (entry.contains("waiting_slowdown")) positive(entry, base, "waiting_slowdown");
     for (const auto& [mb, t] : need(entry, base, "micro_batches").items()) {
       const std::string path = base + "micro_batches." + mb + ".";
       positive(t, path, "forward_s");

@@ -71,7 +71,9 @@ void addCalibrateCommand(CLI::App& app) {
     std::string models = "gpt-small,mlp", microBatches = "auto", hosts, out;
     bool noMpi = false;
     std::string internalOut, internalSizes, internalStream, internalShare, internalModel, internalWindow;
-    int internalRanksPerHost = 1;
+    std::string internalWaitShare;
+    int internalRanksPerHost = 1, internalComputing = 1;
+    double internalWindowS = 1;
     int64_t internalMicroBatch = 0;
   };
   auto f = std::make_shared<Flags>();
@@ -114,6 +116,10 @@ void addCalibrateCommand(CLI::App& app) {
   sub->add_option("--internal-model", f->internalModel)->group("");
   sub->add_option("--internal-micro-batch", f->internalMicroBatch)->group("");
   sub->add_option("--internal-window", f->internalWindow)->group("");
+  // One of the MPI ranks that time compute beside waiting ranks (CoreSharing.h).
+  sub->add_option("--internal-wait-share", f->internalWaitShare)->group("");
+  sub->add_option("--internal-computing", f->internalComputing)->group("");
+  sub->add_option("--internal-window-s", f->internalWindowS)->group("");
   sub->callback([f, maxBytes] {
     if (!f->internalShare.empty()) {
       double start = 0, end = 0;
@@ -121,6 +127,11 @@ void addCalibrateCommand(CLI::App& app) {
                          "--internal-window: expected START,END");
       calibrate::runShareRank(f->internalShare, f->internalModel, f->internalMicroBatch, f->cfg.threads,
                               f->cfg.precision, start, end);
+      return;
+    }
+    if (!f->internalWaitShare.empty()) {
+      calibrate::runWaitingShareRank(f->internalWaitShare, f->internalModel, f->internalMicroBatch, f->cfg.threads,
+                                     f->cfg.precision, f->internalComputing, f->internalWindowS);
       return;
     }
     if (!f->internalStream.empty()) {

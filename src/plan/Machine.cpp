@@ -182,7 +182,8 @@ struct MachineReader {
     if (!ms.is_object()) fail("models", "must be an object (model name -> calibration)");
     for (const auto& [model, cal] : ms.items()) {
       const std::string path = "models." + model;
-      onlyKeys(cal, path, {"precision", "threads", "optimizer", "params", "shared_slowdown", "micro_batches"});
+      onlyKeys(cal, path, {"precision", "threads", "optimizer", "params", "shared_slowdown", "waiting_slowdown",
+                                "micro_batches"});
       ModelCalibration mc;
       if (cal.contains("precision")) mc.precision = text(cal, path, "precision");
       if (cal.contains("optimizer")) mc.optimizer = text(cal, path, "optimizer");
@@ -191,6 +192,10 @@ struct MachineReader {
       if (cal.contains("shared_slowdown")) {
         mc.sharedSlowdown = number(cal, path, "shared_slowdown", false);
         if (mc.sharedSlowdown < 1) fail(path + ".shared_slowdown", "must be at least 1 (a slowdown)");
+      }
+      if (cal.contains("waiting_slowdown")) {
+        mc.waitingSlowdown = number(cal, path, "waiting_slowdown", false);
+        if (mc.waitingSlowdown < 1) fail(path + ".waiting_slowdown", "must be at least 1 (a slowdown)");
       }
       if (!cal.contains("micro_batches") || !cal.at("micro_batches").is_object())
         fail(path + ".micro_batches", "missing (an object: micro-batch size -> times)");
@@ -368,6 +373,17 @@ double Machine::pairedSumWaitS(double ranksPerCore) const {
 double oversubscribedShare(double share, double slowdown) {
   if (share <= 1) return share;
   return share * (1 + (slowdown - 1) * std::min(1.0, share - 1));
+}
+
+double waitingWeight(double waitingSlowdown, double sharedSlowdown) {
+  if (waitingSlowdown <= 1) return 0;
+  if (waitingSlowdown >= oversubscribedShare(2, sharedSlowdown)) return 1;
+  double lo = 0, hi = 1;  // oversubscribedShare rises with the share: bisect
+  for (int i = 0; i < 50; ++i) {
+    const double mid = (lo + hi) / 2;
+    (oversubscribedShare(1 + mid, sharedSlowdown) < waitingSlowdown ? lo : hi) = mid;
+  }
+  return (lo + hi) / 2;
 }
 
 Machine readMachine(const std::string& path) {

@@ -75,6 +75,10 @@ struct ModelCalibration {
   // How much slower than its share a rank computes where ranks outnumber the
   // cores (calibrate/CoreSharing.h; 1: not measured).
   double sharedSlowdown = 1;
+  // How much slower than alone a rank computes where the cores' other ranks
+  // wait for messages, as many computing as cores and as many waiting
+  // (calibrate/CoreSharing.h; 1: not measured).
+  double waitingSlowdown = 1;
   std::map<int64_t, ModelTime> microBatches;  // by micro-batch size
   // The measured size nearest `mbs` by ratio (a measured 8 stands for 6 better
   // than a measured 2 does) and its times; null when none was measured.
@@ -129,6 +133,14 @@ struct Machine {
 // measured at 2 ranks a core) once the ranks outnumber the cores: in full from
 // 2 a core, in proportion between 1 and 2.
 double oversubscribedShare(double share, double slowdown);
+
+// A rank waiting for a message where ranks outnumber the cores takes part of
+// a core from the computing ones (Open MPI's yielding wait stays runnable): its
+// weight against a computing rank's 1, in [0, 1], such that as many ranks
+// computing as cores, each beside one waiting, compute at
+// oversubscribedShare(1 + weight, sharedSlowdown), the measured
+// waitingSlowdown (ModelCalibration).
+double waitingWeight(double waitingSlowdown, double sharedSlowdown);
 
 // Reads and validates a machine file; one-line UsageError naming the file and
 // the key on any problem (a missing file too).

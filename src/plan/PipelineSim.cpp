@@ -131,7 +131,8 @@ PipelineRun simulatePipeline(const std::string& schedule, int p, int m, int v, c
       int busy = 1;
       for (int o = 0; o < p; ++o)
         if (o != s && computeFrom[o] <= bestReady && bestReady < computeTo[o]) ++busy;
-      computeS *= oversubscribedShare(std::max(1.0, busy * cores.copies / cores.slots), cores.slowdown);
+      const double ranks = (busy + cores.waiting * (p - busy)) * cores.copies;
+      computeS *= oversubscribedShare(std::max(1.0, ranks / cores.slots), cores.slowdown);
     }
     computeFrom[s] = opStart[s] = bestReady;
     computeTo[s] = bestReady + computeS;

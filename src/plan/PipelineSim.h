@@ -31,7 +31,8 @@ struct PipelineRun {
 // Ranks that share cores (emulated hosts on one machine): an operation's
 // compute is slowed by the ranks computing when it starts, copies (the
 // stage's dp x tp ranks, which run the same schedule) for each stage busy
-// then, over `slots` ranks the cores run at full speed (0: none shared).
+// then, and by the waiting ones at their weight, over `slots` ranks the
+// cores run at full speed (0: none shared).
 // forwardCommS/backwardCommS: the part of forwardS/backwardS that is not
 // compute (tensor-parallel sums), not slowed, and replaced by the links'
 // sums where PipelineLinks has them (empty: none).
@@ -39,6 +40,9 @@ struct PipelineCores {
   double slots = 0;
   int copies = 1;
   double slowdown = 1;  // beyond the share where ranks outnumber the slots (plan::oversubscribedShare)
+  // A stage's ranks not computing (waiting for a message, or done) weigh this
+  // much on the cores against a computing one (plan::waitingWeight; 0: idle).
+  double waiting = 0;
   std::vector<double> forwardCommS, backwardCommS;
 };
 

@@ -116,6 +116,10 @@ TEST(CalibrateCli, MpiRanksOnThisHostGiveIntraHostFits) {
     EXPECT_EQ(m["paired_sum_waits"][1]["ranks_per_core"], 4);
     for (const auto& w : m["paired_sum_waits"]) EXPECT_GE(w["seconds"].get<double>(), 0);
   }
+  // The model timed beside MPI ranks waiting in a sum (CoreSharing.h).
+  ASSERT_TRUE(m["models"]["mlp"].contains("waiting_slowdown")) << m.dump();
+  EXPECT_GE(m["models"]["mlp"]["waiting_slowdown"].get<double>(), 1.0);
+  EXPECT_NE(r.err.find("waiting: "), std::string::npos) << r.err;
 }
 #endif
 

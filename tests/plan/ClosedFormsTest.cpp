@@ -163,6 +163,40 @@ TEST(PlanClosedForms, SharedCoresSlowTheStagesComputingAtOnce) {
   EXPECT_NEAR(simulatePipeline("gpipe", 2, 2, 1, f, b, none, false, false, one).makespan, 3.5, 1e-9);
 }
 
+TEST(PlanClosedForms, WaitingRanksWeighOnTheCoresBesideTheComputingOnes) {
+  // GPipe, 2 stages, 2 micro-batches, forwards of 1 s, free backwards and
+  // messages, on one slot. A waiting rank of weight 0.5 beside one computing:
+  // 1.5 ranks on the slot. Stage 0's first forward, stage 1 waiting: 1.5 s
+  // (0 to 1.5); its second starts then, stage 1 not yet computing: 1.5 s;
+  // stage 1's first starts beside it: 2 s (1.5 to 3.5); its second beside
+  // stage 0 done and waiting: 1.5 s (to 5). With two slots the waiting
+  // weight slows nothing (1.5 or 2 ranks on 2).
+  const std::vector<double> f(2, 1.0), b(2, 0.0);
+  PipelineLinks none;
+  none.seconds = {0.0};
+  PipelineCores one;
+  one.slots = 1;
+  one.waiting = 0.5;
+  EXPECT_NEAR(simulatePipeline("gpipe", 2, 2, 1, f, b, none, false, false, one).makespan, 5.0, 1e-9);
+  PipelineCores two = one;
+  two.slots = 2;
+  EXPECT_NEAR(simulatePipeline("gpipe", 2, 2, 1, f, b, none, false, false, two).makespan, 3.0, 1e-9);
+}
+
+TEST(PlanClosedForms, TheWaitingWeightGivesBackTheMeasuredSlowdown) {
+  // As many computing ranks as cores, each beside one waiting: a share of
+  // 1 + weight, slowed as oversubscribedShare slows it.
+  for (double shared : {1.0, 1.2, 1.43})
+    for (double measured : {1.05, 1.2, 1.4}) {
+      const double w = waitingWeight(measured, shared);
+      EXPECT_GT(w, 0);
+      EXPECT_NEAR(oversubscribedShare(1 + w, shared), measured, 1e-9) << shared << " " << measured;
+    }
+  EXPECT_EQ(waitingWeight(1.0, 1.2), 0);  // no slower than alone: the waiting ranks take nothing
+  EXPECT_EQ(waitingWeight(3.0, 1.2), 1);  // at most a computing rank's weight
+  EXPECT_NEAR(waitingWeight(1.4, 1.0), 0.4, 1e-12);
+}
+
 TEST(PlanClosedForms, InterleavingShrinksTheBubbleVFold) {
   for (int p : {2, 4})
     for (int v : {2, 4})

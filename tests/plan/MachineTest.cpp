@@ -147,6 +147,8 @@ TEST(PlanMachine, RefusesMistakesInOneLineNamingTheKey) {
       {edited("\"burst_bytes\": 16384", "\"burst_bytes\": -1"), "links.inter_host.burst_bytes: must be >= 0"},
       {edited("\"threads\": 1,", "\"threads\": 1, \"shared_slowdown\": 0.9,"),
        "models.gpt-small.shared_slowdown: must be at least 1"},
+      {edited("\"threads\": 1,", "\"threads\": 1, \"waiting_slowdown\": 0.5,"),
+       "models.gpt-small.waiting_slowdown: must be at least 1"},
       {"{\"format\": ", "not JSON"}};
   for (const auto& [text, needle] : cases) {
     const std::string why = refusal(text);
