@@ -131,8 +131,14 @@ PipelineRun simulatePipeline(const std::string& schedule, int p, int m, int v, c
       int busy = 1;
       for (int o = 0; o < p; ++o)
         if (o != s && computeFrom[o] <= bestReady && bestReady < computeTo[o]) ++busy;
+      // The scheduler keeps the runnable ranks even over the cores, the
+      // computing ones apart: with fewer computing than cores, each shares
+      // its core with the waiting ranks that fall to it.
       const double ranks = (busy + cores.waiting * (p - busy)) * cores.copies;
-      computeS *= oversubscribedShare(std::max(1.0, ranks / cores.slots), cores.slowdown);
+      const double all = static_cast<double>(p) * cores.copies;
+      double share = std::max(1.0, ranks / cores.slots);
+      if (all > cores.slots) share = std::max(share, 1 + cores.waiting * (all / cores.slots - 1));
+      computeS *= oversubscribedShare(share, cores.slowdown);
     }
     computeFrom[s] = opStart[s] = bestReady;
     computeTo[s] = bestReady + computeS;

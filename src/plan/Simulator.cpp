@@ -401,8 +401,9 @@ Prediction simulate(const api::RunConfig& rc, const Machine& m, const ModelProfi
     // faster, so each operation runs at the share of the ranks computing when
     // it starts (its compute from the times alone), not at all ranks' share;
     // the waiting ones still weigh on the cores (Open MPI's yielding wait
-    // stays runnable: gpt-small's pp 4 GPipe on 4 emulated hosts at 1 Gbit/s,
-    // measured 129 ms a step, predicted 97 without their weight, 116 with).
+    // stays runnable: gpt-small's pp 4 GPipe on 4 emulated hosts at 1 Gbit/s
+    // on 2 cores, its forwards and backwards 1.4-1.5x their time alone with
+    // only 1 or 2 stages computing).
     PipelineCores cores;
     std::vector<double> pipeFwd = fwd, pipeBwd = bwd;
     std::vector<StageCompute> alone;

@@ -181,6 +181,14 @@ TEST(PlanClosedForms, WaitingRanksWeighOnTheCoresBesideTheComputingOnes) {
   PipelineCores two = one;
   two.slots = 2;
   EXPECT_NEAR(simulatePipeline("gpipe", 2, 2, 1, f, b, none, false, false, two).makespan, 3.0, 1e-9);
+  // 4 stages on 2 slots, one micro-batch: each forward alone, the 3 waiting
+  // ranks 1.5 of weight over 2 slots (1.25) but the runnable ranks kept even
+  // over the cores, 2 a core: the computing one shares its core with one
+  // waiting, 1 + 0.5 = 1.5 s each, 6 s in all.
+  const std::vector<double> f4(4, 1.0), b4(4, 0.0);
+  PipelineLinks none4;
+  none4.seconds.assign(3, 0.0);
+  EXPECT_NEAR(simulatePipeline("gpipe", 4, 1, 1, f4, b4, none4, false, false, two).makespan, 6.0, 1e-9);
 }
 
 TEST(PlanClosedForms, TheWaitingWeightGivesBackTheMeasuredSlowdown) {
