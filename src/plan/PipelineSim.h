@@ -41,7 +41,9 @@ struct PipelineCores {
   int copies = 1;
   double slowdown = 1;  // beyond the share where ranks outnumber the slots (plan::oversubscribedShare)
   // A stage's ranks not computing (waiting for a message, or done) weigh this
-  // much on the cores against a computing one (plan::waitingWeight; 0: idle).
+  // much on the cores against a computing one (plan::waitingWeight; 0: idle),
+  // and where the ranks outnumber the slots a computing one shares its slot
+  // with those that fall to it: a share of at least 1 + waiting (ranks / slots - 1).
   double waiting = 0;
   std::vector<double> forwardCommS, backwardCommS;
 };
