@@ -444,21 +444,18 @@ nlohmann::json runCalibrate(const CalibrateConfig& c) {
         sharingStepS = t.forwardS + t.backwardS + t.updateS;
       }
     }
-    const CoreSharing sharing = measureCoreSharing(
-        {.self = c.self, .model = model, .microBatch = sharingSize, .threads = c.threads, .precision = c.precision,
-         .aloneStepS = sharingStepS, .windowS = c.small ? 0.1 : 1.0, .rounds = c.small ? 1 : 3},
-        cores);
+    const CoreSharingConfig sharingConfig{.self = c.self, .model = model, .microBatch = sharingSize,
+                                          .threads = c.threads, .precision = c.precision,
+                                          .aloneStepS = sharingStepS, .windowS = c.small ? 0.1 : 1.0,
+                                          .rounds = c.small ? 1 : 3};
+    const CoreSharing sharing = measureCoreSharing(sharingConfig, cores);
     entry["shared_slowdown"] = sharing.slowdown;
     progress("%s micro-batch %lld, %d processes on %d cores: %.2f ms a step each, the profile's %.2f: %.3fx slower "
              "than a %.3g share",
              model.c_str(), static_cast<long long>(sharingSize), sharing.processes, cores, sharing.sharedS * 1e3,
              sharingStepS * 1e3, sharing.slowdown, sharing.share);
     if (c.mpi) {
-      const WaitingSharing waiting = measureWaitingSharing(
-          {.self = c.self, .model = model, .microBatch = sharingSize, .threads = c.threads,
-           .precision = c.precision, .aloneStepS = sharingStepS, .windowS = c.small ? 0.1 : 1.0,
-           .rounds = c.small ? 1 : 3},
-          cores);
+      const WaitingSharing waiting = measureWaitingSharing(sharingConfig, cores);
       entry["waiting_slowdown"] = waiting.slowdown;
       progress("%s micro-batch %lld, %d MPI processes on %d cores, %d waiting: %.2f ms a step each, the profile's "
                "%.2f: %.3fx slower",

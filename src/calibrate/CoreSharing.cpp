@@ -26,6 +26,15 @@ double startAllowanceS(const CoreSharingConfig& c, int processes) {
   return 0.3 + 0.1 * processes + 0.2 * c.windowS;
 }
 
+// The step seconds a process left in `file` (then removed); `who` names it in the error.
+double takeSeconds(const std::string& file, const std::string& who) {
+  std::ifstream in(file);
+  double s = 0;
+  DTRAIN_CHECK(in >> s && s > 0, "calibrate: ", who, " left no time in ", file);
+  std::remove(file.c_str());
+  return s;
+}
+
 // `processes` copies at once, each its own step time: the window starts when
 // all have had time to build their model and warm up.
 std::vector<double> runCopies(const CoreSharingConfig& c, int processes) {
@@ -42,13 +51,7 @@ std::vector<double> runCopies(const CoreSharingConfig& c, int processes) {
   }
   runShellAtOnce(commands, "timing " + std::to_string(processes) + " processes of " + c.model + " at once");
   std::vector<double> seconds;
-  for (const auto& out : outs) {
-    std::ifstream in(out);
-    double s = 0;
-    DTRAIN_CHECK(in >> s && s > 0, "calibrate: a process timing ", c.model, " left no time in ", out);
-    std::remove(out.c_str());
-    seconds.push_back(s);
-  }
+  for (const auto& out : outs) seconds.push_back(takeSeconds(out, "a process timing " + c.model));
   return seconds;
 }
 
@@ -123,12 +126,7 @@ WaitingSharing measureWaitingSharing(const CoreSharingConfig& c, int cores) {
                  " --internal-window-s " + window + " --threads " + std::to_string(c.threads) + " --precision " +
                  shellQuote(c.precision),
              "timing " + c.model + " beside MPI ranks waiting (mpirun -np " + std::to_string(r.processes) + ")");
-    std::ifstream in(out);
-    double s = 0;
-    DTRAIN_CHECK(in >> s && s > 0, "calibrate: the ranks timing ", c.model, " beside waiting ones left no time in ",
-                 out);
-    std::remove(out.c_str());
-    shared.push_back(s);
+    shared.push_back(takeSeconds(out, "the ranks timing " + c.model + " beside waiting ones"));
   }
   r.sharedS = median(shared);
   r.slowdown = std::max(1.0, r.sharedS / c.aloneStepS);

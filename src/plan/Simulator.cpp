@@ -143,23 +143,12 @@ struct StageCompute {
   std::vector<int64_t> forwardSums, backwardSums;
 };
 
-// The model's slowdown beyond its share of oversubscribed cores (1: not measured).
-double sharedSlowdown(const Machine& m, const std::string& model) {
+// The machine file's "models" entry for the model: its measured times and
+// slowdowns (an empty entry where it has none: no times, every slowdown 1).
+const ModelCalibration& modelCalibration(const Machine& m, const std::string& model) {
+  static const ModelCalibration none;
   auto it = m.models.find(model);
-  return it == m.models.end() ? 1.0 : it->second.sharedSlowdown;
-}
-
-// The model's slowdown beside ranks waiting for messages (1: not measured).
-double waitingSlowdown(const Machine& m, const std::string& model) {
-  auto it = m.models.find(model);
-  return it == m.models.end() ? 1.0 : it->second.waitingSlowdown;
-}
-
-// Measured times of the machine file's "models" section at this micro-batch size.
-std::optional<ModelTime> calibrated(const Machine& m, const std::string& model, int64_t mbs) {
-  auto it = m.models.find(model);
-  if (it == m.models.end()) return std::nullopt;
-  return it->second.at(mbs);
+  return it == m.models.end() ? none : it->second;
 }
 
 // One micro-batch of `mbs` samples through each layer, forward and backward,
@@ -173,7 +162,7 @@ std::vector<std::pair<double, double>> layerTimes(const api::RunConfig& rc, cons
   const auto& c = rc.train;
   const double rate = m.flops(c.precision) / share;
   const double memRate = m.memoryBytesPerS / share;
-  const std::optional<ModelTime> t = calibrated(m, c.model, mbs);
+  const std::optional<ModelTime> t = modelCalibration(m, c.model).at(mbs);
   const double totalFlops = std::max(p.forwardFlops(), 1.0);
   std::vector<std::pair<double, double>> out;
   for (const LayerProfile& layer : p.layers) {
@@ -219,7 +208,7 @@ std::vector<StageCompute> stageCompute(const api::RunConfig& rc, const Machine& 
                                                                         l.placement.ranksPerHost));
   double share = std::max(1.0, static_cast<double>(l.placement.ranksPerHost) * threads / m.devicesPerHost);
   if (m.sharedCores > 0) share = std::max(share, computing * threads / m.sharedCores);
-  share = oversubscribedShare(share, sharedSlowdown(m, c.model));
+  share = oversubscribedShare(share, modelCalibration(m, c.model).sharedSlowdown);
   if (shareOverride > 0) share = shareOverride;
   *shareUsed = share;
   *threadsUsed = threads;
@@ -245,7 +234,7 @@ std::vector<StageCompute> stageCompute(const api::RunConfig& rc, const Machine& 
     if (s == l.pp - 1 && l.pp > 1) sc.params += static_cast<double>(l.tiedCopy);
   }
   // The measured update counts only for the optimizer it was measured with.
-  const std::optional<ModelTime> t = calibrated(m, c.model, l.microBatchSize);
+  const std::optional<ModelTime> t = modelCalibration(m, c.model).at(l.microBatchSize);
   const std::string& measuredWith = t ? m.models.at(c.model).optimizer : std::string();
   *updateS = t && (measuredWith.empty() || measuredWith == c.optimizer) ? t->updateS * share : -1;
   return out;
@@ -416,8 +405,9 @@ Prediction simulate(const api::RunConfig& rc, const Machine& m, const ModelProfi
       }
       cores.slots = m.sharedCores / threads;
       cores.copies = l.dp * l.tp;
-      cores.slowdown = sharedSlowdown(m, c.model);
-      cores.waiting = waitingWeight(waitingSlowdown(m, c.model), cores.slowdown);
+      const ModelCalibration& measured = modelCalibration(m, c.model);
+      cores.slowdown = measured.sharedSlowdown;
+      cores.waiting = waitingWeight(measured.waitingSlowdown, cores.slowdown);
     }
     cores.forwardCommS = fwdComm;
     cores.backwardCommS = bwdComm;

@@ -140,27 +140,34 @@ TEST(PlanClosedForms, TensorParallelSumsTakeTurnsWithTheMessagesOnTheirHostsLink
   EXPECT_NEAR(simulatePipeline("gpipe", 2, 2, 1, sums, zero, links, false, false, cores).makespan, 6.0, 1e-9);
 }
 
+namespace {
+// GPipe through `stages` stages, forwards of 1 s, free backwards and
+// messages, on `cores`: the makespan.
+double oneSecondForwards(int stages, int microBatches, const PipelineCores& cores) {
+  return simulatePipeline("gpipe", stages, microBatches, 1, std::vector<double>(stages, 1.0),
+                          std::vector<double>(stages, 0.0), 0.0, false, false, cores)
+      .makespan;
+}
+}  // namespace
+
 TEST(PlanClosedForms, SharedCoresSlowTheStagesComputingAtOnce) {
   // GPipe, 2 stages, 2 micro-batches, forwards of 1 s, free backwards and
   // messages. Stage 0's second forward starts at 1 with stage 1 idle; stage
   // 1's first starts then too, with stage 0 computing: on one core's worth of
   // ranks it takes 2 s (1 to 3), its second 1 s alone (3 to 4). With a slot
   // per rank nothing slows: 3 s.
-  const std::vector<double> f(2, 1.0), b(2, 0.0);
-  PipelineLinks none;
-  none.seconds = {0.0};
   PipelineCores one;
   one.slots = 1;
-  EXPECT_NEAR(simulatePipeline("gpipe", 2, 2, 1, f, b, none, false, false, one).makespan, 4.0, 1e-9);
+  EXPECT_NEAR(oneSecondForwards(2, 2, one), 4.0, 1e-9);
   PipelineCores two = one;
   two.slots = 2;
-  EXPECT_NEAR(simulatePipeline("gpipe", 2, 2, 1, f, b, none, false, false, two).makespan, 3.0, 1e-9);
+  EXPECT_NEAR(oneSecondForwards(2, 2, two), 3.0, 1e-9);
   // Replicas (dp x tp copies of each stage) compute at the same moments.
   two.copies = 2;
-  EXPECT_NEAR(simulatePipeline("gpipe", 2, 2, 1, f, b, none, false, false, two).makespan, 4.0, 1e-9);
+  EXPECT_NEAR(oneSecondForwards(2, 2, two), 4.0, 1e-9);
   // The tensor-parallel sums in an operation's time are not compute.
   one.forwardCommS = {0.5, 0.5};
-  EXPECT_NEAR(simulatePipeline("gpipe", 2, 2, 1, f, b, none, false, false, one).makespan, 3.5, 1e-9);
+  EXPECT_NEAR(oneSecondForwards(2, 2, one), 3.5, 1e-9);
 }
 
 TEST(PlanClosedForms, WaitingRanksWeighOnTheCoresBesideTheComputingOnes) {
@@ -171,24 +178,18 @@ TEST(PlanClosedForms, WaitingRanksWeighOnTheCoresBesideTheComputingOnes) {
   // stage 1's first starts beside it: 2 s (1.5 to 3.5); its second beside
   // stage 0 done and waiting: 1.5 s (to 5). With two slots the waiting
   // weight slows nothing (1.5 or 2 ranks on 2).
-  const std::vector<double> f(2, 1.0), b(2, 0.0);
-  PipelineLinks none;
-  none.seconds = {0.0};
   PipelineCores one;
   one.slots = 1;
   one.waiting = 0.5;
-  EXPECT_NEAR(simulatePipeline("gpipe", 2, 2, 1, f, b, none, false, false, one).makespan, 5.0, 1e-9);
+  EXPECT_NEAR(oneSecondForwards(2, 2, one), 5.0, 1e-9);
   PipelineCores two = one;
   two.slots = 2;
-  EXPECT_NEAR(simulatePipeline("gpipe", 2, 2, 1, f, b, none, false, false, two).makespan, 3.0, 1e-9);
+  EXPECT_NEAR(oneSecondForwards(2, 2, two), 3.0, 1e-9);
   // 4 stages on 2 slots, one micro-batch: each forward alone, the 3 waiting
   // ranks 1.5 of weight over 2 slots (1.25) but the runnable ranks kept even
   // over the cores, 2 a core: the computing one shares its core with one
   // waiting, 1 + 0.5 = 1.5 s each, 6 s in all.
-  const std::vector<double> f4(4, 1.0), b4(4, 0.0);
-  PipelineLinks none4;
-  none4.seconds.assign(3, 0.0);
-  EXPECT_NEAR(simulatePipeline("gpipe", 4, 1, 1, f4, b4, none4, false, false, two).makespan, 6.0, 1e-9);
+  EXPECT_NEAR(oneSecondForwards(4, 1, two), 6.0, 1e-9);
 }
 
 TEST(PlanClosedForms, TheWaitingWeightGivesBackTheMeasuredSlowdown) {
