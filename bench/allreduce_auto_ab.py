@@ -2,10 +2,10 @@
 """The allreduce auto rule A/B (PERFORMANCE.md, "Allreduce `auto` across hosts"): the old choice
 for these buckets (--allreduce-algo rhd) against auto, alternating, 3 rounds, on 4 emulated hosts,
 with the TOML files of a plan_vs_measured.py run (its --dir, the first argument).
-Run from the repository root under: flock /tmp/netsim.lock bench/allreduce_auto_ab.py bench/plan_vs_measured_runs"""
+Run from the repository root under: flock /tmp/netsim.lock bench/allreduce_auto_ab.py /tmp/plan_vs_measured (a plan_vs_measured.py --dir, or tests/plan/rounds/<round>)"""
 
 import json, os, statistics, subprocess, sys
-R = sys.argv[1] if len(sys.argv) > 1 else "bench/plan_vs_measured_runs"
+R = sys.argv[1] if len(sys.argv) > 1 else "tests/plan/rounds/xeon-2026-11-28-1755"
 
 def samples_per_s(toml, np_, rph, algo, tag):
     m = f"/tmp/{tag}.metrics.jsonl"

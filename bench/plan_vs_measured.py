@@ -283,6 +283,37 @@ def during_cell(rows, tau_only=False):
     return f"{100 * d['step_mae_during']:.0f}%, {100 * d['step_worst_during']:+.0f}%, {d['tau_during']:.2f}"
 
 
+# The simulator's bars on the 4-host scenarios (a round's held-out 2-host rows are
+# reported, not held to them): what `--report --check` asserts of a recorded round.
+BARS = {"step_mae": 0.10, "step_worst": 0.25, "mem_mae": 0.05, "tau": 0.80}
+
+
+def missed_bars(rows):
+    """The bars that the fixed (not plan-choice) 4-host rows miss, one line each."""
+    fixed = [r for r in rows if r["hosts"] == 4 and not r["config"].startswith("plan-choice")]
+    if not fixed:
+        return ["no 4-host rows"]
+    missed = []
+    mae = statistics.mean(abs(r["step_err"]) for r in fixed)
+    worst = max(fixed, key=lambda r: abs(r["step_err"]))
+    mem = statistics.mean(abs(r["mem_err"]) for r in fixed)
+    if mae > BARS["step_mae"]:
+        missed.append(f"step MAE {100 * mae:.1f}% > {100 * BARS['step_mae']:.0f}%")
+    if abs(worst["step_err"]) > BARS["step_worst"]:
+        missed.append(f"worst step {100 * worst['step_err']:+.0f}% ({worst['model']} {worst['rate']} "
+                      f"{worst['config']}) beyond {100 * BARS['step_worst']:.0f}%")
+    if mem > BARS["mem_mae"]:
+        missed.append(f"memory MAE {100 * mem:.1f}% > {100 * BARS['mem_mae']:.0f}%")
+    groups = {}
+    for r in fixed:
+        groups.setdefault((r["model"], r["rate"]), []).append(r)
+    for (model, rate), rs in sorted(groups.items()):
+        tau = kendall_tau([r["pred_samples_per_s"] for r in rs], [r["meas_samples_per_s"] for r in rs])
+        if tau < BARS["tau"]:
+            missed.append(f"Kendall tau {tau:.2f} < {BARS['tau']:.2f} ({model} x {rate})")
+    return missed
+
+
 def report(a):
     """--report ROWS: the tables (markdown) from the rows a run appended; with
     --resimulate, predictions made again by this dtrain from the saved TOML files
@@ -371,6 +402,11 @@ def report(a):
                   f"{100 * max((rank_worst(r) for r in fixed), key=abs):+.0f}%"
                   + (f"; profiled during the runs: step MAE {100 * d['step_mae_during']:.1f}%, worst "
                      f"{100 * d['step_worst_during']:+.0f}%" if (d := during_fixed(fixed)) else ""))
+    if a.check:
+        missed = missed_bars(rows)
+        for m in missed:
+            print(f"plan_vs_measured.py: {a.report}: {m}", file=sys.stderr)
+        return 1 if missed else 0
 
 
 def main():
@@ -393,6 +429,8 @@ def main():
     p.add_argument("--decide", type=int, default=3,
                    help="more runs each of the plan's choice and the measured best where they differ")
     p.add_argument("--resimulate", action="store_true", help="with --report: predict again with this dtrain")
+    p.add_argument("--check", action="store_true",
+                   help="with --report: exit 1 naming each of the simulator's bars (BARS) the rows miss")
     p.add_argument("--no-reprofile", dest="reprofile", action="store_false",
                    help="skip profiling the model again around the runs (dtrain calibrate --from) and the "
                         "second prediction from those profiles")
@@ -624,4 +662,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
