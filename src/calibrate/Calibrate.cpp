@@ -32,10 +32,8 @@ namespace {
 
 // Passes over a model's micro-batch sizes (ModelProfile.h: medianOfPasses),
 // this many before the links' probes and as many after them: on a VM whose
-// speed moves within minutes the medians then span the whole calibration
-// (2026-11-28, Intel Xeon VM: three profiles of gpt-small seconds apart read
-// a micro-batch of 1 forward in 3.36, 4.91 and 3.56 ms; a calibration whose
-// passes all fell in a fast minute predicted the runs after it 14-36% short).
+// speed moves within minutes the medians then span the whole calibration,
+// rather than one fast or slow minute that the runs after it would not see.
 constexpr int kModelPassesEach = 2;
 // The longest forward + backward at which core sharing is timed (CoreSharing.h):
 // a step of the size a run would use, and runs of a second hold ~10 of them.
@@ -207,9 +205,8 @@ void probeAcrossHosts(const CalibrateConfig& c, int hosts, const std::vector<siz
   describeProbe("inter_host", r1, samples);
   describeProbe("inter_host_shared", r2, samples);
   if (c.netsimHosts > 0) {
-    // 2 ranks on one emulated host: TCP over its loopback (measured at 1 Gbit/s:
-    // 4.1 GB/s and 12 us a message, the ring allreduce 1.4 GB/s, where this
-    // machine's shared memory gives 11 and 7.9).
+    // 2 ranks on one emulated host: TCP over its loopback, several times
+    // slower than this machine's shared memory, which it must not stand for.
     const ProbeResult r = readProbe(intra);
     describeProbe("intra_host", r, samples);
     links["intra_host"] = linkJson(r.pointToPoint);
@@ -368,7 +365,7 @@ void measureLinks(const CalibrateConfig& c, int hosts, int cores, json& m, json*
     if (rate > 0)
       while (maxBytes > 262144 && static_cast<double>(maxBytes) > 0.15 * rate) maxBytes /= 4;
     // From 1 KiB: compressed buckets (PowerSGD's factors) are a few KiB, and a fit
-    // of 4 KiB..16 MiB missed them by 2.5x (the tree's at 3.5 KiB, 100 Mbit/s).
+    // from 4 KiB up extrapolates badly below its smallest size.
     probeAcrossHosts(c, hosts, messageSizes(1024, maxBytes), links, collectives, samples);
   }
   m["links"] = links;
@@ -478,9 +475,8 @@ void runCommRank(const std::string& outFile, const std::vector<size_t>& sizes, i
   auto comm = comm::makeCommunicator("mpi");
   const int n = comm->size();
   // Runs of ~0.1 s, the median of 5: on the emulated links a call now and then
-  // stalls ~10 ms (recursive halving at 256 KiB and 1 Gbit/s: 1 call in 5 to 7,
-  // as in training), which a step pays on average; runs of 1-2 calls caught
-  // it or not by chance (that size's time off by 1.4x between calibrations).
+  // stalls for milliseconds (as in training), which a step pays on average;
+  // runs of 1-2 calls would catch it or not by chance.
   // Where the 5 disagree by more than 10%, 4 more (the median of 9).
   ProbeConfig cfg{.sizes = sizes, .ranksPerHost = ranksPerHost, .secondsPerRun = 0.1, .runs = 5,
                   .spreadForMoreRuns = 1.1, .moreRuns = 4,

@@ -15,8 +15,8 @@ struct CalibrateConfig {
   // Sizes to time each model at; empty: 1, 2, 4, ... 256, up to the first whose
   // forward and backward take over autoStopSeconds (the simulator reads a size
   // between two measured ones off the line between them, and one past the
-  // largest in proportion; the mlp's sample costs 1.8x less at 256 than at 8,
-  // gpt-small's is the same from 1 on).
+  // largest in proportion: a small model's sample gets cheaper as the batch
+  // grows, a large model's costs the same from 1 on).
   std::vector<int64_t> microBatches;
   double autoStopSeconds = 0.05;
   int threads = 1;                   // kernel threads per device (a rank)

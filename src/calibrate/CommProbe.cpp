@@ -23,12 +23,10 @@ float maxOverRanks(Communicator& comm, float v) {
 // Seconds per call of `call` (the slowest rank's), the median of the runs; the
 // call count per run comes from a warm-up call, agreed on by every rank. The
 // runs of one size go back to back, as a training step's collectives follow
-// each other. (Tried on 2026-11-27: runs in passes over every collective and
-// size, the model times' remedy for a slow moment of the machine. Across 4
-// emulated hosts at 1 Gbit/s the allgather at 256 KiB then read 4.95 and 5.45
-// ms a call in two calibrations, with an untimed call before each run or
-// without, where back to back gives 2.0-2.6 and ZeRO's allgathers of that size
-// took 2.3-2.8 in training.)
+// each other. (Runs in passes over every collective and size, the model
+// times' remedy for a slow moment of the machine, do not fit here: a call
+// after a pause on the emulated links costs far more than the same call back
+// to back, which is how training runs them.)
 double timeCall(Communicator& comm, const ProbeConfig& cfg, const std::function<void()>& call) {
   Timer warm;
   call();
@@ -45,9 +43,8 @@ double timeCall(Communicator& comm, const ProbeConfig& cfg, const std::function<
   };
   timeRuns(cfg.runs);
   // Runs that disagree (some calls stalled, some not: 4 ranks spinning on 2
-  // cores) make the median of a few a coin toss between the two; on 2026-11-28
-  // three calibrations read recursive halving at 256 KiB and 1 Gbit/s at 3.3,
-  // 6.3 and 6.1 ms, its runs in each between 3.3 and 7.7. More runs there.
+  // cores) make the median of a few a coin toss between the two, and
+  // calibrations would disagree with each other by up to 2x. More runs there.
   // (Every rank sees the same maxima, so every rank takes the same branch.)
   const auto [lo, hi] = std::minmax_element(perCall.begin(), perCall.end());
   if (*lo > 0 && *hi > cfg.spreadForMoreRuns * *lo) timeRuns(cfg.moreRuns);

@@ -1,19 +1,16 @@
 #pragma once
 // What a rank's compute loses when ranks outnumber the cores beyond the
 // arithmetic share: K processes on C cores each compute at C / K of one alone
-// and a little less (the switches between them, the caches they evict: gpt-small
-// at micro-batch 4 on 2 cores, 4 processes 1.06x slower than half the rate,
-// 8 processes 1.07x than a quarter). calibrate starts 2x as many processes
+// and a little less (the switches between them, the caches they evict).
+// calibrate starts 2x as many processes
 // as cores, each timing the same model steps in one window of the system
 // clock, against the step alone; the machine file keeps the ratio
 // (models.M.shared_slowdown) and the simulator slows oversubscribed ranks by it.
 // The step alone is the model profile's at that size (forward + backward +
 // update, the median of calibrate's passes), the time the simulator scales, so
 // that a shared step is predicted as measured: a process timed alone beside
-// the shared ones read gpt-small's micro-batch 2 in
-// 19-25 ms over five calibrations a minute apart on an Intel Xeon VM, where the
-// 4 shared processes read 52-54 ms, so the ratio moved 1.04-1.35x with the
-// alone run's noise, on top of the profile's own.
+// the shared ones is a short, noisy run, and a ratio against it would move
+// with that run's noise on top of the profile's own.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -46,10 +43,8 @@ CoreSharing measureCoreSharing(const CoreSharingConfig& config, int cores);
 // where ranks outnumber the cores: Open MPI waits by polling, and with
 // mpi_yield_when_idle (which netsim.sh mpirun sets when the ranks outnumber
 // the cores) a waiting rank yields its core between polls but stays runnable
-// throughout, so the scheduler keeps switching to it (measured: gpt-small's
-// pp 4 GPipe on 4 emulated hosts at 1 Gbit/s on 2 cores, each stage's
-// forward and backward 1.4-1.5x its time alone while only 1 or 2 stages
-// computed, every rank's main thread runnable all the step). calibrate starts
+// throughout, so the scheduler keeps switching to it: a pipeline stage
+// computing alone still shares its core with the waiting ones. calibrate starts
 // 2x as many MPI processes as cores (cores / threads of them computing, the
 // rest waiting in a sum until they end) and times the computing ones'
 // steps against the step alone (models.M.waiting_slowdown); the simulator
@@ -73,13 +68,12 @@ void runWaitingShareRank(const std::string& outFile, const std::string& model, i
 // and the partner it waits for may be waiting for a core. Pairs of processes
 // (`mpirun -np 2 dtrain bench allreduce --busy-ms`: 64 KiB after computeMs of
 // compute, the same work whatever the share) fill the cores 2 and 4 ranks a
-// core; each wait is their sum's time less one pair's alone. Measured on 2
-// Zen 5 cores, 1 ms of compute: 0.04 ms alone, 0.9 ms 2 ranks a core, 2.6
-// ms 4 (gpt-small dp 4 x tp 2 packed on 4 emulated hosts, 8 ranks: its
-// forward and backward 2.8 ms longer a sum than dp 8's).
+// core; each wait is their sum's time less one pair's alone. The wait grows
+// with the ranks a core (a partner is more often off its core) and with the
+// compute between sums (the partner has used up more of its slice).
 struct PairedSumConfig {
   std::string self;            // the dtrain binary
-  double computeMs = 1;        // before each sum: about gpt-small's layer at tp 2 (0.75 ms)
+  double computeMs = 1;        // before each sum: about a gpt-small layer's compute at tp 2
   int iters = 200, runs = 3;   // sums per timed run, runs (the bench's median)
 };
 struct PairedSumWait {
@@ -91,8 +85,8 @@ std::vector<PairedSumWait> measurePairedSumWaits(const PairedSumConfig& config, 
 
 // One process's side: runs steps through [startS, endS] (seconds since the
 // epoch) and writes their wall-clock seconds a step to `outFile` (a median of
-// steps would miss the slices the process waited for its core: the mlp's
-// 2 ms steps mostly fit between two).
+// steps would miss the slices the process waited for its core: a short
+// step mostly fits between two).
 void runShareRank(const std::string& outFile, const std::string& model, int64_t microBatch, int threads,
                   const std::string& precision, double startS, double endS);
 

@@ -50,8 +50,7 @@ ModelTimes profileModel(const ModelProfileConfig& config);
 // Each time the median over passes of one model at one micro-batch size (the
 // passes' layers alike): calibrate times every size in a few passes, a while
 // apart, so that a slow moment of a shared machine slows one pass, not the
-// size (gpt-small's micro-batch 1 took 3.5 ms forward in one calibration and
-// 2.1 in the next, timed once each).
+// size (timed once, a size's time can be off by more than half).
 ModelTimes medianOfPasses(const std::vector<ModelTimes>& passes);
 
 }  // namespace dtrain::calibrate

@@ -10,9 +10,8 @@
 // (1 MiB messages in a ring, over dtrain's own MPI transport); the core time
 // lost over the bytes sent in that window is the link's core_s_per_byte.
 // It follows the time a link is busy more than its bytes (the token bucket's
-// timers, TCP's pacing): 4 hosts at 100 Mbit/s kept 1.7 of 2 cores busy for
-// 44 MB/s, at 1 Gbit/s both for 450 MB/s; so a machine file holds it for its
-// own rate.
+// timers, TCP's pacing: a slow link keeps the cores about as busy as a fast
+// one for a tenth of the bytes); so a machine file holds it for its own rate.
 #include <functional>
 #include <string>
 #include <utility>

@@ -304,20 +304,17 @@ Algorithm Communicator::chooseAllreduce(size_t bytes) const { return autoAllredu
 Algorithm Communicator::autoAllreduce(size_t bytes, int ranks, int ranksPerHost) {
   // The binomial tree and recursive halving take as many steps (2 log2 n), and
   // the tree's carry the whole message where halving's carry halves and
-  // quarters: the tree wins only where a step's latency is all there is (on 4
-  // emulated hosts sharing 2 cores, where half its ranks idle each step, 1-4
-  // KiB at 1 Gbit/s: 0.16-0.18 ms against 0.24-0.39). From 4 KiB, one rank a
-  // host, halving: at 100 Mbit/s 4 KiB 0.57 ms against the tree's 0.73, 16 KiB
-  // 2.1 against 3.6, and the mlp's PowerSGD steps (its calls 5-13 KB) 6.7-7.3
-  // ms against 8.3-9.2 (at 1 Gbit/s 5.0-7.0 against 5.5-6.7: noise).
+  // quarters: the tree wins only where a step's latency is all there is, up
+  // to a few KiB (and its idle ranks leave shared cores to the others). From
+  // 4 KiB, with one rank a host, halving's smaller steps win once the link's
+  // bandwidth counts at all.
   if (bytes <= 4096 || (ranksPerHost > 1 && bytes <= 16384)) return Algorithm::Tree;
   // Recursive halving and doubling moves the ring's bytes in 2 log2(n) steps
   // instead of 2 (n - 1): it wins only the latency of the steps it saves, which
   // matters less the larger the message, so it stops at 16 KiB a rank. Its
   // first steps pair ranks n/2 apart: with several ranks a host, all of a
-  // host's ranks send across at once, where the ring sends one (measured on 4 emulated
-  // hosts, 2 ranks each, 256 KiB: 67 ms against 39 at 100 Mbit/s, 13.6 against
-  // 3.8 at 1 Gbit/s; 1 rank each at 1 Gbit/s, 256 KiB: 5.5 ms against 3.4).
+  // host's ranks send across at once, where the ring sends one, so the host's
+  // link is shared by all of them in every step.
   if (ranksPerHost <= 1 && bytes <= std::min<size_t>(size_t{1} << 20, size_t{16384} * std::max(1, ranks)))
     return Algorithm::Rhd;
   return Algorithm::Ring;

@@ -29,7 +29,7 @@ void updatePeak(Counters& c, int64_t now) {
 // glibc hands every block above its mmap threshold back to the kernel when it is
 // freed, and trims the heap's top past 128 KiB: a training step that frees and
 // reallocates its activations then page-faults them in again, zeroed, every
-// step (~7000 faults per gpt-small step, 5-8% of its time). Keeping freed
+// step (thousands of faults a step for a small GPT). Keeping freed
 // memory in the heap makes the steady state fault-free; the peak is what the
 // step needs anyway.
 constexpr size_t kMmapThreshold = 32u << 20;  // glibc's largest allowed value
@@ -44,9 +44,8 @@ const bool gMallocTuned = [] {
 // default, backs only advised ranges). A data loader gathers samples from
 // random rows of its dataset: with 4 KiB pages each row is a TLB miss, and on
 // a paravirtualized VM a miss the shadow page tables do not hold costs
-// microseconds: Fashion-MNIST's 256-sample batch took 1.6 ms to gather on a
-// Zen 5 VM, 0.16 ms with 2 MiB pages, and `dtrain train`'s default run 2.4 s
-// against 1.3. The heap below the threshold is left to the kernel's default.
+// microseconds, as long as the batch's compute; 2 MiB pages make the misses
+// rare. The heap below the threshold is left to the kernel's default.
 void adviseHugePages(void* p, size_t bytes) {
   constexpr uintptr_t kHuge = 2u << 20;
   const uintptr_t begin = (reinterpret_cast<uintptr_t>(p) + kHuge - 1) & ~(kHuge - 1);

@@ -1,8 +1,8 @@
 #pragma once
 // Intra-op parallelism: parallelFor() splits a loop over the calling thread's
 // OpenMP team, the same threads oneDNN's products run on, so every kernel uses
-// one set of threads (two pools, dtrain's own and oneDNN's, spun and slept on
-// the same cores: lenet at 2 threads ran slower than at 1). With one thread
+// one set of threads (two pools, dtrain's own and oneDNN's, would spin and
+// sleep on the same cores and take them from each other). With one thread
 // (the default) parallelFor runs inline with no synchronization cost. When
 // several ranks run as threads in one process and call parallelFor at once,
 // only one gets a team; the others run inline, so ranks never wait on each

@@ -84,8 +84,9 @@ double allreduceTime(const Machine& m, const Placement& p, const RankGroup& g, d
                                                                                    g.perHost))
                            : "ring";
   const bool hier = a == "hier";
-  // The fit of the algorithm the trainer runs (recursive halving on the emulated
-  // links at 1 Gbit/s costs 1.6x a ring at 256 KiB: gpt-small's buckets). One
+  // The fit of the algorithm the trainer runs (algorithms differ by more than
+  // their byte counts say on shared, bursty links, so one's fit cannot stand
+  // for another's). One
   // calibrate does not measure (shm, MPI's native; tree and recursive halving in
   // machine files written before it did) takes the ring's; without either, the
   // closed form.

@@ -84,8 +84,8 @@ ModelProfile pairedForLayout(const ModelProfile& p, const Layout& l) {
       col.tensorParallelBackwardSums = readsInput ? 0 : 1;
       col.backwardSumWidth = col.inputWidth;
       // The column-parallel Linear keeps its output slice for backward; the
-      // activation after it holds a whole-width tensor (measured on the mlp:
-      // 768 + 256 / T floats a sample for tensor parallelism T = 1, 2, 4).
+      // activation after it holds a whole-width tensor (the mlp's first
+      // layers keep 768 + 256 / T floats a sample at tensor parallelism T).
       col.activationBytesCut += col.activationBytes;
       col.activationBytes = 0;
       row.tensorParallelParams = row.tensors.empty() ? 0 : row.tensors[0];  // the weight; the bias stays whole

@@ -43,9 +43,9 @@ struct CollectiveFit {
   int ranks = 0, ranksPerHost = 0;
   LinkCost cost;
   // calibrate's measurements, (bytes, seconds) by size: where a message falls
-  // between two of them its time is read between them, not off the fit (the
-  // emulated links' recursive halving costs 1.6x its line at 256 KiB and
-  // fits it elsewhere, measured).
+  // between two of them its time is read between them, not off the fit (a
+  // straight line misses sizes where an algorithm runs far off it, such as
+  // recursive halving at the size of an emulated link's token bucket).
   std::vector<std::pair<double, double>> samples;
   double time(double bytes) const;
 };
@@ -86,7 +86,7 @@ struct ModelCalibration {
   // The times at `mbs`: read on the line between the measured sizes around it
   // (a micro-batch's time is a fixed part, the weights read once, plus a part
   // per sample, and the fixed part dominates small sizes: stretching a measured
-  // 8 to 64 counted the mlp's fixed part 8 times: 1.45x on Zen 4, 1.8x on Zen 5); beyond the
+  // 8 to 64 would count the fixed part 8 times); beyond the
   // largest (or with one size) in proportion to the nearest; nullopt when
   // none was measured.
   std::optional<ModelTime> at(int64_t mbs) const;

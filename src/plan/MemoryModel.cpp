@@ -45,8 +45,8 @@ double stageParams(const Layout& l, const ModelProfile& p, int stage) {
 // Activations one micro-batch of one sample leaves on a stage until its
 // backward (`held`), and the most its backward holds beyond them
 // (`transient`): going from the stage's last layer back, each layer's
-// gradient temporaries less what the layers after it have freed (measured: a
-// block's first backward holds ~6C values a token more). With recomputation
+// gradient temporaries less what the layers after it have freed (a block's
+// first backward holds ~6C values a token more). With recomputation
 // a block keeps only its input, and its backward holds the recomputed block
 // (plus its temporaries) after the layers above it have freed theirs
 // (`recomputing`); the peak is the larger (measured on the trainer).

@@ -78,9 +78,8 @@ PipelineRun simulatePipeline(const std::string& schedule, int p, int m, int v, c
     }
     // senderBusy: the sender waits for its message (MPI progresses a large
     // isend only inside MPI calls: Open MPI's TCP transport has no progress
-    // thread). Measured: gpt-small's pp 4 GPipe on 4 emulated hosts at 100
-    // Mbit/s, predicted -2..+8% of three rounds' runs with the sender waiting,
-    // -8..-10% with free sends (the mlp's pipelines the same either way).
+    // thread), so modelling the send as free under-predicts pipelines whose
+    // messages are large against the link.
     sending[s] = senderBusy ? out : Arrival{};
     if (keepSpans) run.ops.push_back({s, op.forward, op.micro, op.chunk, opStart[s], end});
     ++next[s];

@@ -6,9 +6,8 @@
 //
 // Why not turns (each message holding a link alone, in the order sent): a
 // middle stage of 1F1B sends an activation forward and a gradient back at
-// about the same time, and measured (gpt-small pp 4 at 100 Mbit/s, its
-// timeline) both arrive together after twice one's time, where turns land
-// the first after one.
+// about the same time, and over TCP on one shaped link both arrive together
+// after twice one's time, where turns would land the first after one.
 //
 // Each direction of a link has netsim's token bucket, in seconds of line
 // rate, refilled at line rate while the link idles: a message starting takes

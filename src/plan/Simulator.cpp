@@ -85,7 +85,7 @@ std::string lossyChoice(const runtime::TrainConfig& c) {
 namespace {
 
 // ZeRO 3 (parallel/zero): the units forward used last stay gathered into
-// backward (measured on the trainer's bytes_sent_per_worker): the last layer,
+// backward (as the trainer's bytes_sent_per_worker counts them): the last layer,
 // and for a language model the last block and the embedding (lm_head's tied
 // weight is used at the end of forward). Per layer, whether backward gathers
 // it again.
@@ -120,9 +120,9 @@ SufficientFactorCost sufficientFactors(const api::RunConfig& rc, const Machine& 
   return out;
 }
 
-// Gradient evaluations per L-BFGS iteration (the step's and its line search's
-// trials), measured on the mlp: 147 in 70 iterations (docs/PERFORMANCE.md,
-// "Sandblaster L-BFGS"), 24 in 10.
+// Gradient evaluations per L-BFGS iteration: the step's and its line search's
+// trials (a line search usually takes one trial beyond the step, sometimes
+// more).
 constexpr double kSandblasterEvaluationsPerIteration = 2.2;
 
 // The ranks that compute: all but a parameter server's or Sandblaster
@@ -269,11 +269,7 @@ Prediction simulate(const api::RunConfig& rc, const Machine& m, const ModelProfi
   // What a full bucket takes off a sum of this width (none without one).
   // Where the run's ranks outnumber the shared cores, only in pairs: a longer
   // ring's ranks reach its steps one core slice apart and the bucket's burst
-  // is lost (`dtrain bench allreduce --idle-ms 3`, 256 KiB at 1 Gbit/s: 4
-  // ranks on 2 cores 4.2 ms after the idle time, 3.7 back to back; 2 ranks
-  // 1.3 and 2.2), while a pair's one exchange each way still finds it (the
-  // mlp's dp 2 x tp 2 spread at 500 Mbit/s, 4 ranks on 2 cores: 5.2-5.7 ms a
-  // step measured in five rounds, 7.4 predicted without the bucket).
+  // is lost, while a pair's one exchange each way still finds it full.
   // The cores the run's computing ranks ask for, against an emulated machine's shared ones.
   const double coresAsked = computingRanks(l) * threads;
   const bool ranksFitCores = m.sharedCores == 0 || coresAsked <= m.sharedCores;
@@ -284,8 +280,7 @@ Prediction simulate(const api::RunConfig& rc, const Machine& m, const ModelProfi
   };
   // Sums within a host where the emulated hosts' ranks outnumber the shared
   // cores: each waits for the partner's core as well (calibrate's paired
-  // sums; gpt-small dp 4 x tp 2 packed, 8 ranks on 2 cores, 2.8 ms a sum
-  // measured where the sum alone takes 0.2). Sums across hosts have their
+  // sums), which costs far more than the sum itself. Sums across hosts have their
   // fits from ranks that shared the cores as they probed. (A pipeline's
   // step-end sums wait it once too: checksS below.)
   const double partnerWait = m.sharedCores > 0 ? m.pairedSumWaitS(coresAsked / m.sharedCores) : 0;
@@ -368,8 +363,7 @@ Prediction simulate(const api::RunConfig& rc, const Machine& m, const ModelProfi
     }
     links.refillS = inter.refillS();
     // A stage's tensor-parallel sums across hosts share its host's link with
-    // its messages (measured: the mlp's pp 2 x tp 2 at 100 Mbit/s, 57 ms a
-    // step where sums beside the messages predicted 38).
+    // its messages: they do not travel beside them for free.
     if (l.tp > 1 && sumsCrossHosts) {
       links.forwardSumS = fwdSum;
       links.backwardSumS = bwdSum;
@@ -390,9 +384,7 @@ Prediction simulate(const api::RunConfig& rc, const Machine& m, const ModelProfi
     // faster, so each operation runs at the share of the ranks computing when
     // it starts (its compute from the times alone), not at all ranks' share;
     // the waiting ones still weigh on the cores (Open MPI's yielding wait
-    // stays runnable: gpt-small's pp 4 GPipe on 4 emulated hosts at 1 Gbit/s
-    // on 2 cores, its forwards and backwards 1.4-1.5x their time alone with
-    // only 1 or 2 stages computing).
+    // stays runnable, so the scheduler keeps switching to it).
     PipelineCores cores;
     std::vector<double> pipeFwd = fwd, pipeBwd = bwd;
     std::vector<StageCompute> alone;
@@ -471,10 +463,9 @@ Prediction simulate(const api::RunConfig& rc, const Machine& m, const ModelProfi
     const bool async = c.consistency != "sync";
     // Synchronous: the servers' link does not carry the pulls and the next
     // pushes strictly one after the other. The first worker its parameters
-    // reach computes and pushes while the others are still pulled (measured:
-    // mlp, 3 workers, 1 Gbit/s, the workers start their steps ~1 pull apart,
-    // 47.7 ms a step where pulls then pushes would take 56): one worker's
-    // transfer overlaps.
+    // reach computes and pushes while the others are still pulled (the
+    // workers start their steps about one pull apart): one worker's transfer
+    // overlaps.
     const double overlap = !async && remoteWorkers > 1 ? std::min(pushBytes, pullBytes) / inter.bytesPerS : 0;
     dpS = 2 * (hostsUsed > 1 ? inter.alphaS : local.alphaS) + std::max(serverSide - overlap, workerSide);
     dpExposed = async ? std::max(0.0, dpS / c.pushEvery - r.computeS) : dpS;
@@ -525,11 +516,9 @@ Prediction simulate(const api::RunConfig& rc, const Machine& m, const ModelProfi
     // --overlap on free cores, not ZeRO's reduce-scatters), netsim's
     // token bucket is full when the sync starts: the first calls' bytes pass
     // at once, up to the bucket (calibrate's fits are calls back to back, the
-    // bucket drained). Measured (`dtrain bench allreduce --idle-ms 3`, 4 hosts
-    // at 100 Mbit/s, 16 KiB bucket): recursive halving at 16 KiB 1.15 ms after
-    // the idle time against 2.12 back to back, the ring at 32-256 KiB 1.0-1.1
-    // ms less; the mlp's PowerSGD, whose four calls a step send 47 KB a rank,
-    // ran 13-28% under the prediction without it in seven rounds.
+    // bucket drained), so small syncs such as PowerSGD's few KiB calls would
+    // be over-priced without this credit (`dtrain bench allreduce --idle-ms 3`
+    // shows the difference).
     const bool linkIdled = l.pp == 1 && !sumsCrossHosts && !(c.overlap && coresFreeForOverlap(m, l)) && c.zero == 0;
     double credit = linkIdled && g.hostsSpanned > 1 && inter.burstBytes > 0
                         ? std::min(1.0, r.computeS / inter.refillS()) * inter.refillS()
@@ -580,7 +569,7 @@ Prediction simulate(const api::RunConfig& rc, const Machine& m, const ModelProfi
       // The trainer sends a bucket as soon as the last micro-batch's backward
       // fills it (with --overlap, a mesh's replicas too; ZeRO's reduce-scatters
       // always): during that backward, at most what the hosts' links carry in
-      // its time (the mlp's buckets at 1 Gbit/s mostly go after it). Of a
+      // its time (a short backward leaves most buckets to go after it). Of a
       // ring's hops, one a host crosses to the next; every pipeline stage's
       // and tensor slice's replicas sum their own.
       if (g.hostsSpanned > 1 && l.strategy != "local-sgd" && (c.zero > 0 || c.overlap)) {
@@ -597,8 +586,7 @@ Prediction simulate(const api::RunConfig& rc, const Machine& m, const ModelProfi
     // Overlapped with backward (buckets as gradients are ready), all but the last bucket.
     // Not where the emulated hosts' ranks keep every shared core computing: the
     // transfers then wait for cores (TCP and MPI's progress run on them), so
-    // they come after backward instead of beside it (measured: gpt-small dp 4
-    // at 1 Gbit/s, 116 ms against 76 predicted with overlap).
+    // they come after backward instead of beside it.
     // Compressed buckets overlap as well: the trainer compresses and reduces each
     // bucket on its communication thread as backward goes (the encoders'
     // compute, e.g. PowerSGD's orthogonalization, is not modelled).
@@ -628,18 +616,14 @@ Prediction simulate(const api::RunConfig& rc, const Machine& m, const ModelProfi
               allreduceTime(m, l.placement, world, 8, "auto");
     // A pipeline's stages end their step apart and first meet in these sums,
     // on full shared cores: a sum after compute waits for its partner's core
-    // once (calibrate's paired wait). Measured (timelines, 4 emulated hosts at
-    // 1 Gbit/s, 2 ranks a core): from the last rank's update to the last
-    // rank out of the loss sum 1.24 ms (mlp, pp 4) and 1.84 (pp 2 x tp 2)
-    // where data parallelism's, its ranks together after the gradient sum,
-    // took 0.77 (0.65 predicted; the paired wait 0.81).
+    // once (calibrate's paired wait), where data parallelism's ranks arrive
+    // together after the gradient sum.
     if (l.pp > 1) checksS += partnerWait;
   }
   // Emulated hosts: the kernels' work for the bytes sent while ranks compute
   // runs on the cores those ranks share, once they keep every core busy
-  // (calibrate measured 28.5 ns a byte at 100 Mbit/s, 2 at 1 Gbit/s on 2 Zen 5
-  // cores; gpt-small's pipelines at 1 Gbit/s ran 20-30% over the prediction
-  // without it).
+  // (calibrate measures its cost per byte: `core_s_per_byte`); on a slow link
+  // a byte keeps the cores busy longer.
   const double networkCoreS = m.sharedCores > 0 && coresAsked >= m.sharedCores
                                   ? inter.coreSPerByte * busyBytes / m.sharedCores
                                   : 0;

@@ -42,8 +42,7 @@ void atExitFinalize() {
 // default) only after a rendezvous: the receiver's clear-to-send. On a
 // bandwidth-limited link that answer queues behind the receiver's own
 // outgoing data, so the two directions of a ring step take turns instead of
-// flowing together: a 1 MiB allreduce between 2 emulated hosts at 100 Mbit/s
-// took 161 ms with the default and 90 ms with a 4 MiB limit (ideal 84 ms).
+// flowing together, and an allreduce takes almost twice the link's time.
 // Set for OpenMPI to read at MPI_Init, unless the user set them.
 void raiseTcpEagerLimit() {
   for (const char* name : {"OMPI_MCA_btl_tcp_eager_limit", "OMPI_MCA_btl_tcp_rndv_eager_limit"})
@@ -356,10 +355,10 @@ void MpiCommunicator::execute(Call& call) {
       return Communicator::execute(call);
     }
     case OpKind::ReduceScatter:
-      // dtrain's ring (ZeRO's gradients): OpenMPI's own reduce-scatter ran at
-      // half the link's speed across 2 emulated hosts at 100 Mbit/s (ZeRO-1 on
-      // the mlp: 775 samples/s against the ring's 1378, plain allreduce 1382),
-      // and it cannot sum 16-bit floats.
+      // dtrain's ring (ZeRO's gradients): OpenMPI's own reduce-scatter does not
+      // keep a bandwidth-limited link busy the way a ring does (ZeRO then runs
+      // behind plain allreduce on the same bytes), and it cannot sum 16-bit
+      // floats.
       return Communicator::execute(call);
     case OpKind::Reduce:
       return half || largeForLibnbc(call) ? Communicator::execute(call) : native(call);

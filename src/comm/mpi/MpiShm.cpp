@@ -91,8 +91,8 @@ namespace {
 
 // How long a wait yields before it naps. Yielding is a context switch each
 // time another rank is runnable: where the ranks outnumber the cores (spin 0),
-// nap after a short while (8 ranks on 2 cores spent a fifth of the machine in
-// sched_yield and poll, yielding for up to 20 ms a wait).
+// nap after a short while: long yields there keep every waiting rank runnable
+// and take a large share of the cores from the computing ones.
 constexpr auto kYieldBeforeNap = std::chrono::milliseconds(20);
 constexpr auto kYieldBeforeNapOversubscribed = std::chrono::microseconds(200);
 

@@ -41,8 +41,9 @@ SfbMode sfbModeFromName(const std::string& name);
 // The per-layer rule of --sfb auto: the allgather of the factors of `rows`
 // rows per rank sends fewer bytes than the ring allreduce of the M x N gradient,
 // W rows (M + N) < 2 M N (see above; at W = 2 Poseidon's rows (M + N) < M N).
-// Measured on 4 emulated hosts, B (M + N) < M N kept SFB where it sent 2x the
-// allreduce's bytes at half its speed (docs/PERFORMANCE.md).
+// Poseidon's rule alone ignores that every worker forwards the other W - 1
+// workers' factors, so from W = 3 on it keeps SFB where it sends more bytes
+// than the allreduce.
 inline bool sfbPays(int64_t rows, int64_t in, int64_t out, int workers) {
   return workers * rows * (in + out) < 2 * in * out;
 }

@@ -31,8 +31,8 @@
 // at the same moment (each element is loaded just before it is stored), so
 // far fewer increments are lost than updates overlap in time; stats() reports
 // the fraction of this rank's updates that overlapped another's (an upper
-// bound; 15-50% with 4 ranks on 2 cores, where a descheduled rank holds its
-// update open). The larger cost of asynchrony here is staleness: a gradient
+// bound, and a high one where ranks outnumber the cores: a descheduled rank
+// holds its update open). The larger cost of asynchrony here is staleness: a gradient
 // lands after ~N-1 other updates changed the parameters it was computed from.
 // It converges anyway: tests/parallel/HogwildTest.cpp trains mlp on
 // Fashion-MNIST to >= 85% test accuracy with 4 workers (cosine schedule, 3

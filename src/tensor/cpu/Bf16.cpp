@@ -8,9 +8,9 @@
 
 namespace dtrain::kernels {
 
-// Over the thread team like the elementwise kernels: with 2 threads, a serial
-// conversion of a lenet conv1 batch cost 3x its 1-thread time while the
-// team's other thread spun beside it.
+// Over the thread team like the elementwise kernels: a serial conversion with
+// 2 threads is slower than on 1, the team's other thread spinning beside it
+// on the core the conversion needs.
 void toBf16(const float* x, BFloat16* y, int64_t n) {
   detail::forRange(n, detail::kElementwiseGrain, [&](int64_t lo, int64_t hi) {
     for (int64_t i = lo; i < hi; ++i) y[i].bits = floatToBf16(x[i]);

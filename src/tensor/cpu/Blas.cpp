@@ -19,8 +19,8 @@ void openblasGemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, flo
                   const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
                   int64_t ldc) {
   if (beta == 0.f) {
-    // OpenBLAS clears C for beta = 0 with a scalar loop (sgemm_beta) that cost
-    // 7-10% of a [2048, 512, 128] product and 27% of a 64x64x32 attention tile;
+    // OpenBLAS clears C for beta = 0 with a scalar loop (sgemm_beta), a visible
+    // share of a mid-sized product and much of a small attention tile;
     // memset and beta = 1 (which skips that pass) give the same result.
     for (int64_t i = 0; i < M; ++i) std::memset(C + i * ldc, 0, static_cast<size_t>(N) * sizeof(float));
     beta = 1.f;
@@ -50,9 +50,9 @@ GemmBackend gemmBackendFor(int64_t M, int64_t N, int64_t K) {
   if (onednn::hasAvx512()) return GemmBackend::OneDnn;
   // With several threads, one thread pool for every product: OpenBLAS's
   // pthreads and oneDNN's OpenMP team each spin after their calls, and
-  // alternating the two makes them fight for the cores (gpt-base, 2 threads:
-  // 508 ms a step mixed, ~405 on either alone). OpenBLAS, which runs small
-  // products on the calling thread where oneDNN forks its team (lenet: 1.9x);
+  // alternating the two makes them fight for the cores, so a mixed step is
+  // slower than either alone. OpenBLAS, which runs small products on the
+  // calling thread where oneDNN forks its team;
   // inside dtrain's own parallel loops oneDNN runs on the calling thread
   // alone (Onednn.cpp), so the attention's tiles keep its small-GEMM kernels.
   if (numThreads() > 1) return inParallelRegion() ? GemmBackend::OneDnn : GemmBackend::OpenBlas;

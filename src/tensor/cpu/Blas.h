@@ -2,7 +2,7 @@
 // GEMM, row-major:  C = alpha * op(A) * op(B) + beta * C,
 // op(A) is [M, K], op(B) is [K, N], C is [M, N]; lda/ldb/ldc are row strides.
 // Runs on oneDNN's matmul (Onednn.h) or OpenBLAS (cblas), chosen per product by
-// the process-wide GemmBackend (docs/PERFORMANCE.md has the table of which wins where).
+// the process-wide GemmBackend (bench/GemmBench.cpp times both on the models' products).
 #include <cstdint>
 #include <string>
 
@@ -19,8 +19,8 @@ void gemmBatched(bool transA, bool transB, int64_t batch, int64_t M, int64_t N, 
 enum class GemmBackend { Auto, OneDnn, OpenBlas };
 
 // Auto: oneDNN on CPUs with AVX-512 (twice OpenBLAS's speed there). On AVX2-only
-// CPUs the two are within 10% on the models' products except long reductions,
-// where oneDNN falls to 60-75% of OpenBLAS (gpt's dW at K = 2048, large squares):
+// CPUs the two are close on the models' products except long reductions, where
+// oneDNN falls clearly behind OpenBLAS (gpt's dW at K = 2048, large squares):
 // there OpenBLAS runs the products with K > kAutoOnednnMaxK or more than
 // kAutoOnednnMaxFlops multiply-adds (bench/GemmBench.cpp measures both), with
 // one thread. With more threads every product runs on OpenBLAS (two libraries'

@@ -21,10 +21,10 @@ namespace dtrain::kernels {
 namespace {
 
 // Bytes of im2col matrix (and transposed output gradient) per weight-gradient
-// chunk: measured on LeNet conv2, flat between 128 and 256 KB (it stays in L2).
+// chunk: small enough that a chunk stays in L2, large enough to amortize the loop.
 constexpr int64_t kChunkBytes = 160 * 1024;
 // The wide layout reads each operand row through shifted, unaligned loads;
-// measured fastest with one image per chunk (its rows then stay in L1).
+// fastest with one image per chunk (its rows then stay in L1).
 constexpr int64_t kWideChunkBytes = 32 * 1024;
 
 float* grow(ScratchBuffer<float>& v, int64_t n) { return v.grow(n); }

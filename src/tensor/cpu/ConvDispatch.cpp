@@ -58,21 +58,20 @@ ConvImpl convImplFor(const ConvShape& s, ConvPass pass, bool bf16) {
   // dtrain's kernels, which handle them.
   if (!onednn::hasAvx512() || (bf16 && !onednnConvBf16())) return ConvImpl::Dtrain;
   if (s.N == 0 || s.Cin == 0 || s.Cout == 0) return ConvImpl::Dtrain;
-  // Measured on lenet's layers, batch 64 and 10 alike (bench/ConvBench.cpp, 1
-  // thread). oneDNN's direct kernels work on blocks of 16 output channels
-  // (and, in bf16, pairs of input channels) in blocked layouts that dtrain's
-  // tensors are reordered to and from. conv1 (1 -> 6 channels, 28x28) fills
-  // 6 of 16 lanes and reorders a 2.7x padded output: dtrain's kernels win
-  // every pass, in both precisions, by 1.3-17x. conv2 (6 -> 16, 14x14): oneDNN
-  // wins the forward in fp32 (1.5x) and every pass in bf16 (forward 2.1x,
-  // input gradient 1.15x, weight gradient 1.9x); its fp32 backward passes run
-  // at 40-58 GFLOP/s against dtrain's 65-85.
+  // Chosen per layer and pass with bench/ConvBench.cpp (lenet's layers, batch
+  // 64 and 10 alike). oneDNN's direct kernels work on blocks of 16 output
+  // channels (and, in bf16, pairs of input channels) in blocked layouts that
+  // dtrain's tensors are reordered to and from. A layer with few output
+  // channels (lenet's conv1, 1 -> 6) fills few of the 16 lanes and reorders a
+  // padded output, so dtrain's kernels win every pass there. With a full block
+  // (conv2, 6 -> 16) oneDNN wins the fp32 forward and, with its bf16 dot
+  // products, every bf16 pass; its fp32 backward kernels are slower than
+  // dtrain's where the input channels are few.
   const bool blocks = s.Cout >= 16 && s.Cin >= 2;
-  // resnet-20 at batch 128 (conv_bench --model resnet-20, fp32, 1 thread): on
-  // 3x3 layers with at least 16 channels in and out oneDNN's backward passes
-  // win too (input gradient 1.2-2.2x, weight gradient 1.0-1.3x), and its
-  // forward 1.1-1.4x; on the 1x1 projection shortcuts dtrain's kernels (one
-  // GEMM, no reorders) win every pass, 1.0-2x.
+  // resnet-20 (conv_bench --model resnet-20): on 3x3 layers with at least 16
+  // channels in and out oneDNN's blocked kernels win the backward passes too;
+  // on the 1x1 projection shortcuts dtrain's kernels (one GEMM, no reorders)
+  // win every pass.
   const bool pointwise = s.KH == 1 && s.KW == 1;
   if (!bf16 && pointwise) return ConvImpl::Dtrain;
   const bool wide = s.Cin >= 16 && s.Cout >= 16;

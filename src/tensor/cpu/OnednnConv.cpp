@@ -13,7 +13,7 @@
 
 // Primitives are created with format_tag::any. On dtrain's plain layouts
 // (nchw, oihw) oneDNN 2.6 runs im2col + GEMM ("gemm:jit"), which on lenet's
-// layers ran 1.5-5x slower than its direct jit kernels on the blocked layouts
+// layers runs several times slower than its direct jit kernels on the blocked layouts
 // they choose (nChw16c, blocked weights); so each operand whose chosen layout
 // is not dtrain's is reordered into (inputs) or out of (outputs) a scratch
 // buffer per call, and the reorders are part of what bench/ConvBench.cpp times.

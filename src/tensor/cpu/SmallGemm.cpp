@@ -128,7 +128,7 @@ using DotFn = void (*)(int64_t, const float*, int64_t, const float*, int64_t, co
 
 constexpr int kBroadcastMR = 8, kBroadcastNV = 4;
 // Rows per tile for a panel of nv vectors: at most 24 accumulators; 8 rows (8
-// broadcasts per 2-3 vector loads) where that fits. One-vector panels measured
+// broadcasts per 2-3 vector loads) where that fits. One-vector panels run
 // best at 6 rows.
 constexpr int rowsPerTile(int nv) { return nv == 2 || nv == 3 ? 8 : 6; }
 
