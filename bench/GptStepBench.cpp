@@ -17,7 +17,7 @@
 #include "autograd/Precision.h"
 #include "core/Memory.h"
 #include "nn/Gpt.h"
-#include "nn/Recompute.h"
+#include "nn/RecomputeModes.h"
 #include "optim/Factory.h"
 #include "tensor/cpu/Blas.h"
 

@@ -334,7 +334,7 @@ def report(a):
         for r in rows:
             toml = toml_path(a.dir, r)
             # Rows measured before the TOML files said so ran with --log-every 1.
-            toml = logged_every_step(toml, os.path.join(tempfile.gettempdir(), "plan_vs_measured.toml"))
+            toml = logged_every_step(toml, os.path.join(tempfile.gettempdir(), f"plan_vs_measured-{os.getpid()}.toml"))
             # The row's own machine file (the model profiled before its runs), else the pass's.
             own = os.path.join(a.dir, os.path.basename(r.get("machine", "")))
             machine = own if r.get("machine") and os.path.exists(own) else machines[r["rate"]]

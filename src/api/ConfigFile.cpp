@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <toml++/toml.h>
 
-#include "api/Prepare.h"
+#include "api/PrepareConfig.h"
 #include "core/Error.h"
 
 namespace dtrain::api {

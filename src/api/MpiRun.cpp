@@ -5,7 +5,7 @@
 #include <memory>
 #include <string>
 
-#include "comm/Registry.h"
+#include "comm/BackendRegistry.h"
 #include "core/Error.h"
 #include "core/StopSignal.h"
 

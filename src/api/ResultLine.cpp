@@ -1,7 +1,7 @@
 #include "api/ResultLine.h"
 
 #include "api/ConfigFile.h"
-#include "api/Prepare.h"
+#include "api/PrepareConfig.h"
 
 namespace dtrain::api {
 

@@ -16,7 +16,7 @@
 #include "parallel/sandblaster/LbfgsShard.h"
 #include "parallel/sandblaster/Sandblaster.h"
 #include "parallel/ps/Worker.h"
-#include "parallel/tensor/TensorParallel.h"
+#include "parallel/tensor/TensorParallelStrategy.h"
 #include "parallel/zero/ZeroDataParallel.h"
 #include "runtime/LoraSetup.h"
 #include "runtime/Task.h"

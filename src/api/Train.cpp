@@ -7,7 +7,7 @@
 #include "api/ConfigFile.h"
 #include "api/FederatedRun.h"
 #include "api/MpiRun.h"
-#include "api/Prepare.h"
+#include "api/PrepareConfig.h"
 #include "api/RankRunner.h"
 #include "api/ResultLine.h"
 #include "api/StrategyRegistry.h"

@@ -17,7 +17,7 @@
 #include "calibrate/MachineFile.h"
 #include "calibrate/NetworkCoreCost.h"
 #include "calibrate/Shell.h"
-#include "comm/Registry.h"
+#include "comm/BackendRegistry.h"
 #include "comm/local/Local.h"
 #include "core/Error.h"
 #include "core/Timer.h"
@@ -30,7 +30,7 @@ using nlohmann::json;
 
 namespace {
 
-// Passes over a model's micro-batch sizes (ModelProfile.h: medianOfPasses),
+// Passes over a model's micro-batch sizes (AnalyticModel.h: medianOfPasses),
 // this many before the links' probes and as many after them: on a VM whose
 // speed moves within minutes the medians then span the whole calibration,
 // rather than one fast or slow minute that the runs after it would not see.

@@ -9,9 +9,9 @@
 
 #include "autograd/Precision.h"
 #include "calibrate/Fit.h"
-#include "calibrate/ModelProfile.h"
+#include "calibrate/ModelTiming.h"
 #include "calibrate/Shell.h"
-#include "comm/Registry.h"
+#include "comm/BackendRegistry.h"
 #include "core/Error.h"
 #include "core/Timer.h"
 #include "tensor/cpu/Blas.h"

@@ -8,7 +8,7 @@
 
 #include "calibrate/CommProbe.h"
 #include "calibrate/Compute.h"
-#include "calibrate/ModelProfile.h"
+#include "calibrate/ModelTiming.h"
 
 namespace dtrain::calibrate {
 

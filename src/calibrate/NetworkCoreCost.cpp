@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "comm/Registry.h"
+#include "comm/BackendRegistry.h"
 #include "core/Error.h"
 
 namespace dtrain::calibrate {

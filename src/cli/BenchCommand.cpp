@@ -5,7 +5,7 @@
 #include <string>
 
 #include "comm/AllreduceBench.h"
-#include "comm/Registry.h"
+#include "comm/BackendRegistry.h"
 #include "core/Error.h"
 #include "nn/ModelRegistry.h"
 #include "parallel/ps/ServerBench.h"

@@ -20,7 +20,7 @@
 #include "cli/PlanCommand.h"
 #include "cli/SimulateCommand.h"
 #include "cli/TrainCommand.h"
-#include "comm/Registry.h"
+#include "comm/BackendRegistry.h"
 #include "core/Error.h"
 #include "core/StopSignal.h"
 

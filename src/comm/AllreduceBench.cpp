@@ -12,7 +12,7 @@
 #include <sstream>
 
 #include "comm/Communicator.h"
-#include "comm/Registry.h"
+#include "comm/BackendRegistry.h"
 #include "comm/local/Local.h"
 #include "core/Error.h"
 #include "core/Timer.h"

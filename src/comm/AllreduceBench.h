@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "comm/Types.h"
+#include "comm/CollectiveTypes.h"
 
 namespace dtrain::comm {
 

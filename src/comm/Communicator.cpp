@@ -4,7 +4,7 @@
 
 #include "comm/algorithms/Algorithms.h"
 #include "comm/detail/Check.h"
-#include "comm/detail/Reduce.h"
+#include "comm/detail/ReduceKernels.h"
 #include "core/Error.h"
 
 namespace dtrain::comm {

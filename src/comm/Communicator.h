@@ -21,7 +21,7 @@
 #include <thread>
 #include <vector>
 
-#include "comm/Types.h"
+#include "comm/CollectiveTypes.h"
 #include "comm/Work.h"
 #include "tensor/Tensor.h"
 

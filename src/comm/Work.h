@@ -8,7 +8,7 @@
 #include <memory>
 #include <string>
 
-#include "comm/Types.h"
+#include "comm/CollectiveTypes.h"
 #include "comm/detail/Wait.h"
 
 namespace dtrain::comm {

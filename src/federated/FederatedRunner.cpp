@@ -13,7 +13,7 @@
 #include "autograd/Precision.h"
 #include "core/Error.h"
 #include "core/Timer.h"
-#include "data/Partition.h"
+#include "data/IndexPartition.h"
 #include "federated/Aggregators.h"
 #include "federated/ClientMessages.h"
 #include "federated/Attacks.h"

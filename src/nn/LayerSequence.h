@@ -39,7 +39,7 @@ class ModuleGroup final : public Module {
   Variable forward(const Variable&) override;
   std::string describe() const override { return "ModuleGroup"; }
   // A stage's layers in order: Linear -> activation -> Linear runs within the
-  // stage pair up (nn/TensorParallel.h).
+  // stage pair up (nn/TensorParallelLayers.h).
   void tensorParallelize(const std::string& prefix, const std::shared_ptr<TensorParallelGroup>& group,
                          TensorParallelPlan& plan) override {
     tensorParallelizeLayers(children(), prefix, group, plan);

@@ -23,7 +23,7 @@ class Linear : public Module {
   std::shared_ptr<Linear> loraA, loraB;
   float loraScale = 0;
 
-  // Tensor parallelism (nn/TensorParallel.h): keep only this rank's slice of
+  // Tensor parallelism (nn/TensorParallelLayers.h): keep only this rank's slice of
   // the output features (column-parallel; `groups` interleaved pieces, as
   // c_attn's q | k | v) or of the input features (row-parallel), and record
   // the cut parameters in `plan` under `prefix`.

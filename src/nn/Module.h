@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "autograd/Variable.h"
-#include "nn/TensorParallel.h"
+#include "nn/TensorParallelLayers.h"
 
 namespace dtrain::nn {
 
@@ -21,7 +21,7 @@ class Module {
   virtual ~Module() = default;
   virtual Variable forward(const Variable& x) = 0;
   // forward(x), under activation recomputation when setRecompute(true) was
-  // called (autograd/Recompute.h; --recompute, nn/Recompute.h).
+  // called (autograd/Recompute.h; --recompute, nn/RecomputeModes.h).
   Variable operator()(const Variable& x);
   void setRecompute(bool on) { recompute_ = on; }
   // Runs around operator()'s forward (and recomputation, when on): gets the
@@ -37,7 +37,7 @@ class Module {
   // twice (GPT's lm_head.weight = transformer.wte.weight): checkpoints write
   // the alias too, so load_state_dict(strict=True) accepts them. None by default.
   virtual std::vector<std::pair<std::string, std::string>> parameterAliases() const { return {}; }
-  // Tensor parallelism (nn/TensorParallel.h): cuts what this module knows how
+  // Tensor parallelism (nn/TensorParallelLayers.h): cuts what this module knows how
   // to cut for `group`, recording each cut parameter under prefix + its name
   // in `plan`. The default recurses into the children.
   virtual void tensorParallelize(const std::string& prefix,

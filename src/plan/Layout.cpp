@@ -7,35 +7,28 @@
 #include "api/StrategyRegistry.h"
 #include "core/Error.h"
 #include "parallel/Mesh.h"
-#include "parallel/pipeline/Partition.h"
+#include "parallel/pipeline/StagePartition.h"
 
 namespace dtrain::plan {
 
-Layout layoutFor(const api::RunConfig& rc, const ModelProfile& profile, int hosts,
+Layout layoutFor(const api::RunConfig& rc, const AnalyticModel& profile, int hosts,
                  const std::vector<double>& layerCost) {
   const auto& c = rc.train;
   Layout l;
   l.strategy = api::resolveStrategy(c);
   // Every prediction (simulate, plan, train --machine) starts here: a strategy
   // without a cost model is refused, not predicted as something else.
-  DTRAIN_CHECK_USAGE(l.strategy != "fedavg", "the simulator has no model of --strategy fedavg yet "
-                     "(rounds of sampled clients); predict another strategy or drop --machine");
+  l.cost = &strategyCost(l.strategy);
   l.ranks = api::strategyEntry(l.strategy).worldSize ? api::strategyEntry(l.strategy).worldSize(c) : c.workers;
   l.pp = c.pipelineStages;
   l.tp = c.tensorParallel;
   l.v = l.pp > 1 ? c.virtualStages : 1;
   l.spread = c.placement == "spread";
-  if (l.strategy == "ps") {
-    l.servers = c.servers;
-    l.workers = c.workers;
-    l.dp = c.workers;
-  } else if (l.strategy == "sandblaster") {
-    l.workers = c.workers;
-    l.dp = c.workers;
-  } else {
-    l.dp = std::max(1, c.workers / (l.pp * l.tp));
-    l.workers = c.workers;
-  }
+  // A parameter server's or Sandblaster's workers are its replicas (those
+  // strategies run no pipeline or tensor slices).
+  l.dp = std::max(1, c.workers / (l.pp * l.tp));
+  l.workers = c.workers;
+  if (l.cost->hasServers) l.servers = c.servers;
   l.microBatches = l.pp > 1 ? c.microBatches : c.accumulate;
   l.microBatchSize = l.pp > 1 ? std::max<int64_t>(1, c.batchSize / c.microBatches) : c.batchSize;
   l.samplesPerStep = c.batchSize * l.dp * (l.pp > 1 ? 1 : c.accumulate);
@@ -66,8 +59,8 @@ Layout layoutFor(const api::RunConfig& rc, const ModelProfile& profile, int host
   return l;
 }
 
-ModelProfile pairedForLayout(const ModelProfile& p, const Layout& l) {
-  ModelProfile out = p;
+AnalyticModel pairedForLayout(const AnalyticModel& p, const Layout& l) {
+  AnalyticModel out = p;
   const int n = static_cast<int>(p.layers.size());
   // Layers up to the first with parameters read the model's input: no one
   // needs its gradient.
@@ -76,7 +69,7 @@ ModelProfile pairedForLayout(const ModelProfile& p, const Layout& l) {
   for (int k = 0; k < static_cast<int>(l.cuts.size()); ++k) {
     const int end = parallel::pipeline::stageEnd(l.cuts, k, n);
     for (int i = l.cuts[k]; i + 2 < end; ++i) {
-      LayerProfile &col = out.layers[i], &act = out.layers[i + 1], &row = out.layers[i + 2];
+      AnalyticLayer &col = out.layers[i], &act = out.layers[i + 1], &row = out.layers[i + 2];
       if (!col.sequenceLinear || !act.sequenceActivation || !row.sequenceLinear) continue;
       const bool readsInput = i <= firstWithParams;
       col.tensorParallelParams = col.params();
@@ -97,7 +90,7 @@ ModelProfile pairedForLayout(const ModelProfile& p, const Layout& l) {
     }
   }
   // Sequence layers left unpaired: whole, no sums.
-  for (LayerProfile& layer : out.layers)
+  for (AnalyticLayer& layer : out.layers)
     if ((layer.sequenceLinear || layer.sequenceActivation) && !layer.computeCut) {
       layer.tensorParallelParams = 0;
       layer.tensorParallelSums = 0;
@@ -106,7 +99,7 @@ ModelProfile pairedForLayout(const ModelProfile& p, const Layout& l) {
   return out;
 }
 
-int64_t chunkOutputWidth(const Layout& l, const ModelProfile& p, int k) {
+int64_t chunkOutputWidth(const Layout& l, const AnalyticModel& p, int k) {
   const int layers = static_cast<int>(p.layers.size());
   const int last = (k + 1 < static_cast<int>(l.cuts.size()) ? l.cuts[k + 1] : layers) - 1;
   return last >= 0 && last < layers && p.layers[last].outputWidth > 0 ? p.layers[last].outputWidth : p.width;

@@ -5,8 +5,8 @@
 #include "api/StrategyRegistry.h"
 #include "parallel/Mesh.h"
 #include "parallel/allreduce/FusionBuckets.h"
-#include "parallel/pipeline/Partition.h"
-#include "parallel/pipeline/Schedule.h"
+#include "parallel/pipeline/StagePartition.h"
+#include "parallel/pipeline/PipelineSchedule.h"
 #include "parallel/zero/ZeroDataParallel.h"
 
 namespace dtrain::plan {
@@ -31,7 +31,7 @@ double optimizerBytesPerParam(const runtime::TrainConfig& c) {
 namespace {
 
 // Parameters of one stage's slice (tensor parallelism cuts part of them).
-double stageParams(const Layout& l, const ModelProfile& p, int stage) {
+double stageParams(const Layout& l, const AnalyticModel& p, int stage) {
   double n = 0;
   for (int i : l.stageLayers[stage]) {
     const auto& layer = p.layers[i];
@@ -53,7 +53,7 @@ double stageParams(const Layout& l, const ModelProfile& p, int stage) {
 struct StageActivations {
   double held = 0, transient = 0, recomputing = 0;
 };
-StageActivations stageActivations(const api::RunConfig& rc, const Layout& l, const ModelProfile& p,
+StageActivations stageActivations(const api::RunConfig& rc, const Layout& l, const AnalyticModel& p,
                                   const std::vector<int>& layers) {
   const bool recompute = rc.train.recompute != "none";
   double kept = 0, whole = 0, biggest = 0, freed = 0, transient = 0;
@@ -86,7 +86,7 @@ StageActivations stageActivations(const api::RunConfig& rc, const Layout& l, con
 //    step's end) and frees the rest of the micro-batch.
 // The peak is where the held micro-batches and the gradients sent so far
 // weigh most: GPipe's first backward, 1F1B's last steady forward.
-double pipelineActivationsPeak(const api::RunConfig& rc, const Layout& l, const ModelProfile& p, int stage) {
+double pipelineActivationsPeak(const api::RunConfig& rc, const Layout& l, const AnalyticModel& p, int stage) {
   namespace pl = parallel::pipeline;
   const int chunks = l.pp * l.v, m = static_cast<int>(l.microBatches);
   const double mbs = static_cast<double>(l.microBatchSize);
@@ -127,17 +127,17 @@ double pipelineActivationsPeak(const api::RunConfig& rc, const Layout& l, const 
 }
 
 // Rank 0's timing of every layer on one micro-batch before a pipeline's
-// first step (parallel/pipeline/Partition.cpp's profileLayers): layer by
+// first step (parallel/pipeline/StagePartition.cpp's profileLayers): layer by
 // layer, a forward from the previous layer's output, then a backward from a
 // seed of its output's shape, whose parameter gradients stay until all are
 // timed. Its peak, beside the whole model's parameters: the gradients so far
 // and one layer's input, activations, seed and backward temporaries.
-double layerTimingPeak(const Layout& l, const ModelProfile& p) {
+double layerTimingPeak(const Layout& l, const AnalyticModel& p) {
   const double mbs = static_cast<double>(l.microBatchSize);
   const double tokens = static_cast<double>(p.tokensPerSample);
   double input = p.languageModel ? 8.0 * tokens : 4.0 * static_cast<double>(p.width);  // per sample
   double gradients = 0, peak = 0;
-  for (const LayerProfile& layer : p.layers) {
+  for (const AnalyticLayer& layer : p.layers) {
     gradients += 4.0 * static_cast<double>(layer.params());
     const double output = tokens * static_cast<double>(layer.outputWidth > 0 ? layer.outputWidth : p.width) * 4.0;
     const double perSample = input + layer.activationBytes + layer.activationBytesCut + output +
@@ -150,14 +150,14 @@ double layerTimingPeak(const Layout& l, const ModelProfile& p) {
 
 }  // namespace
 
-std::vector<int> zero3UnitLayers(const Layout& l, const ModelProfile& p, int stage) {
+std::vector<int> zero3UnitLayers(const Layout& l, const AnalyticModel& p, int stage) {
   std::vector<int> out;
   for (auto it = l.stageLayers[stage].rbegin(); it != l.stageLayers[stage].rend(); ++it)
     if (p.layers[*it].params() > 0) out.push_back(*it);
   return out;
 }
 
-std::vector<double> fusionBuckets(const runtime::TrainConfig& c, const Layout& l, const ModelProfile& p, int stage,
+std::vector<double> fusionBuckets(const runtime::TrainConfig& c, const Layout& l, const AnalyticModel& p, int stage,
                                   double psi) {
   std::vector<double> tensors;
   for (int i : l.stageLayers[stage])
@@ -189,12 +189,12 @@ std::optional<KnownDataset> knownDataset(const std::string& name) {
   return std::nullopt;
 }
 
-std::vector<RankMemory> predictMemory(const api::RunConfig& rc, const Layout& l, const ModelProfile& p) {
+std::vector<RankMemory> predictMemory(const api::RunConfig& rc, const Layout& l, const AnalyticModel& p) {
   const auto& c = rc.train;
   const double opt = optimizerBytesPerParam(c);
   std::vector<RankMemory> out;
   const int meshRanks = l.dp * l.pp * l.tp;
-  const bool ps = l.strategy == "ps";
+  const bool ps = l.cost->hasServers;
   for (int r = 0; r < l.ranks; ++r) {
     RankMemory m;
     if (ps && r < l.servers) {
@@ -211,7 +211,7 @@ std::vector<RankMemory> predictMemory(const api::RunConfig& rc, const Layout& l,
     const int stage = ps || r >= meshRanks ? 0 : parallel::meshCoord(r, {l.dp, l.pp, l.tp}, l.spread).stage;
     const double psi = stageParams(l, p, stage);
     const int n = l.dp;
-    const int zero = l.strategy == "ps" ? 0 : c.zero;
+    const int zero = ps ? 0 : c.zero;
     m.parameters = 4 * psi / (zero >= 3 ? n : 1);
     m.gradients = 4 * psi / (zero >= 2 ? n : 1);
     // A parameter server's workers leave the optimizer to the servers.

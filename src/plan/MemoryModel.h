@@ -15,7 +15,7 @@
 
 #include "api/RunConfig.h"
 #include "plan/Layout.h"
-#include "plan/ModelProfile.h"
+#include "plan/AnalyticModel.h"
 
 namespace dtrain::plan {
 
@@ -34,7 +34,7 @@ double optimizerBytesPerParam(const runtime::TrainConfig& c);
 // last block first): a stage's layers holding parameters, last first. (A
 // weight two blocks share, gpt's tied embedding, is a unit of its own there;
 // here it stays with the first.)
-std::vector<int> zero3UnitLayers(const Layout& l, const ModelProfile& p, int stage);
+std::vector<int> zero3UnitLayers(const Layout& l, const AnalyticModel& p, int stage);
 
 // A pipeline stage's fusion buckets' bytes in launch order, grouped by the
 // trainer's rule (parallel::fusionBucketStarts) from the stage's parameter
@@ -42,7 +42,7 @@ std::vector<int> zero3UnitLayers(const Layout& l, const ModelProfile& p, int sta
 // rank's slice: the cut spread evenly over the tensors); ZeRO 3's, one per
 // unit. The gradient sync's time (Simulator.cpp) and ZeRO's set-up peak
 // (here) both follow them.
-std::vector<double> fusionBuckets(const runtime::TrainConfig& c, const Layout& l, const ModelProfile& p, int stage,
+std::vector<double> fusionBuckets(const runtime::TrainConfig& c, const Layout& l, const AnalyticModel& p, int stage,
                                   double psi);
 
 // A built-in dataset the trainer holds in memory (every worker its training
@@ -55,6 +55,6 @@ struct KnownDataset {
 std::optional<KnownDataset> knownDataset(const std::string& name);
 
 // One entry per rank, in rank order.
-std::vector<RankMemory> predictMemory(const api::RunConfig& rc, const Layout& l, const ModelProfile& p);
+std::vector<RankMemory> predictMemory(const api::RunConfig& rc, const Layout& l, const AnalyticModel& p);
 
 }  // namespace dtrain::plan

@@ -4,7 +4,7 @@
 #include <limits>
 
 #include "core/Error.h"
-#include "parallel/pipeline/Schedule.h"
+#include "parallel/pipeline/PipelineSchedule.h"
 #include "plan/Machine.h"
 #include "plan/SharedLinks.h"
 

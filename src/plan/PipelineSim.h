@@ -1,6 +1,6 @@
 #pragma once
 // A discrete-event run of one pipeline step: every stage runs its operations
-// in the order dtrain's schedule gives it (parallel/pipeline/Schedule.h); a
+// in the order dtrain's schedule gives it (parallel/pipeline/PipelineSchedule.h); a
 // forward waits for the previous chunk's output, a backward for the next
 // chunk's gradient, each a point-to-point message. Messages between stages on
 // different hosts share the sending host's link out and the receiving host's

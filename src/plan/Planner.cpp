@@ -24,7 +24,7 @@ struct PlanSearch {
   const PlanRequest& req;
   const Machine& machine;
   PlanResult result;
-  std::optional<ModelProfile> profile;
+  std::optional<AnalyticModel> profile;
 
   void consider(runtime::TrainConfig c, const std::string& summary) {
     ++result.enumerated;

@@ -32,7 +32,7 @@ nlohmann::json predictionJson(const Prediction& p) {
           {"optimizer_s", p.optimizerS},
           {"dominant", p.dominant},
           {"terms_s", terms},
-          {"samples_per_step", l.strategy == "ps" ? -1 : l.samplesPerStep},
+          {"samples_per_step", l.cost->hasServers ? -1 : l.samplesPerStep},
           {"bytes_per_rank", p.bytesPerRank},
           {"memory_per_rank", memory}};
 }

@@ -25,7 +25,7 @@
 #include "plan/Layout.h"
 #include "plan/Machine.h"
 #include "plan/MemoryModel.h"
-#include "plan/ModelProfile.h"
+#include "plan/AnalyticModel.h"
 
 namespace dtrain::plan {
 
@@ -58,24 +58,15 @@ struct SimulateOptions {
 
 // `rc` prepared (api::prepared). The profile: profileFor(rc) unless given.
 Prediction simulate(const api::RunConfig& rc, const Machine& m, const SimulateOptions& o = {});
-Prediction simulate(const api::RunConfig& rc, const Machine& m, const ModelProfile& profile,
+Prediction simulate(const api::RunConfig& rc, const Machine& m, const AnalyticModel& profile,
                     const SimulateOptions& o = {});
 
 // The result line: samples_per_s, step_s, its split, memory_per_rank (the
 // trainer's categories), bytes_per_rank.
 nlohmann::json predictionJson(const Prediction& p);
 
-// Bytes a gradient compressor sends for the model's fp32 gradients, as a
-// fraction (1 = none): the compressor's own payload (compress::wireBytes) for a
-// bucket of the profile's weight matrices and its other parameters.
-double compressionRatio(const runtime::TrainConfig& c, const ModelProfile& p);
 // Choices that change what is learned (compression, asynchrony, Hogwild!,
 // local SGD): "" when the configuration has none, else which.
 std::string lossyChoice(const runtime::TrainConfig& c);
-// The (in, out) Linear weights whose gradient --sfb `mode` sends as factors of
-// `rows` rows per rank over `dp` replicas (on: all; auto: where they pay,
-// parallel::sfbPays; off: none).
-std::vector<std::pair<int64_t, int64_t>> factorLayers(const ModelProfile& p, const std::string& mode, int64_t rows,
-                                                      int dp);
 
 }  // namespace dtrain::plan

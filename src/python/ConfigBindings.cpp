@@ -1,6 +1,6 @@
 // dtrain.Config: a configuration from a dict of groups (the keys of the config
 // files) or a TOML file, each value checked as the CLI checks it.
-#include "python/Common.h"
+#include "python/BindingHelpers.h"
 
 #include "api/ConfigFile.h"
 #include "api/Train.h"

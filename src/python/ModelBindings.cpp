@@ -1,6 +1,6 @@
 // dtrain.models: the registry's models by name (nn/ModelRegistry.h), and
 // dtrain.generate: sampling from a GPT (runtime/Generate.h).
-#include "python/Common.h"
+#include "python/BindingHelpers.h"
 
 #include "nn/Gpt.h"
 #include "runtime/Generate.h"

@@ -5,7 +5,7 @@
 // are C++. Its attributes that are modules or parameters are registered as
 // children in order (dtrain/nn.py's __setattr__), so names, state_dict and
 // every strategy see the tree as they see a built-in model's.
-#include "python/Common.h"
+#include "python/BindingHelpers.h"
 
 #include <mutex>
 
@@ -32,7 +32,7 @@ class ScriptModule : public nn::Module {
   }
   std::string describe() const override { return typeName_; }
   // The layers' order in a Python forward is unknown: there is no Linear ->
-  // activation -> Linear run to cut (nn/TensorParallel.h).
+  // activation -> Linear run to cut (nn/TensorParallelLayers.h).
   void tensorParallelize(const std::string&, const std::shared_ptr<nn::TensorParallelGroup>&,
                          nn::TensorParallelPlan&) override {
     throw UsageError(typeName_ + ": tensor parallelism cuts a sequence of layers; a Module with a "

@@ -4,7 +4,7 @@
 // alive); np.asarray(t) is a view of the tensor's memory (buffer protocol).
 // Every op releases the GIL while C++ computes: the ranks of a run (threads)
 // run their Python forwards interleaved, the kernels in parallel.
-#include "python/Common.h"
+#include "python/BindingHelpers.h"
 
 #include <cstring>
 

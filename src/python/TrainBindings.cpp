@@ -6,7 +6,7 @@
 // end the run's saved model (the --save checkpoint, a temporary file unless
 // [checkpoint] save names one) is loaded back into the script's object:
 // whatever the strategy sharded or cut, that file holds the whole model.
-#include "python/Common.h"
+#include "python/BindingHelpers.h"
 
 #include <unistd.h>
 

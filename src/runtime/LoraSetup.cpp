@@ -5,7 +5,7 @@
 
 #include "core/Error.h"
 #include "core/Log.h"
-#include "nn/Recompute.h"
+#include "nn/RecomputeModes.h"
 #include "runtime/Checkpoint.h"
 #include "runtime/Safetensors.h"
 

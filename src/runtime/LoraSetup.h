@@ -1,5 +1,5 @@
 #pragma once
-// The --recompute and --lora-* flags (nn/Recompute.h, nn/Lora.h): their checks,
+// The --recompute and --lora-* flags (nn/RecomputeModes.h, nn/Lora.h): their checks,
 // LoRA's options and checkpoint metadata, and the adapters saved and loaded alone.
 // The model is prepared with them in runtime/ModelPipeline.h.
 //

@@ -4,7 +4,7 @@
 #include "core/Memory.h"
 #include "nn/Lora.h"
 #include "nn/ModelRegistry.h"
-#include "nn/Recompute.h"
+#include "nn/RecomputeModes.h"
 #include "runtime/Checkpoint.h"
 #include "runtime/LoraSetup.h"
 #include "runtime/Task.h"

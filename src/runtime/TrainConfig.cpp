@@ -3,7 +3,7 @@
 #include <cmath>
 #include <string>
 
-#include "comm/Types.h"
+#include "comm/CollectiveTypes.h"
 #include "autograd/Precision.h"
 #include "core/Error.h"
 #include "optim/Factory.h"

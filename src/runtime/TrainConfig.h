@@ -125,7 +125,7 @@ struct TrainConfig {
   std::string sandblasterData = "workers";  // who reads a unit's samples: workers, coordinator
 
   // Memory: activation recomputation and LoRA (runtime/LoraSetup.h, docs/guide/memory.md).
-  std::string recompute = "none";    // none, blocks, all (nn/Recompute.h)
+  std::string recompute = "none";    // none, blocks, all (nn/RecomputeModes.h)
   std::optional<int64_t> loraRank;   // unset: no LoRA
   std::optional<double> loraAlpha;   // default 8 (peft)
   std::string loraTargets;           // "attn,mlp"; "": every target the model has

@@ -13,7 +13,7 @@
 #include "nn/Module.h"
 #include "optim/Factory.h"
 #include "optim/Optimizer.h"
-#include "optim/Schedule.h"
+#include "optim/LrSchedule.h"
 #include "parallel/Strategy.h"
 #include "parallel/compress/Compressor.h"
 #include "parallel/ps/PsOptions.h"

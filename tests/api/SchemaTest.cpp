@@ -6,7 +6,7 @@
 #include <cmath>
 
 #include "api/ConfigFile.h"
-#include "api/Prepare.h"
+#include "api/PrepareConfig.h"
 #include "api/Schema.h"
 #include "api/StrategyRegistry.h"
 #include "core/Error.h"

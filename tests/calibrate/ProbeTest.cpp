@@ -5,7 +5,7 @@
 #include <mutex>
 
 #include "calibrate/CommProbe.h"
-#include "calibrate/ModelProfile.h"
+#include "calibrate/ModelTiming.h"
 #include "comm/local/Local.h"
 #include "core/Error.h"
 #include "nn/LayerSequence.h"
@@ -14,7 +14,7 @@
 namespace dtrain::calibrate {
 namespace {
 
-TEST(ModelProfile, MlpLayersAddUpToTheModel) {
+TEST(AnalyticModel, MlpLayersAddUpToTheModel) {
   const ModelTimes t = profileModel({.model = "mlp", .microBatch = 4, .warmup = 1, .repeats = 2});
   auto model = nn::buildModel("mlp", {}, 1);
   const auto layers = nn::layerSequence(*model);
@@ -36,7 +36,7 @@ TEST(ModelProfile, MlpLayersAddUpToTheModel) {
   EXPECT_GT(t.layers[1].activationBytes, 0);
 }
 
-TEST(ModelProfile, GptTiedEmbeddingCountsOnce) {
+TEST(AnalyticModel, GptTiedEmbeddingCountsOnce) {
   const ModelTimes t = profileModel({.model = "gpt-tiny", .microBatch = 1, .warmup = 1, .repeats = 1});
   int64_t params = 0;
   for (const auto& l : t.layers) params += l.params;
@@ -46,7 +46,7 @@ TEST(ModelProfile, GptTiedEmbeddingCountsOnce) {
   EXPECT_EQ(t.optimizer, "adamw");
 }
 
-TEST(ModelProfile, PassesGiveEachTimeItsMedian) {
+TEST(AnalyticModel, PassesGiveEachTimeItsMedian) {
   // Three passes, the second slow throughout (a busy moment of the machine):
   // every time is the other passes' middle one, the layers' too.
   auto pass = [](double scale, int64_t held) {
@@ -72,7 +72,7 @@ TEST(ModelProfile, PassesGiveEachTimeItsMedian) {
   EXPECT_THROW(medianOfPasses({}), Error);
 }
 
-TEST(ModelProfile, UnknownModelIsAUsageError) {
+TEST(AnalyticModel, UnknownModelIsAUsageError) {
   EXPECT_THROW(profileModel({.model = "nope"}), UsageError);
 }
 

@@ -8,7 +8,7 @@
 #include <thread>
 
 #include "Conformance.h"
-#include "comm/Registry.h"
+#include "comm/BackendRegistry.h"
 #include "comm/local/Local.h"
 #include "core/Error.h"
 #include "core/Resumed.h"

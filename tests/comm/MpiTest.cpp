@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "Conformance.h"
-#include "comm/Registry.h"
+#include "comm/BackendRegistry.h"
 #include "comm/mpi/MpiBackend.h"
 #include "core/Error.h"
 

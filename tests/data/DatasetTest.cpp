@@ -7,7 +7,7 @@
 #include "data/DataTestUtil.h"
 #include "data/Dataset.h"
 #include "data/Loader.h"
-#include "data/Partition.h"
+#include "data/IndexPartition.h"
 #include "data/SyntheticDataset.h"
 
 using namespace dtrain;

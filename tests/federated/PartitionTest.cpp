@@ -1,4 +1,4 @@
-// The federated partitions of data/Partition.h: every sample in exactly one client.
+// The federated partitions of data/IndexPartition.h: every sample in exactly one client.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "core/Error.h"
-#include "data/Partition.h"
+#include "data/IndexPartition.h"
 
 namespace dtrain::data {
 namespace {

@@ -8,7 +8,7 @@
 #include "autograd/Ops.h"
 #include "nn/Init.h"
 #include "nn/Models.h"
-#include "nn/Recompute.h"
+#include "nn/RecomputeModes.h"
 
 using namespace dtrain;
 using namespace dtrain::nn;

@@ -10,7 +10,7 @@
 #include "core/Memory.h"
 #include "nn/Gpt.h"
 #include "nn/Models.h"
-#include "nn/Recompute.h"
+#include "nn/RecomputeModes.h"
 
 using namespace dtrain;
 using namespace dtrain::nn;

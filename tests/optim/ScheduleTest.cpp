@@ -4,7 +4,7 @@
 #include <numbers>
 
 #include "core/Error.h"
-#include "optim/Schedule.h"
+#include "optim/LrSchedule.h"
 
 using namespace dtrain;
 using namespace dtrain::optim;

@@ -16,7 +16,7 @@
 // the same averaged gradient). The mpi backend: MpiEquivalenceTest.cpp.
 #include "parallel/ParallelTestUtil.h"
 
-#include "comm/Types.h"
+#include "comm/CollectiveTypes.h"
 
 namespace dtrain::test {
 namespace {

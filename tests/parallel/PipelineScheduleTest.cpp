@@ -8,8 +8,8 @@
 #include <set>
 
 #include "parallel/Mesh.h"
-#include "parallel/pipeline/Partition.h"
-#include "parallel/pipeline/Schedule.h"
+#include "parallel/pipeline/StagePartition.h"
+#include "parallel/pipeline/PipelineSchedule.h"
 
 namespace dtrain::parallel::pipeline {
 namespace {

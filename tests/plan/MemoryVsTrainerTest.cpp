@@ -228,7 +228,7 @@ TEST(PlanProfile, AnalyticParameterCountsAreTheBuiltModules) {
 TEST(PlanProfile, GptFlopsAreMegatronsFormula) {
   // Per sequence, forward + backward (3x forward): 72 s l h^2 (1 + s/(6h) + V/(12 l h)).
   const plan::GptShape s{24, 24, 2304, 2048, 51200};
-  const plan::ModelProfile p = plan::gptProfile("gpt-1.7b", s);
+  const plan::AnalyticModel p = plan::gptProfile("gpt-1.7b", s);
   const double l = 24, h = 2304, seq = 2048, V = 51200;
   EXPECT_NEAR(3 * p.forwardFlops(), 72 * seq * l * h * h * (1 + seq / (6 * h) + V / (12 * l * h)), 1e-6 * p.forwardFlops());
 }

@@ -62,7 +62,7 @@ RowPrediction predictRow(const MegatronRow& r, const Machine& m) {
   c.batchSize = r.batch / d;
   // Micro-batches of one sequence (the paper's b = 1 for its pipelined runs).
   if (r.p > 1) c.microBatches = c.batchSize;
-  ModelProfile profile = gptProfile("gpt", {r.layers, r.heads, r.hidden, kSeq, kVocab, /*megatron=*/true});
+  AnalyticModel profile = gptProfile("gpt", {r.layers, r.heads, r.hidden, kSeq, kVocab, /*megatron=*/true});
   profile.elementBytes = 2;  // fp16 activations on the wire
   SimulateOptions o;
   o.hosts = r.gpus / m.devicesPerHost;

@@ -5,9 +5,11 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
+#include "api/StrategyRegistry.h"
 #include "api/Train.h"
 #include "core/Error.h"
 #include "cli/CliRunner.h"
@@ -196,7 +198,7 @@ TEST(PlanSimulator, ZeroThreeSendsTheModelsUnitsWhateverTheFusionSize) {
     rc.train.fusionMb = mb;
     const api::RunConfig run = api::prepared(rc, api::sourcesFromValues(rc));
     const plan::Prediction r = plan::simulate(run, m, plan::SimulateOptions{4});
-    const plan::ModelProfile p = plan::profileFor(run);
+    const plan::AnalyticModel p = plan::profileFor(run);
     const std::vector<double> units = plan::fusionBuckets(run.train, r.layout, p, 0, static_cast<double>(p.params()));
     ASSERT_EQ(units.size(), p.layers.size()) << mb;
     for (size_t u = 0; u < units.size(); ++u)
@@ -317,7 +319,7 @@ TEST(PlanSimulator, PackedPairsOnFullCoresWaitForTheirPartnersCore) {
   };
   // The sums a micro-batch: each block's forward and backward ones.
   int count = 0;
-  for (const plan::LayerProfile& layer : plan::profileFor(mpiRun(8, 2, 1)).layers)
+  for (const plan::AnalyticLayer& layer : plan::profileFor(mpiRun(8, 2, 1)).layers)
     count += layer.tensorParallelSums +
              (layer.tensorParallelBackwardSums >= 0 ? layer.tensorParallelBackwardSums : layer.tensorParallelSums);
   ASSERT_GT(count, 0);
@@ -577,4 +579,21 @@ TEST(PlanSimulator, SynchronousParameterServersOverlapOneWorkersTransfer) {
   rc.train.consistency = "async";
   const plan::Prediction async = plan::simulate(api::prepared(rc, api::sourcesFromValues(rc)), m, o);
   EXPECT_NEAR(async.commS, 2 * alpha + 3 * 2 * g / bw, 1e-9);  // no step to wait for: no overlap counted
+}
+
+// Every strategy the registry knows has a cost model the simulator finds by
+// its registration, or is refused with one line (fedavg: rounds of sampled
+// clients, not steps): none is predicted as another.
+TEST(PlanSimulator, EveryStrategyHasACostModelOrIsRefused) {
+  const std::set<std::string> refused = {"fedavg"};
+  for (const auto& name : api::strategyNames()) {
+    if (refused.count(name)) {
+      EXPECT_THROW(plan::strategyCost(name), UsageError) << name;
+      continue;
+    }
+    const plan::StrategyCost& cost = plan::strategyCost(name);
+    EXPECT_TRUE(static_cast<bool>(cost.sync)) << name;
+    EXPECT_FALSE(cost.syncTerm.empty()) << name;
+  }
+  EXPECT_THROW(plan::strategyCost("gossip-of-the-future"), UsageError);
 }

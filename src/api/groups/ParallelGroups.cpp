@@ -1,5 +1,6 @@
 // [parallel] (strategy, ranks, mesh), [allreduce] and [compress].
 #include "api/Schema.h"
+#include "api/StrategyRegistry.h"
 #include "api/groups/Conditions.h"
 #include "parallel/compress/Compressor.h"
 
@@ -14,8 +15,7 @@ void addParallelOptions(Schema& s) {
         "fedavg (federated learning), local-sgd (periodic averaging, DiLoCo), sandblaster (L-BFGS over work units) or single; --pipeline-stages and --tensor-parallel choose "
         "pipeline and tensor")
       .train(&TrainConfig::strategy)
-      .oneOf({"single", "allreduce", "ps", "hogwild", "fedavg", "pipeline", "tensor", "local-sgd",
-              "sandblaster"});
+      .oneOf(strategyNames);
   s.add("parallel", "workers", "--workers",
         "Workers (local backend: ranks as threads; mpi: must match mpirun -np)")
       .train(&TrainConfig::workers).range(1, 4096).result("workers");

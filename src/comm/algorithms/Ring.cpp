@@ -6,7 +6,7 @@
 
 #include "comm/algorithms/Algorithms.h"
 #include "comm/algorithms/P2P.h"
-#include "comm/detail/Reduce.h"
+#include "comm/detail/ReduceKernels.h"
 
 namespace dtrain::comm::algorithms {
 

@@ -5,7 +5,7 @@
 #include <iostream>
 
 #include "comm/AllreduceBench.h"
-#include "comm/Registry.h"
+#include "comm/BackendRegistry.h"
 #include "core/Error.h"
 
 int main(int argc, char** argv) {

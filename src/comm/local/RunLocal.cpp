@@ -2,7 +2,7 @@
 #include <thread>
 #include <vector>
 
-#include "comm/Registry.h"
+#include "comm/BackendRegistry.h"
 #include "comm/local/Local.h"
 #include "comm/local/LocalCommunicator.h"
 #include "core/Error.h"

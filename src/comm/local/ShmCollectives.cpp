@@ -6,7 +6,7 @@
 #include <cstring>
 
 #include "comm/algorithms/P2P.h"
-#include "comm/detail/Reduce.h"
+#include "comm/detail/ReduceKernels.h"
 #include "comm/local/LocalCommunicator.h"
 
 namespace dtrain::comm::local {

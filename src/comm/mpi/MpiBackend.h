@@ -3,7 +3,7 @@
 #include <memory>
 #include <string>
 
-#include "comm/Registry.h"
+#include "comm/BackendRegistry.h"
 
 namespace dtrain::comm::mpi {
 

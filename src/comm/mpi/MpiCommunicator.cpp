@@ -14,7 +14,7 @@
 #include <thread>
 
 #include "comm/detail/Check.h"
-#include "comm/detail/Reduce.h"
+#include "comm/detail/ReduceKernels.h"
 #include "comm/detail/Traffic.h"
 #include "comm/mpi/Liveness.h"
 #include "comm/mpi/MpiBackend.h"

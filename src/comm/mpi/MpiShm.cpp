@@ -22,7 +22,7 @@
 
 #include "comm/algorithms/P2P.h"
 #include "comm/detail/Check.h"
-#include "comm/detail/Reduce.h"
+#include "comm/detail/ReduceKernels.h"
 #include "comm/detail/Traffic.h"
 #include "comm/mpi/MpiCommunicator.h"
 #include "comm/mpi/NodeShm.h"

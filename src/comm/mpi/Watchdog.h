@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "comm/Types.h"
+#include "comm/CollectiveTypes.h"
 
 namespace dtrain::comm::mpi {
 

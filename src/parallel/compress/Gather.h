@@ -8,7 +8,7 @@
 // (MessageCodec).
 #include <vector>
 
-#include "parallel/compress/Common.h"
+#include "parallel/compress/CompressorBasics.h"
 #include "parallel/compress/Compressor.h"
 
 namespace dtrain::parallel::compress {

@@ -1,5 +1,5 @@
 // none: today's path, bitwise: allreduce(sum) of the fp32 gradients, then x 1/N.
-#include "parallel/compress/Common.h"
+#include "parallel/compress/CompressorBasics.h"
 #include "parallel/compress/Factories.h"
 
 namespace dtrain::parallel::compress {

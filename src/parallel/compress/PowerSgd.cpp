@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "core/Rng.h"
-#include "parallel/compress/Common.h"
+#include "parallel/compress/CompressorBasics.h"
 #include "parallel/compress/Factories.h"
 #include "tensor/cpu/Blas.h"
 

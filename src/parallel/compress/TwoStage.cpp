@@ -4,7 +4,7 @@
 #include <numeric>
 
 #include "core/Error.h"
-#include "parallel/compress/Common.h"
+#include "parallel/compress/CompressorBasics.h"
 
 namespace dtrain::parallel::compress {
 namespace {

@@ -53,8 +53,8 @@
 #include "nn/LayerSequence.h"
 #include "parallel/Strategy.h"
 #include "parallel/Mesh.h"
-#include "parallel/pipeline/Partition.h"
-#include "parallel/pipeline/Schedule.h"
+#include "parallel/pipeline/StagePartition.h"
+#include "parallel/pipeline/PipelineSchedule.h"
 #include "parallel/tensor/Shards.h"
 
 namespace dtrain::parallel::pipeline {

@@ -25,7 +25,7 @@ void PipelineParallel::plan(const Tensor& microBatch) {
   const size_t perLayer = 2 + kMaxDims;
   std::vector<int64_t> msg(pp + n * perLayer, 0);
   if (world_.rank() == 0) {
-    std::vector<LayerProfile> profile = profileLayers(layers_, microBatch);
+    std::vector<AnalyticLayer> profile = profileLayers(layers_, microBatch);
     model_->zeroGrad();
     std::vector<double> cost;
     for (auto& p : profile) cost.push_back(p.ms);

@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <string>
 
-#include "comm/Types.h"
+#include "comm/CollectiveTypes.h"
 #include "parallel/compress/Compressor.h"
 #include "optim/Factory.h"
 

@@ -11,7 +11,7 @@
 
 #include "comm/Communicator.h"
 #include "nn/Module.h"
-#include "nn/TensorParallel.h"
+#include "nn/TensorParallelLayers.h"
 #include "optim/Optimizer.h"
 
 namespace dtrain::parallel::tensor {

@@ -4,7 +4,7 @@
 
 #include "autograd/Ops.h"
 #include "core/Error.h"
-#include "nn/Recompute.h"
+#include "nn/RecomputeModes.h"
 #include "parallel/zero/ZeroDataParallel.h"
 
 namespace dtrain::parallel::zero {

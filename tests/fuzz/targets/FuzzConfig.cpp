@@ -3,7 +3,7 @@
 // (prepare); a file that passes prints (--print-config) as a file that loads
 // and prepares to the same configuration.
 #include "api/ConfigFile.h"
-#include "api/Prepare.h"
+#include "api/PrepareConfig.h"
 #include "fuzz/FuzzInput.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

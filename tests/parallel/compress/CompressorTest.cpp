@@ -12,7 +12,7 @@
 #include "comm/local/Local.h"
 #include "core/Error.h"
 #include "core/Rng.h"
-#include "parallel/compress/Common.h"
+#include "parallel/compress/CompressorBasics.h"
 #include "parallel/compress/Compressor.h"
 #include "tensor/Half.h"
 
