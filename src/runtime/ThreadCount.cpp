@@ -26,16 +26,39 @@ int positiveCount(const char* s) {
   return end && *end == '\0' && v > 0 && v <= 1024 ? static_cast<int>(v) : 0;
 }
 
+// A thread count asked for (--threads N, OMP_NUM_THREADS) must fit the task:
+// more threads than its CPUs would share them with the job's other tasks.
+void checkFitsSlurmTask(int threads, const char* what, int slurmCpus) {
+  DTRAIN_CHECK_USAGE(slurmCpus == 0 || threads <= slurmCpus, what, " ", threads, ": this SLURM task was given ",
+                     slurmCpus, " CPU", slurmCpus == 1 ? "" : "s",
+                     " (SLURM_CPUS_PER_TASK); ask for more with --cpus-per-task or use --threads auto");
+}
+
 }  // namespace
 
+int slurmCpusPerTask() {
+  if (!std::getenv("SLURM_JOB_ID")) return 0;
+  const char* s = std::getenv("SLURM_CPUS_PER_TASK");
+  return s && *s ? positiveCount(s) : 0;
+}
+
 int resolvedThreads(const TrainConfig& c, int ranksOnMachine) {
-  if (c.threads > 0) return c.threads;
+  const int slurmCpus = slurmCpusPerTask();
+  if (c.threads > 0) {
+    checkFitsSlurmTask(c.threads, "--threads", slurmCpus);
+    return c.threads;
+  }
   if (const char* s = std::getenv("OMP_NUM_THREADS"); s && *s) {
     const int v = positiveCount(s);
     DTRAIN_CHECK_USAGE(v > 0, "--threads auto: OMP_NUM_THREADS must be a whole number from 1 to 1024 (got '", s,
                        "')");
+    checkFitsSlurmTask(v, "OMP_NUM_THREADS", slurmCpus);
     return v;
   }
+  // Under SLURM each rank is a task with its own CPUs: its share is known
+  // (whatever the affinity mask: mpirun inside a job may leave every rank the
+  // node's whole allocation), and never more than the mask allows.
+  if (slurmCpus > 0) return std::min(slurmCpus, usableCores());
   return std::max(1, usableCores() / std::max(1, ranksOnMachine));
 }
 
