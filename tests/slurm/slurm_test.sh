@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # CTest `slurm`: a real SLURM cluster (scripts/slurm.sh: slurmctld, one slurmd on
 # each of 2 emulated hosts) runs dtrain through the ordinary commands.
-#  1. examples/slurm/train.sbatch (mpirun inside sbatch), 2 nodes x 2 tasks, ends
-#     with the same parameters, loss and accuracy as the same run under plain
-#     mpirun on the same emulated hosts (netsim.sh mpirun);
+#  1. examples/slurm/train.sbatch (mpirun inside sbatch), 2 nodes x 2 tasks,
+#     suspended and resumed (scontrol) on the way, ends with the same
+#     parameters, loss and accuracy as the same run under plain mpirun on the
+#     same emulated hosts (netsim.sh mpirun);
 #  2. srun --mpi=pmix launches the ranks as SLURM tasks: the same parameters;
 #  3. --threads above --cpus-per-task, srun without --mpi=pmix: one line, exit 2;
 #  4. SIGUSR1 to the batch script (what --signal=B:USR1@60 sends), once training
@@ -61,16 +62,28 @@ timeout 300 bash "$netsim" mpirun -np 4 --ranks-per-host 2 -- env DTRAIN_COMM_TI
 ref=$(result "$work/mpirun.out")
 echo "$ref"
 
-echo "--- sbatch examples/slurm/train.sbatch, 2 nodes x 2 tasks x 1 CPU"
+# Waits (5 minutes at most) until the job writing metrics file $1 has logged a step.
+wait_progress() {
+  local i
+  for ((i = 0; i < 1200; ++i)); do [[ -s "$1" ]] && return 0; sleep 0.25; done
+  return 1
+}
+
+echo "--- sbatch examples/slurm/train.sbatch, 2 nodes x 2 tasks x 1 CPU, suspended and resumed"
 id=$(sbatch --parsable --nodes 2 --ntasks-per-node 2 --cpus-per-task 1 \
-     --output "$work/sbatch.out" "$job" "${train[@]}" --max-steps $steps --save "$work/sbatch.safetensors") ||
-  fail "sbatch"
+     --output "$work/sbatch.out" "$job" "${train[@]}" --max-steps $steps --save "$work/sbatch.safetensors" \
+     --log-every 1 --metrics "$work/sbatch.jsonl") || fail "sbatch"
+wait_progress "$work/sbatch.jsonl" || fail "job $id made no progress within 5 minutes: $(tail -n 5 "$work/sbatch.out")"
+scontrol suspend "$id" || fail "scontrol suspend $id"
+wait_state "$id" SUSPENDED || fail "job $id was not suspended"
+sleep 1  # the ranks stopped mid-run (not a timing check: any pause will do)
+scontrol resume "$id" || fail "scontrol resume $id"
 wait_state "$id" COMPLETED || fail "job $id did not complete: $(tail -n 5 "$work/sbatch.out")"
 got=$(result "$work/sbatch.out")
 echo "$got"
 [[ $(field "$got" workers) == 4 && $(field "$got" threads) == 1 ]] ||
   fail "the sbatch run did not have 4 workers of 1 thread: $got"
-for f in train_loss test_loss test_accuracy; do
+for f in test_loss test_accuracy; do  # (train_loss: the last logged window, which --log-every sets)
   [[ $(field "$got" $f) == "$(field "$ref" $f)" ]] || fail "$f: $(field "$got" $f) under sbatch, $(field "$ref" $f) under mpirun"
 done
 same_file "$work/sbatch.safetensors" "$work/mpirun.safetensors" "sbatch against plain mpirun"
@@ -97,11 +110,7 @@ echo "--- preempted by SIGUSR1 to the batch script, requeued, resumed"
 id=$(sbatch --parsable --nodes 2 --ntasks-per-node 2 --cpus-per-task 1 \
      --output "$work/preempt.out" "$job" "${train[@]}" --max-steps $steps --log-every 1 \
      --metrics "$work/preempt.jsonl" --save "$work/preempt.safetensors") || fail "sbatch (preempt)"
-for ((i = 0; i < 1200; ++i)); do
-  [[ -s "$work/preempt.jsonl" ]] && break
-  sleep 0.25
-done
-[[ -s "$work/preempt.jsonl" ]] || fail "job $id made no progress within 5 minutes: $(tail -n 5 "$work/preempt.out")"
+wait_progress "$work/preempt.jsonl" || fail "job $id made no progress within 5 minutes: $(tail -n 5 "$work/preempt.out")"
 scancel --batch --signal=USR1 "$id" || fail "scancel --batch --signal=USR1 $id"
 wait_state "$id" COMPLETED || fail "job $id did not complete after the requeue: $(tail -n 8 "$work/preempt.out")"
 cat "$work/preempt.out"
