@@ -23,7 +23,9 @@ netsim="$(dirname "$slurm")/netsim.sh"
 NETSIM_ID=212 NETSIM_LOCK=dtrain-slurm-test.lock source "$(dirname "$0")/../netsim/common.sh" \
   slurmctld slurmd munged sbatch srun squeue scontrol scancel unshare ||
   { echo "FAILED: cannot read tests/netsim/common.sh"; exit 1; }
-netsim_on_exit "bash '$slurm' down >/dev/null 2>&1"
+# The cluster first (jobs, daemons: it kills what runs on the hosts while their
+# namespaces exist, then takes the network down), then common.sh's extras.
+trap 'bash "$slurm" down >/dev/null 2>&1; eval "$netsim_exit_extra"' EXIT
 # Not under /tmp: each node has its own (scripts/slurm.sh), as on a cluster.
 work=$(mktemp -d /var/tmp/dtrain-slurm-test.XXXXXX)
 netsim_on_exit "rm -rf '$work'"
