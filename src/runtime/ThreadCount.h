@@ -10,9 +10,11 @@ namespace dtrain::runtime {
 
 // c.threads when given (> 0); else OMP_NUM_THREADS when set (a positive
 // integer); else, inside a SLURM job with --cpus-per-task, that count (at most
-// the usable cores); else the usable cores (sched_getaffinity: taskset, cpusets
-// and SLURM's binding count) divided by `ranksOnMachine`, at least 1. Inside a
-// SLURM job a count asked for above --cpus-per-task is a usage error.
+// the usable cores) shared by this process's ranks (the local backend's
+// workers; an mpi rank is a task of its own); else the usable cores
+// (sched_getaffinity: taskset, cpusets and SLURM's binding count) divided by
+// `ranksOnMachine`, at least 1. Inside a SLURM job a count asked for that
+// needs more than --cpus-per-task is a usage error.
 int resolvedThreads(const TrainConfig& c, int ranksOnMachine);
 
 // The CPUs SLURM gave each task of this job (--cpus-per-task, which sbatch and

@@ -65,6 +65,10 @@ TEST(ThreadCount, ASlurmTaskGetsItsCpusAndNoMore) {
   EXPECT_EQ(threadsOf(job + "1", ""), 1);
   EXPECT_EQ(threadsOf(job + "1024", ""), cores());
   EXPECT_EQ(threadsOf(job + "1", "--threads 1"), 1);
+  // The local backend's workers are threads of one task: they share its CPUs.
+  EXPECT_EQ(threadsOf(job + "2", "--workers 2"), std::max(1, std::min(2, cores()) / 2));
+  expectError(runShell("env " + job + "2 " + std::string(DTRAIN_BIN) + kThreadsRun + "--workers 2 --threads 2"), 2,
+              "--threads 2 x 2 workers: this SLURM task was given 2 CPUs");
   // Outside a job the variable means nothing.
   EXPECT_EQ(threadsOf("-u OMP_NUM_THREADS -u SLURM_JOB_ID SLURM_CPUS_PER_TASK=1", ""), cores());
   const CliResult tooMany = runShell("env " + job + "1 " + std::string(DTRAIN_BIN) + kThreadsRun + "--threads 2");
