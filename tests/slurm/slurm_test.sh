@@ -13,9 +13,11 @@
 #     parameters, byte for byte.
 # No timing checks. Exit 77 (CTest SKIP_RETURN_CODE) where slurm, munge or
 # network namespaces are missing.
-#   slurm_test.sh SLURM_SH DTRAIN SBATCH_SCRIPT
+#  5. dtrain plan --write-sbatch: the written script runs as it is and trains
+#     the configuration the plan chose.
+#   slurm_test.sh SLURM_SH DTRAIN SBATCH_SCRIPT MACHINE_FILE
 set -uo pipefail
-slurm="$1" dtrain="$2" job="$3"
+slurm="$1" dtrain="$2" job="$3" machine="$4"
 netsim="$(dirname "$slurm")/netsim.sh"
 
 # Its own instance (names dtrain212-*, subnet 10.213.212.0/24), beside the
@@ -120,4 +122,19 @@ grep -q "stopped by SIGUSR1 after step" "$work/preempt.out" || fail "the ranks d
 grep -q "requeueing job $id" "$work/preempt.out" || fail "the script did not requeue the job"
 [[ $(scontrol show job "$id" | grep -o 'Restarts=[0-9]*') == Restarts=1 ]] || fail "job $id was not restarted once"
 same_file "$work/preempt.safetensors" "$work/mpirun.safetensors" "preempted and requeued against uninterrupted"
+echo "--- dtrain plan --write-sbatch, the script as written"
+printf '[data]\nname = "synthetic"\nsynthetic_size = 2048\n\n[training]\nmax_steps = 5\n\n[logging]\nprogress = "off"\n' \
+  > "$work/base.toml"
+"$dtrain" plan --model mlp --global-batch 128 --hosts 2 --ranks-per-host 2 --machine "$machine" \
+  --config "$work/base.toml" --top 1 --write-sbatch "$work/plan.sbatch" > "$work/plan.txt" ||
+  fail "dtrain plan --write-sbatch: $(tail -n 3 "$work/plan.txt")"
+grep -q '^#SBATCH --nodes=2$' "$work/plan.sbatch" && grep -q '^#SBATCH --ntasks-per-node=2$' "$work/plan.sbatch" ||
+  fail "the written script does not ask for 2 nodes x 2 tasks: $(grep SBATCH "$work/plan.sbatch")"
+chosen=$(grep -o '^strategy = "[a-z-]*"' "$work/plan.sbatch" | cut -d'"' -f2)
+id=$(sbatch --parsable --output "$work/plan.out" "$work/plan.sbatch") || fail "sbatch the written script"
+wait_state "$id" COMPLETED || fail "the written script's job $id did not complete: $(tail -n 5 "$work/plan.out")"
+got=$(result "$work/plan.out")
+[[ $(field "$got" workers) == 4 && $(field "$got" strategy) == "\"$chosen\"" && $(field "$got" steps) == 5 ]] ||
+  fail "the written script did not train the plan's $chosen on 4 workers for 5 steps: $got"
+
 echo "slurm test passed"
