@@ -25,11 +25,12 @@
 set -euo pipefail
 
 die() { echo "slurm: $*" >&2; exit 1; }
+usage() { echo "slurm: $*" >&2; exit 2; }  # bad arguments
 
 here="$(cd "$(dirname "$0")" && pwd)"
 netsim="$here/netsim.sh"
 id="${DTRAIN_NETSIM_ID:-0}"
-[[ "$id" =~ ^[0-9]+$ ]] && ((id <= 254)) || die "DTRAIN_NETSIM_ID must be 0..254 (got '$id')"
+[[ "$id" =~ ^[0-9]+$ ]] && ((id <= 254)) || usage "DTRAIN_NETSIM_ID must be 0..254 (got '$id')"
 if ((id == 0)); then pre="dtrain-"; else pre="dtrain${id}-"; fi
 net="10.213.${id}"
 state="/run/${pre}slurm"
@@ -139,17 +140,17 @@ cmd_up() {
   cpus=$(nproc)
   while (($#)); do
     case "$1" in
-      --rate) rate="${2:-}"; shift 2 || die "--rate needs a value (e.g. 1gbit)" ;;
+      --rate) rate="${2:-}"; shift 2 || usage "--rate needs a value (e.g. 1gbit)" ;;
       --rate=*) rate="${1#*=}"; shift ;;
-      --cpus-per-node) cpus="${2:-}"; shift 2 || die "--cpus-per-node needs a count" ;;
+      --cpus-per-node) cpus="${2:-}"; shift 2 || usage "--cpus-per-node needs a count" ;;
       --cpus-per-node=*) cpus="${1#*=}"; shift ;;
-      -*) die "up: unknown option '$1'" ;;
-      *) [[ -z "$n" ]] || die "up: unexpected argument '$1'"; n="$1"; shift ;;
+      -*) usage "up: unknown option '$1'" ;;
+      *) [[ -z "$n" ]] || usage "up: unexpected argument '$1'"; n="$1"; shift ;;
     esac
   done
-  [[ "$n" =~ ^[0-9]+$ ]] && ((n >= 1 && n <= 64)) || die "up needs a node count N in 1..64 (got '${n}')"
+  [[ "$n" =~ ^[0-9]+$ ]] && ((n >= 1 && n <= 64)) || usage "up needs a node count N in 1..64 (got '${n}')"
   [[ "$cpus" =~ ^[0-9]+$ ]] && ((cpus >= 1 && cpus <= 1024)) ||
-    die "--cpus-per-node takes a count from 1 to 1024 (got '$cpus')"
+    usage "--cpus-per-node takes a count from 1 to 1024 (got '$cpus')"
   need_tools
   cmd_down >/dev/null  # idempotent: the same command always leaves the same cluster
   trap 'cmd_down >/dev/null 2>&1' EXIT  # a failed start leaves no daemon behind
@@ -215,5 +216,5 @@ case "${1:-}" in
   status) shift; cmd_status ;;
   env) echo "export SLURM_CONF=$conf" ;;
   wait-idle) shift; cmd_wait_idle ;;
-  *) die "usage: slurm.sh up N [--rate 1gbit] [--cpus-per-node C] | down | status | env | wait-idle" ;;
+  *) usage "usage: slurm.sh up N [--rate 1gbit] [--cpus-per-node C] | down | status | env | wait-idle" ;;
 esac
