@@ -13,8 +13,8 @@ struct SbatchJob {
   int nodes = 1;
   int tasksPerNode = 1;  // ranks per node (processes under mpirun)
   int cpusPerTask = 1;
-  bool mpi = true;       // false: one process whose ranks are threads (backend local)
-  std::string summary;   // the plan's line for the configuration
+  bool mpi = true;      // false: one process whose ranks are threads (backend local)
+  std::string summary;  // the plan's line for the configuration
   std::string configToml;
 };
 
