@@ -33,9 +33,12 @@ nlohmann::json runMpiProcess(const std::function<nlohmann::json(comm::Communicat
   DTRAIN_CHECK_USAGE(comm::hasBackend("mpi"),
                      "--backend mpi: this dtrain was built without MPI (install libopenmpi-dev "
                      "and openmpi-bin, then reconfigure with -DDTRAIN_WITH_MPI=ON)");
-  DTRAIN_CHECK_USAGE(underMpirun(), "--backend mpi runs one process per rank under mpirun: "
-                     "mpirun -np N dtrain train --backend mpi ... (or use --backend local "
-                     "--workers N)");
+  // srun without --mpi=pmix starts the tasks, but each would be an MPI world of one.
+  DTRAIN_CHECK_USAGE(underMpirun(), std::getenv("SLURM_STEP_ID")
+                     ? "--backend mpi under srun needs the ranks joined by PMIx: srun --mpi=pmix dtrain "
+                       "train --backend mpi ... (or mpirun inside the allocation)"
+                     : "--backend mpi runs one process per rank under mpirun: mpirun -np N dtrain train "
+                       "--backend mpi ... (or use --backend local --workers N)");
   std::unique_ptr<comm::Communicator> comm;
   try {
     comm::BackendConfig config;

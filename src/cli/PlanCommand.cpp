@@ -7,6 +7,7 @@
 #include <string>
 
 #include "api/ConfigFile.h"
+#include "cli/SbatchScript.h"
 #include "core/Error.h"
 #include "plan/LossyCosts.h"
 #include "plan/Planner.h"
@@ -16,7 +17,7 @@ namespace dtrain::cli {
 namespace {
 
 struct PlanFlags {
-  std::string model, globalBatch, machine, memory, writeConfig, base;
+  std::string model, globalBatch, machine, memory, writeConfig, writeSbatch, base;
   int hosts = 1, ranksPerHost = 1;
   int top = 10;
   bool allowLossy = false, json = false;
@@ -52,6 +53,22 @@ std::string mib(double bytes) {
 void printRow(size_t i, const plan::Candidate& c) {
   std::printf("%3zu  %12.1f  %10.2f  %12s  %-26s %s\n", i + 1, c.prediction.samplesPerS, 1e3 * c.prediction.stepS,
               mib(c.peakBytes).c_str(), c.prediction.dominant.c_str(), c.summary.c_str());
+}
+
+// The batch script of the best configuration: its ranks as SLURM tasks (one
+// process whose ranks are threads where the plan chose the local backend).
+void writeSbatch(const PlanFlags& f, const plan::Candidate& best) {
+  SbatchJob job;
+  job.mpi = best.config.train.backend == "mpi";
+  job.nodes = job.mpi ? f.hosts : 1;
+  job.tasksPerNode = job.mpi ? f.ranksPerHost : 1;
+  job.cpusPerTask = job.mpi ? 1 : f.ranksPerHost;
+  job.summary = best.summary + ", " + std::to_string(f.hosts) + " x " + std::to_string(f.ranksPerHost) + " ranks";
+  job.configToml = api::configToToml(best.config);
+  std::ofstream out(f.writeSbatch);
+  out << sbatchScript(job);
+  out.close();
+  DTRAIN_CHECK_USAGE(out.good(), "--write-sbatch ", f.writeSbatch, ": cannot be written");
 }
 
 void runPlan(const PlanFlags& f) {
@@ -108,6 +125,7 @@ void runPlan(const PlanFlags& f) {
         << chosen[0]->prediction.samplesPerS << " samples/s on " << machine.name << "\n"
         << api::configToToml(chosen[0]->config);
   }
+  if (!f.writeSbatch.empty()) writeSbatch(f, *chosen[0]);
   const size_t k = static_cast<size_t>(std::max(1, f.top));
   if (f.json) {
     // The K best, then (without --allow-lossy) the K best lossy ones, marked "lossy".
@@ -155,6 +173,7 @@ void runPlan(const PlanFlags& f) {
     }
   }
   if (!f.writeConfig.empty()) std::printf("\nwrote %s (dtrain train --config %s)\n", f.writeConfig.c_str(), f.writeConfig.c_str());
+  if (!f.writeSbatch.empty()) std::printf("wrote %s (sbatch %s)\n", f.writeSbatch.c_str(), f.writeSbatch.c_str());
 }
 
 }  // namespace
@@ -177,6 +196,8 @@ void addPlanCommand(CLI::App& app) {
   sub->add_option("--top", flags->top, "Rows (JSON lines) to print")->check(CLI::PositiveNumber);
   sub->add_flag("--json", flags->json, "One JSON line per candidate, with its configuration as TOML");
   sub->add_option("--write-config", flags->writeConfig, "Write the best configuration (dtrain train --config)");
+  sub->add_option("--write-sbatch", flags->writeSbatch,
+                  "Write a SLURM batch script that runs the best configuration (docs/guide/slurm.md)");
   sub->callback([flags] { runPlan(*flags); });
 }
 

@@ -1,26 +1,50 @@
 #include "core/StopSignal.h"
 
+#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <mutex>
 
 namespace dtrain::stop {
 namespace {
 
-std::atomic<int> gSignal{0};    // the first signal's number, 0 while none came
+std::atomic<int> gSignal{0};     // the first signal's number, 0 while none came
+std::atomic<int> gRequested{0};  // request()'s signal (a peer's vote, a stop file), 0 while none
 std::atomic<int> gScopes{0};
-struct sigaction gPreviousInt, gPreviousTerm;
+// The signals that stop a run cleanly. SIGUSR1 is what a batch system sends
+// ahead of a time limit or preemption (SLURM's --signal=USR1@60), where its
+// default action would kill the job without a checkpoint.
+constexpr int kStopSignals[] = {SIGINT, SIGTERM, SIGUSR1};
+struct sigaction gPrevious[std::size(kStopSignals)];
 std::mutex gRecordMutex;
 Stopped gRecord;
 
-// Async-signal-safe: an atomic exchange, and on the second signal write + _exit.
+// When the first signal came (CLOCK_MONOTONIC, ns), 0 while none came.
+std::atomic<int64_t> gFirstAtNs{0};
+// The same signal again this soon is one stop delivered twice, not a second
+// Ctrl-C: SLURM signals every process of a job (scancel, the time limit) and
+// mpirun, which gets it too, passes it on to its ranks as well.
+constexpr int64_t kDuplicateWindowNs = 1'000'000'000;
+
+int64_t monotonicNs() {
+  timespec t{};
+  ::clock_gettime(CLOCK_MONOTONIC, &t);  // async-signal-safe
+  return int64_t{t.tv_sec} * 1'000'000'000 + t.tv_nsec;
+}
+
+// Async-signal-safe: atomic exchanges, and on a second signal write + _exit.
 void onSignal(int sig) {
-  int none = 0;
-  if (gSignal.compare_exchange_strong(none, sig)) return;
+  const int64_t now = monotonicNs();
+  int64_t unset = 0;
+  gFirstAtNs.compare_exchange_strong(unset, now);
+  int first = 0;
+  if (gSignal.compare_exchange_strong(first, sig)) return;
+  if (first == sig && now - gFirstAtNs.load() < kDuplicateWindowNs) return;
   static const char kLine[] = "dtrain: second signal: stopping now, without a checkpoint\n";
   ssize_t ignored = ::write(STDERR_FILENO, kLine, sizeof kLine - 1);
   (void)ignored;
@@ -37,22 +61,30 @@ SignalScope::SignalScope() {
   sa.sa_handler = onSignal;
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = SA_RESTART;  // blocking reads and sleeps go on; the loop polls the flag
-  sigaction(SIGINT, &sa, &gPreviousInt);
-  sigaction(SIGTERM, &sa, &gPreviousTerm);
+  for (size_t i = 0; i < std::size(kStopSignals); ++i) sigaction(kStopSignals[i], &sa, &gPrevious[i]);
 }
 
 SignalScope::~SignalScope() {
   if (gScopes.fetch_sub(1) > 1) return;
-  sigaction(SIGINT, &gPreviousInt, nullptr);
-  sigaction(SIGTERM, &gPreviousTerm, nullptr);
+  for (size_t i = 0; i < std::size(kStopSignals); ++i) sigaction(kStopSignals[i], &gPrevious[i], nullptr);
 }
 
-bool requested() { return gSignal.load(std::memory_order_relaxed) != 0; }
-int signalNumber() { return gSignal.load(); }
+bool requested() {
+  return gSignal.load(std::memory_order_relaxed) != 0 || gRequested.load(std::memory_order_relaxed) != 0;
+}
 
+int signalNumber() {
+  const int sig = gSignal.load();
+  return sig ? sig : gRequested.load();
+}
+
+// Kept apart from gSignal: a signal that arrives after a peer's vote (mpirun or
+// srun forwards it to every rank, not all at once) is this process's first,
+// not a second one that ends it without its part of the checkpoint; and it then
+// names the signal in the line and the exit code.
 void request(int sig) {
   int none = 0;
-  gSignal.compare_exchange_strong(none, sig);
+  gRequested.compare_exchange_strong(none, sig);
 }
 
 void recordStop(const Stopped& s) {
@@ -92,10 +124,18 @@ int signalExitCode() {
   return 128 + (sig ? sig : SIGINT);
 }
 
-const char* signalName() { return signalNumber() == SIGTERM ? "SIGTERM" : "SIGINT"; }
+const char* signalName() {
+  switch (signalNumber()) {
+    case SIGTERM: return "SIGTERM";
+    case SIGUSR1: return "SIGUSR1";
+    default: return "SIGINT";
+  }
+}
 
 void clear() {
   gSignal = 0;
+  gFirstAtNs = 0;
+  gRequested = 0;
   std::lock_guard<std::mutex> lock(gRecordMutex);
   gRecord = {};
 }

@@ -1,8 +1,11 @@
 #pragma once
-// A clean stop on Ctrl-C (SIGINT) or SIGTERM: the first signal only sets a
+// A clean stop on Ctrl-C (SIGINT), SIGTERM or SIGUSR1 (a batch system's warning
+// before a time limit or preemption): the first signal only sets a
 // process-wide flag, which the training loop reads between steps (every rank
 // agrees on the step to stop at, saves a checkpoint and leaves); a second signal
-// ends the process at once (exit 128 + signal, without cleaning up).
+// ends the process at once (exit 128 + signal, without cleaning up), unless it
+// is the same signal within a second (one stop delivered twice: a batch system
+// signals every process of a job, and mpirun forwards it to the ranks too).
 // The flag is shared by every thread, so the ranks of the local backend (threads)
 // see it together; under mpirun each process has its own and the ranks agree
 // through Strategy::anyRankStops.
@@ -21,7 +24,7 @@ class Interrupted : public Error {
   explicit Interrupted(const std::string& msg) : Error(msg) {}
 };
 
-// Installs the handlers for SIGINT and SIGTERM while it lives and puts back the
+// Installs the handlers for SIGINT, SIGTERM and SIGUSR1 while it lives and puts back the
 // ones it found (Python's, the default) when it goes; clears the flag on entry.
 class SignalScope {
  public:
@@ -33,11 +36,12 @@ class SignalScope {
 
 // True once a stop was asked for (a signal, or request()).
 bool requested();
-// The signal that asked (SIGINT, SIGTERM), 0 when none; request() without one
-// counts as SIGINT.
+// The signal that asked (SIGINT, SIGTERM, SIGUSR1): the first one this process
+// received, else request()'s (SIGINT when it named none); 0 when none.
 int signalNumber();
 // Asks for a stop as the first signal would (a rank that learnt from its peers
-// that they stop; tests).
+// that they stop; dtrain launch's stop file; tests). A signal that comes after
+// it still counts as the first: it names the stop, and does not end the process.
 void request(int signalNumber = 2);
 
 // What the training loop did with the request: the step it stopped after and the
@@ -53,12 +57,12 @@ Stopped stopped();
 // The line to print: "stopped by SIGINT after step 37: checkpoint D/step-...".
 std::string describe(const Stopped& s);
 // 128 + the signal when the run stopped early on one (130 for SIGINT, 143 for
-// SIGTERM) in the reporter's process, else 0 (an mpi run's other ranks: mpirun
+// SIGTERM, 138 for SIGUSR1) in the reporter's process, else 0 (an mpi run's other ranks: mpirun
 // returns the reporter's code).
 int exitCode();
 // 128 + the signal that asked (130 when none did).
 int signalExitCode();
-// "SIGINT" or "SIGTERM".
+// "SIGINT", "SIGTERM" or "SIGUSR1".
 const char* signalName();
 // Forgets the request and the record (the next run in this process starts clean).
 void clear();

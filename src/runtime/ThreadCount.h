@@ -9,9 +9,18 @@
 namespace dtrain::runtime {
 
 // c.threads when given (> 0); else OMP_NUM_THREADS when set (a positive
-// integer), else the usable cores (sched_getaffinity: taskset and cpusets
-// count) divided by `ranksOnMachine`, at least 1.
+// integer); else, inside a SLURM job with --cpus-per-task, that count (at most
+// the usable cores) shared by this process's ranks (the local backend's
+// workers; an mpi rank is a task of its own); else the usable cores
+// (sched_getaffinity: taskset, cpusets and SLURM's binding count) divided by
+// `ranksOnMachine`, at least 1. Inside a SLURM job a count asked for that
+// needs more than --cpus-per-task is a usage error.
 int resolvedThreads(const TrainConfig& c, int ranksOnMachine);
+
+// The CPUs SLURM gave each task of this job (--cpus-per-task, which sbatch and
+// srun export as SLURM_CPUS_PER_TASK to every process of the job, mpirun's
+// ranks included); 0 outside a job or when the job did not ask.
+int slurmCpusPerTask();
 
 // The ranks of this mpirun job on this machine (OpenMPI's
 // OMPI_COMM_WORLD_LOCAL_SIZE, MPICH's MPI_LOCALNRANKS; 1 when neither is set).

@@ -57,6 +57,30 @@ TEST(ThreadCount, OmpNumThreadsAndAGivenCountWin) {
   expectError(runDtrain(kThreadsRun + "--threads many"), 2, "--threads");
 }
 
+// Inside a SLURM job with --cpus-per-task (the variables sbatch and srun export):
+// auto takes the task's CPUs, at most the usable cores, whatever the ranks on
+// the machine; a count asked for above them is one line, exit 2.
+TEST(ThreadCount, ASlurmTaskGetsItsCpusAndNoMore) {
+  const std::string job = "-u OMP_NUM_THREADS SLURM_JOB_ID=7 SLURM_CPUS_PER_TASK=";
+  EXPECT_EQ(threadsOf(job + "1", ""), 1);
+  EXPECT_EQ(threadsOf(job + "1024", ""), cores());
+  EXPECT_EQ(threadsOf(job + "1", "--threads 1"), 1);
+  // The local backend's workers are threads of one task: they share its CPUs.
+  EXPECT_EQ(threadsOf(job + "2", "--workers 2"), std::max(1, std::min(2, cores()) / 2));
+  expectError(runShell("env " + job + "2 " + std::string(DTRAIN_BIN) + kThreadsRun + "--workers 2 --threads 2"), 2,
+              "--threads 2 x 2 workers: this SLURM task was given 2 CPUs");
+  // Outside a job the variable means nothing.
+  EXPECT_EQ(threadsOf("-u OMP_NUM_THREADS -u SLURM_JOB_ID SLURM_CPUS_PER_TASK=1", ""), cores());
+  const CliResult tooMany = runShell("env " + job + "1 " + std::string(DTRAIN_BIN) + kThreadsRun + "--threads 2");
+  EXPECT_EQ(tooMany.code, 2) << tooMany.err;
+  EXPECT_NE(tooMany.err.find("dtrain: error: --threads 2: this SLURM task was given 1 CPU (SLURM_CPUS_PER_TASK)"),
+            std::string::npos) << tooMany.err;
+  const CliResult omp = runShell("env SLURM_JOB_ID=7 SLURM_CPUS_PER_TASK=2 OMP_NUM_THREADS=3 " +
+                                 std::string(DTRAIN_BIN) + kThreadsRun);
+  EXPECT_EQ(omp.code, 2) << omp.err;
+  EXPECT_NE(omp.err.find("OMP_NUM_THREADS 3: this SLURM task was given 2 CPUs"), std::string::npos) << omp.err;
+}
+
 TEST(ThreadCount, ConfigFilesTakeAutoOrACount) {
   const CliResult printed = runDtrain(kThreadsRun + "--print-config");
   ASSERT_EQ(printed.code, 0) << printed.err;

@@ -1,4 +1,4 @@
-// A clean stop (issue 32): on SIGINT or SIGTERM every rank finishes the step,
+// A clean stop (issue 32): on SIGINT, SIGTERM or SIGUSR1 every rank finishes the step,
 // the reporter writes a checkpoint into --checkpoint-dir (or --save), says where
 // in one line, and the run exits 128 + the signal; --resume auto then ends
 // bitwise where an uninterrupted run does. DTRAIN_STOP_AT_STEP=k raises SIGINT
@@ -117,27 +117,44 @@ TEST(CleanStop, ParameterServersStopWithoutSaving) {
   std::filesystem::remove_all(dir);
 }
 
-// A real SIGTERM from outside, once training is under way (the metrics file has
-// a record): exit 143, the checkpoint of the step it names, and a resumed run to
-// that step + 5 ends where a straight run to it does (constant learning rate:
-// the stopped run's longer --max-steps does not change its steps).
-TEST(CleanStop, RealSigtermFromOutside) {
-  const std::string dir = tempDir(), ckpt = dir + "/ckpt", metrics = dir + "/m.jsonl";
+// A 2-worker run with a checkpoint dir under `dir` and, once training is under
+// way (the metrics file has a record), `sig` from outside `times` times in a
+// row: its exit code and stderr.
+struct SignalledRun {
+  int code = -1;
+  std::string err;
+};
+SignalledRun signalledRun(const std::string& dir, int sig, int times = 1) {
+  const std::string ckpt = dir + "/ckpt", metrics = dir + "/m.jsonl";
   const std::string cmd = "exec " + std::string(DTRAIN_BIN) + kStopRun +
                           "--workers 2 --max-steps 100000000 --epochs 100000000 --log-every 10 --metrics " +
                           metrics + " --checkpoint-dir " + ckpt + " 2>" + dir + "/err";
   const char* argv[] = {"/bin/sh", "-c", cmd.c_str(), nullptr};
   pid_t pid = 0;
-  ASSERT_EQ(posix_spawn(&pid, "/bin/sh", nullptr, nullptr, const_cast<char**>(argv), environ), 0);
+  SignalledRun r;
+  EXPECT_EQ(posix_spawn(&pid, "/bin/sh", nullptr, nullptr, const_cast<char**>(argv), environ), 0);
+  if (pid <= 0) return r;
   for (int i = 0; i < 1200 && slurp(metrics).empty(); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  ASSERT_FALSE(slurp(metrics).empty()) << "no progress within a minute";
-  kill(pid, SIGTERM);
+  EXPECT_FALSE(slurp(metrics).empty()) << "no progress within a minute";
+  for (int i = 0; i < times; ++i) kill(pid, sig);
   int status = 0;
-  ASSERT_EQ(waitpid(pid, &status, 0), pid);
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 143);
-  const std::string err = slurp(dir + "/err");
+  EXPECT_EQ(waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status));
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.err = slurp(dir + "/err");
+  return r;
+}
+
+// A real SIGTERM from outside, once training is under way: exit 143, the
+// checkpoint of the step it names, and a resumed run to that step + 5 ends
+// where a straight run to it does (constant learning rate: the stopped run's
+// longer --max-steps does not change its steps).
+TEST(CleanStop, RealSigtermFromOutside) {
+  const std::string dir = tempDir(), ckpt = dir + "/ckpt";
+  const SignalledRun run = signalledRun(dir, SIGTERM);
+  EXPECT_EQ(run.code, 143);
+  const std::string& err = run.err;
   std::smatch m;
   ASSERT_TRUE(std::regex_search(err, m, std::regex("stopped by SIGTERM after step (\\d+): checkpoint (\\S+)"))) << err;
   const int64_t step = std::stoll(m[1].str());
@@ -150,6 +167,21 @@ TEST(CleanStop, RealSigtermFromOutside) {
                            " --save " + dir + "/s.safetensors");
   ASSERT_EQ(straight.code, 0) << straight.err;
   EXPECT_TRUE(slurp(dir + "/r.safetensors") == slurp(dir + "/s.safetensors"));
+  std::filesystem::remove_all(dir);
+}
+
+// SIGUSR1, what SLURM sends ahead of a time limit (--signal=USR1@60), stops
+// the same way: exit 128 + 10, the line, the checkpoint it names. Sent twice at
+// once, as a rank under SLURM gets it (from SLURM and from mpirun): one stop,
+// not a second signal that ends the process without its checkpoint.
+TEST(CleanStop, RealSigusr1FromOutside) {
+  const std::string dir = tempDir(), ckpt = dir + "/ckpt";
+  const SignalledRun run = signalledRun(dir, SIGUSR1, 2);
+  EXPECT_EQ(run.code, 138);
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(run.err, m, std::regex("stopped by SIGUSR1 after step (\\d+): checkpoint (\\S+)")))
+      << run.err;
+  EXPECT_EQ(stopNames(ckpt).back(), std::filesystem::path(m[2].str()).filename().string());
   std::filesystem::remove_all(dir);
 }
 

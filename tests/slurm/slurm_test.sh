@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# CTest `slurm`: a real SLURM cluster (scripts/slurm.sh: slurmctld, one slurmd on
+# each of 2 emulated hosts) runs dtrain through the ordinary commands.
+#  1. examples/slurm/train.sbatch (mpirun inside sbatch), 2 nodes x 2 tasks,
+#     suspended and resumed (scontrol) on the way, ends with the same
+#     parameters, loss and accuracy as the same run under plain mpirun on the
+#     same emulated hosts (netsim.sh mpirun);
+#  2. srun --mpi=pmix launches the ranks as SLURM tasks: the same parameters;
+#  3. --threads above --cpus-per-task, srun without --mpi=pmix: one line, exit 2;
+#  4. SIGUSR1 to the batch script (what --signal=B:USR1@60 sends), once training
+#     is under way: the ranks save one checkpoint, the script requeues the job,
+#     the next run resumes (--resume auto) and ends with the uninterrupted run's
+#     parameters, byte for byte.
+# No timing checks. Exit 77 (CTest SKIP_RETURN_CODE) where slurm, munge or
+# network namespaces are missing.
+#  5. dtrain plan --write-sbatch: the written script runs as it is and trains
+#     the configuration the plan chose.
+#   slurm_test.sh SLURM_SH DTRAIN SBATCH_SCRIPT MACHINE_FILE
+set -uo pipefail
+slurm="$1" dtrain="$2" job="$3" machine="$4"
+netsim="$(dirname "$slurm")/netsim.sh"
+
+# Its own instance (names dtrain212-*, subnet 10.213.212.0/24), beside the
+# netsim tests' 213; its own lock.
+NETSIM_ID=212 NETSIM_LOCK=dtrain-slurm-test.lock source "$(dirname "$0")/../netsim/common.sh" \
+  slurmctld slurmd munged sbatch srun squeue scontrol scancel unshare ||
+  { echo "FAILED: cannot read tests/netsim/common.sh"; exit 1; }
+# The cluster first (jobs, daemons: it kills what runs on the hosts while their
+# namespaces exist, then takes the network down), then common.sh's extras.
+trap 'bash "$slurm" down >/dev/null 2>&1; eval "$netsim_exit_extra"' EXIT
+# Not under /tmp: each node has its own (scripts/slurm.sh), as on a cluster.
+work=$(mktemp -d /var/tmp/dtrain-slurm-test.XXXXXX)
+netsim_on_exit "rm -rf '$work'"
+cd "$work" || fail "cd $work"  # the submit directory: the jobs' checkpoints go under it
+
+bash "$slurm" up 2 --cpus-per-node 2 || fail "slurm.sh up 2"
+eval "$(bash "$slurm" env)"
+export SLURM_CONF DTRAIN="$dtrain" DTRAIN_COMM_TIMEOUT_MS=120000 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+
+# mlp on synthetic data, 4 ranks: deterministic (seed, data order, reduction order).
+train=(--model mlp --dataset synthetic --synthetic-size 2048 --batch-size 32 --epochs 100 --seed 11 --lr 0.05
+       --momentum 0.9 --progress off)
+steps=80
+
+# The final line of a run's output: the result line.
+result() { grep '^{' "$1" | tail -n 1; }
+field() { grep -o "\"$2\":[^,}]*" <<<"$1" | head -n 1 | cut -d: -f2; }
+same_file() { cmp -s "$1" "$2" || fail "$3: $1 and $2 differ"; }
+
+# Waits (6 minutes at most) until job $1 is in state $2 (squeue forgets a job, scontrol keeps it).
+wait_state() {
+  local i st=""
+  for ((i = 0; i < 720; ++i)); do
+    st=$(scontrol show job "$1" 2>/dev/null | grep -o 'JobState=[A-Z_]*' | cut -d= -f2)
+    [[ "$st" == "$2" ]] && return 0
+    [[ "$st" == FAILED || "$st" == CANCELLED || "$st" == TIMEOUT ]] && return 1
+    sleep 0.5
+  done
+  return 1
+}
+
+echo "--- plain mpirun, 2 ranks on each of 2 emulated hosts"
+timeout 300 bash "$netsim" mpirun -np 4 --ranks-per-host 2 -- env DTRAIN_COMM_TIMEOUT_MS=120000 \
+  "$dtrain" train --backend mpi "${train[@]}" --max-steps $steps --save "$work/mpirun.safetensors" \
+  > "$work/mpirun.out" || fail "dtrain under plain mpirun: $(tail -n 3 "$work/mpirun.out")"
+ref=$(result "$work/mpirun.out")
+echo "$ref"
+
+# Waits (5 minutes at most) until the job writing metrics file $1 has logged a step.
+wait_progress() {
+  local i
+  for ((i = 0; i < 1200; ++i)); do [[ -s "$1" ]] && return 0; sleep 0.25; done
+  return 1
+}
+
+echo "--- sbatch examples/slurm/train.sbatch, 2 nodes x 2 tasks x 1 CPU, suspended and resumed"
+id=$(sbatch --parsable --nodes 2 --ntasks-per-node 2 --cpus-per-task 1 \
+     --output "$work/sbatch.out" "$job" "${train[@]}" --max-steps $steps --save "$work/sbatch.safetensors" \
+     --log-every 1 --metrics "$work/sbatch.jsonl") || fail "sbatch"
+wait_progress "$work/sbatch.jsonl" || fail "job $id made no progress within 5 minutes: $(tail -n 5 "$work/sbatch.out")"
+scontrol suspend "$id" || fail "scontrol suspend $id"
+wait_state "$id" SUSPENDED || fail "job $id was not suspended"
+sleep 1  # the ranks stopped mid-run (not a timing check: any pause will do)
+scontrol resume "$id" || fail "scontrol resume $id"
+wait_state "$id" COMPLETED || fail "job $id did not complete: $(tail -n 5 "$work/sbatch.out")"
+got=$(result "$work/sbatch.out")
+echo "$got"
+[[ $(field "$got" workers) == 4 && $(field "$got" threads) == 1 ]] ||
+  fail "the sbatch run did not have 4 workers of 1 thread: $got"
+for f in test_loss test_accuracy; do  # (train_loss: the last logged window, which --log-every sets)
+  [[ $(field "$got" $f) == "$(field "$ref" $f)" ]] || fail "$f: $(field "$got" $f) under sbatch, $(field "$ref" $f) under mpirun"
+done
+same_file "$work/sbatch.safetensors" "$work/mpirun.safetensors" "sbatch against plain mpirun"
+
+echo "--- srun --mpi=pmix, 2 nodes x 2 tasks"
+timeout 300 srun --mpi=pmix --nodes 2 --ntasks-per-node 2 --cpus-per-task 1 \
+  "$dtrain" train --backend mpi "${train[@]}" --max-steps $steps --save "$work/srun.safetensors" \
+  > "$work/srun.out" || fail "srun --mpi=pmix: $(tail -n 3 "$work/srun.out")"
+same_file "$work/srun.safetensors" "$work/mpirun.safetensors" "srun --mpi=pmix against plain mpirun"
+
+echo "--- --threads 2 in a task of 1 CPU"
+out=$(srun --nodes 1 --ntasks 1 --cpus-per-task 1 "$dtrain" train "${train[@]}" --max-steps 1 --threads 2 2>&1)
+rc=$?
+[[ $rc == 2 ]] || fail "--threads 2 with --cpus-per-task 1: exit $rc, not 2: $out"
+grep -q "dtrain: error: --threads 2: this SLURM task was given 1 CPU" <<<"$out" || fail "no one-line error: $out"
+
+echo "--- srun without --mpi=pmix"
+out=$(srun --nodes 1 --ntasks 1 "$dtrain" train --backend mpi "${train[@]}" --max-steps 1 2>&1)
+rc=$?
+[[ $rc == 2 ]] && grep -q "dtrain: error: --backend mpi under srun needs the ranks joined by PMIx" <<<"$out" ||
+  fail "srun --backend mpi without --mpi=pmix: exit $rc, not 2 with one line: $out"
+
+echo "--- preempted by SIGUSR1 to the batch script, requeued, resumed"
+id=$(sbatch --parsable --nodes 2 --ntasks-per-node 2 --cpus-per-task 1 \
+     --output "$work/preempt.out" "$job" "${train[@]}" --max-steps $steps --log-every 1 \
+     --metrics "$work/preempt.jsonl" --save "$work/preempt.safetensors") || fail "sbatch (preempt)"
+wait_progress "$work/preempt.jsonl" || fail "job $id made no progress within 5 minutes: $(tail -n 5 "$work/preempt.out")"
+scancel --batch --signal=USR1 "$id" || fail "scancel --batch --signal=USR1 $id"
+wait_state "$id" COMPLETED || fail "job $id did not complete after the requeue: $(tail -n 8 "$work/preempt.out")"
+cat "$work/preempt.out"
+grep -q "stopped by SIGUSR1 after step" "$work/preempt.out" || fail "the ranks did not stop on SIGUSR1"
+grep -q "requeueing job $id" "$work/preempt.out" || fail "the script did not requeue the job"
+[[ $(scontrol show job "$id" | grep -o 'Restarts=[0-9]*') == Restarts=1 ]] || fail "job $id was not restarted once"
+same_file "$work/preempt.safetensors" "$work/mpirun.safetensors" "preempted and requeued against uninterrupted"
+echo "--- dtrain plan --write-sbatch, the script as written"
+printf '[data]\nname = "synthetic"\nsynthetic_size = 2048\n\n[training]\nmax_steps = 5\n\n[logging]\nprogress = "off"\n' \
+  > "$work/base.toml"
+"$dtrain" plan --model mlp --global-batch 128 --hosts 2 --ranks-per-host 2 --machine "$machine" \
+  --config "$work/base.toml" --top 1 --write-sbatch "$work/plan.sbatch" > "$work/plan.txt" ||
+  fail "dtrain plan --write-sbatch: $(tail -n 3 "$work/plan.txt")"
+grep -q '^#SBATCH --nodes=2$' "$work/plan.sbatch" && grep -q '^#SBATCH --ntasks-per-node=2$' "$work/plan.sbatch" ||
+  fail "the written script does not ask for 2 nodes x 2 tasks: $(grep SBATCH "$work/plan.sbatch")"
+chosen=$(grep -o '^strategy = "[a-z-]*"' "$work/plan.sbatch" | cut -d'"' -f2)
+id=$(sbatch --parsable --output "$work/plan.out" "$work/plan.sbatch") || fail "sbatch the written script"
+wait_state "$id" COMPLETED || fail "the written script's job $id did not complete: $(tail -n 5 "$work/plan.out")"
+got=$(result "$work/plan.out")
+[[ $(field "$got" workers) == 4 && $(field "$got" strategy) == "\"$chosen\"" && $(field "$got" steps) == 5 ]] ||
+  fail "the written script did not train the plan's $chosen on 4 workers for 5 steps: $got"
+
+echo "slurm test passed"
