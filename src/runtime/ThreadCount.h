@@ -4,6 +4,8 @@
 // PyTorch's default follows the cores and OMP_NUM_THREADS). So one process on a
 // 2-core machine computes with 2 threads, and 2 workers (threads or mpi ranks
 // of one machine) with 1 each instead of oversubscribing the cores.
+#include <string>
+
 #include "runtime/TrainConfig.h"
 
 namespace dtrain::runtime {
@@ -12,6 +14,10 @@ namespace dtrain::runtime {
 // integer), else the usable cores (sched_getaffinity: taskset and cpusets
 // count) divided by `ranksOnMachine`, at least 1.
 int resolvedThreads(const TrainConfig& c, int ranksOnMachine);
+
+// How OpenMP's idle threads wait (cli/WaitPolicy.h), for the result line:
+// OMP_WAIT_POLICY's value, else "GOMP_SPINCOUNT=N", else "libgomp default".
+std::string openMpWaitPolicy();
 
 // The ranks of this mpirun job on this machine (OpenMPI's
 // OMPI_COMM_WORLD_LOCAL_SIZE, MPICH's MPI_LOCALNRANKS; 1 when neither is set).
