@@ -12,7 +12,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-3}
 out=$(mktemp -d /tmp/bench-busy-XXXXXX)
-python3 -c "
+/usr/bin/python3 -c "
 import numpy as np
 rng = np.random.default_rng(0)
 x = rng.normal(size=(8192, 32)).astype('f4'); y = (x[:, 0] > 0).astype('i8')
@@ -47,7 +47,7 @@ for r in $(seq 1 "$rounds"); do
         case "$extra" in *=*) envs=("$extra") ;; ?*) flags=($extra) ;; esac
         env -u OMP_NUM_THREADS -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT "${envs[@]}" build/dtrain train \
           ${model_args[$model]} --progress off "${flags[@]}" 2>/dev/null | tail -1 |
-          python3 -c "import json,sys; d=json.loads(sys.stdin.read()); print('$r $n $model $name', round(d['samples_per_s'], 1), d['threads'])" |
+          /usr/bin/python3 -c "import json,sys; d=json.loads(sys.stdin.read()); print('$r $n $model $name', round(d['samples_per_s'], 1), d['threads'])" |
           tee -a "$out/rows.txt"
       done
     done
@@ -55,7 +55,7 @@ for r in $(seq 1 "$rounds"); do
   done
 done
 uptime
-python3 - "$out/rows.txt" <<'PY'
+/usr/bin/python3 - "$out/rows.txt" <<'PY'
 import statistics, sys
 runs = {}
 for line in open(sys.argv[1]):
