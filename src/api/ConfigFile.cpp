@@ -97,7 +97,7 @@ void load(const toml::table& root, const std::string& file, RunConfig& rc, Sourc
       DTRAIN_CHECK_USAGE(o, at(file, key.source()), ": unknown key '", name, "' in [", group, "]",
                          s.suggestKey(group, name));
       const std::optional<Value> v = toValue(*o, node);
-      DTRAIN_CHECK_USAGE(v, origin, ": expected ", kindName(o->kind), ", got ", tomlTypeName(node));
+      DTRAIN_CHECK_USAGE(v, origin, ": expected ", expectedValue(*o), ", got ", tomlTypeName(node));
       setChecked(rc, src, *o, *v, origin);
     }
   }

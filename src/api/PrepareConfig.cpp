@@ -45,8 +45,13 @@ UsageError located(const UsageError& e, const Sources& src) {
 
 void prepare(RunConfig& rc, const Sources& src, bool workersKnown) {
   runtime::TrainConfig& c = rc.train;
-  // Defaults that depend on the model (gpt: text data, the peer's AdamW settings).
-  runtime::applyTaskDefaults(c, [&src](const char* flag) { return src.givenFlag(flag); });
+  // Defaults that depend on the model (gpt: text data, the peer's AdamW settings);
+  // the model refuses what it cannot take ([model] n_layer for the mlp), located.
+  try {
+    runtime::applyTaskDefaults(c, [&src](const char* flag) { return src.givenFlag(flag); });
+  } catch (const UsageError& e) {
+    throw located(e, src);
+  }
   // A pipeline or tensor-parallel group without --workers: one replica.
   if (!src.givenFlag("--workers")) c.workers = std::max(c.workers, c.pipelineStages * c.tensorParallel);
   c.strategy = resolveStrategy(c);

@@ -69,10 +69,22 @@ std::string nearest(const std::string& name, const std::vector<std::string>& nam
 }
 }  // namespace
 
+// "[ps] servers or [sandblaster] servers": every group but `except` with the key.
+std::string Schema::groupsWithKey(const std::string& key, const std::string& except) const {
+  std::vector<std::string> found;
+  for (const auto& o : options_)
+    if (o.key == key && o.group != except) found.push_back("[" + o.group + "] " + key);
+  std::sort(found.begin(), found.end());  // by group name, not registration order
+  std::string names;
+  for (size_t i = 0; i < found.size(); ++i)
+    names += (i == 0 ? "" : i + 1 == found.size() ? " or " : ", ") + found[i];
+  return names;
+}
+
 std::string Schema::suggestKey(const std::string& group, const std::string& key) const {
   // A key of another group (e.g. `workers` under [training]) is the likeliest mistake.
-  for (const auto& o : options_)
-    if (o.key == key && o.group != group) return "; did you mean [" + o.group + "] " + key + "?";
+  if (const std::string there = groupsWithKey(key, group); !there.empty())
+    return "; did you mean " + there + "?";
   std::vector<std::string> keys;
   for (const auto& o : options_)
     if (o.group == group) keys.push_back(o.key);
@@ -86,8 +98,8 @@ std::string Schema::suggestKey(const std::string& group, const std::string& key)
 std::string Schema::suggestGroup(const std::string& name) const {
   std::vector<std::string> names;
   for (const auto& g : groups_) names.push_back(g.name);
-    for (const auto& o : options_)
-      if (o.key == name) return "; did you mean [" + o.group + "] " + name + "?";
+  if (const std::string there = groupsWithKey(name, ""); !there.empty())
+    return "; did you mean " + there + "?";
   const std::string n = nearest(name, names);
   if (!n.empty()) return "; did you mean [" + n + "]?";
   std::string all;
@@ -116,6 +128,10 @@ std::string kindName(Kind k) {
     case Kind::StringList: return "a list of strings";
   }
   return "a value";
+}
+
+std::string expectedValue(const Option& o) {
+  return kindName(o.kind) + (o.zeroWord.empty() ? "" : " or \"" + o.zeroWord + "\"");
 }
 
 namespace {
@@ -189,8 +205,13 @@ Value parseText(const Option& o, const std::string& flag, const std::vector<std:
       throw UsageError(flag + " " + t + ": expected true or false");
     }
     case Kind::Int:
-      if (!o.zeroWord.empty() && t == o.zeroWord) return int64_t{0};
-      return parseInt(flag, t);
+      if (o.zeroWord.empty()) return parseInt(flag, t);
+      if (t == o.zeroWord) return int64_t{0};
+      try {
+        return parseInt(flag, t);
+      } catch (const UsageError&) {  // the word is valid too: say so ("--threads many")
+        throw UsageError(flag + " " + t + ": expected an integer or " + o.zeroWord);
+      }
     case Kind::Float: return parseFloat(flag, t);
     case Kind::String: return t;
     case Kind::IntList: {

@@ -33,6 +33,7 @@ class Schema {
   // "unknown key 'x' in [g]" completed with the nearest valid name, for messages.
   std::string suggestKey(const std::string& group, const std::string& key) const;
   std::string suggestGroup(const std::string& name) const;
+  std::string groupsWithKey(const std::string& key, const std::string& except) const;
 
  private:
   std::vector<OptionGroup> groups_;
@@ -61,6 +62,8 @@ std::string describe(const std::string& origin, const std::string& problem);
 // Sets the option, checked; `origin` names it in the error ("--lr", "run.toml:4: [optimizer] lr").
 void setChecked(RunConfig& rc, Sources& src, const Option& o, const Value& v, std::string origin);
 std::string kindName(Kind k);
+// What a value of `o` may be: its kind, and the word that stands for 0 ("an integer or \"auto\"").
+std::string expectedValue(const Option& o);
 std::string toToml(const Value& v);  // a TOML value literal
 // Levenshtein distance (for "did you mean").
 size_t editDistance(const std::string& a, const std::string& b);

@@ -284,6 +284,8 @@ const std::map<std::string, StrategyEntry>& registry() {
          [](const TrainConfig& c) { return c.servers + c.workers; }, makePs, validatePs});
     add({"sandblaster", trainerGroups({"sandblaster"}),
          noMesh("sandblaster", {{"memory.zero", kZeroNotHere},
+                                {"ps.servers", "does not apply to --strategy sandblaster (its parameter "
+                                 "shards: --sandblaster-servers)"},
                                 {"memory.offload", kOffloadNotHere},
                                 {"lora", "does not combine with --strategy sandblaster (its workers build the plain model)"},
                                 {"training.accumulate", "does not apply to --strategy sandblaster (--work-units cuts each batch)"}}),
@@ -304,6 +306,7 @@ const std::map<std::string, StrategyEntry>& registry() {
                               "between threads of one process: use --backend local");
          }});
     entry("hogwild").sharesParameters = true;
+    entry("sandblaster").batchIsGlobal = true;
     std::map<std::string, std::string> meshIgnores{
         {"memory.offload", "cannot be combined with --pipeline-stages or --tensor-parallel yet"},
         {"allreduce.sfb", "cannot be combined with --pipeline-stages or --tensor-parallel (cut "

@@ -43,6 +43,9 @@ struct StrategyEntry {
   // reduceMetric, which parameter servers, Sandblaster and Hogwild! keep local).
   // The simulator charges those sums.
   bool sumsEveryStep = true;
+  // --batch-size is the whole step's batch, which its workers cut into work units
+  // (Sandblaster), not each worker's.
+  bool batchIsGlobal = false;
 
   // "" when the strategy reads the option, else the refusal's text.
   std::string refuses(const Option& o) const;

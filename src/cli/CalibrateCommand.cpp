@@ -12,6 +12,7 @@
 #include "calibrate/CoreSharing.h"
 #include "calibrate/MachineFile.h"
 #include "calibrate/NetworkCoreCost.h"
+#include "cli/launch/Hosts.h"
 #include "core/Error.h"
 
 namespace dtrain::cli {
@@ -55,6 +56,19 @@ std::string calibrateNetsimScript() {
     return DTRAIN_SOURCE_DIR "/scripts/netsim.sh";
 #endif
   throw UsageError("calibrate --netsim: scripts/netsim.sh not found; set DTRAIN_NETSIM_SH=PATH");
+}
+
+// --hosts: every host but the first (this machine) answers ssh before anything
+// is measured; else mpirun fails only after the local measurements, with
+// ORTE's "internal programming error".
+void requireHostsAnswer(const std::vector<std::string>& hosts) {
+  const launch::HostProbe probe("");
+  for (size_t i = 1; i < hosts.size(); ++i) {
+    const std::string name = hosts[i].substr(0, hosts[i].find(':'));
+    DTRAIN_CHECK_USAGE(probe.answers({name}), "calibrate --hosts: host ", name,
+                       " does not answer (ssh -o BatchMode=yes ", name,
+                       " true failed: check its name, that it is up, and that ssh needs no password)");
+  }
 }
 
 }  // namespace
@@ -155,6 +169,7 @@ void addCalibrateCommand(CLI::App& app) {
     c.self = std::filesystem::read_symlink("/proc/self/exe", ec).string();
     if (c.netsimHosts > 0) c.netsimScript = calibrateNetsimScript();
     calibrate::validate(c);
+    if (c.fromFile.empty()) requireHostsAnswer(c.hosts);
     calibrate::writeMachineFile(calibrate::runCalibrate(c), f->out);
     std::fprintf(stderr, "calibrate: wrote %s\n", f->out.c_str());
   });

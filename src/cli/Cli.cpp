@@ -5,6 +5,7 @@
 // mpirun, comm::shutdown() prints the failing rank's line and aborts the job so
 // the other ranks stop at once instead of waiting for their timeouts.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <exception>
 #include <new>
@@ -12,6 +13,7 @@
 
 #include "cli/Cli.h"
 
+#include "api/Schema.h"
 #include "cli/BenchCommand.h"
 #include "cli/CalibrateCommand.h"
 #include "cli/ExportCommand.h"
@@ -44,6 +46,34 @@ void checkCommand(CLI::App& app, int argc, char** argv) {
   throw dtrain::UsageError(std::string("unknown command '") + argv[1] + "' (known: " + known + ")");
 }
 
+// "unknown flag --epoch; did you mean --epochs?" for the first flag the command
+// does not have (CLI11 says only "arguments were not expected: 2 --epoch");
+// "" when every flag is known.
+std::string unknownFlag(CLI::App& app, int argc, char** argv) {
+  if (argc < 2) return "";
+  CLI::App* command = nullptr;
+  for (auto* s : app.get_subcommands({}))
+    if (s->get_name() == argv[1]) command = s;
+  if (!command) return "";
+  std::vector<std::string> flags;
+  for (const CLI::Option* o : command->get_options())
+    for (const std::string& n : o->get_lnames()) flags.push_back("--" + n);
+  for (int i = 2; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg.rfind("--", 0) != 0 || arg == "--") continue;
+    const std::string flag = arg.substr(0, arg.find('='));
+    if (std::find(flags.begin(), flags.end(), flag) != flags.end()) continue;
+    std::string best;
+    size_t bestD = std::string::npos;
+    for (const std::string& f : flags)
+      if (const size_t d = dtrain::api::editDistance(flag, f); d < bestD) bestD = d, best = f;
+    const bool near = bestD <= std::max<size_t>(2, flag.size() / 3);
+    return "unknown flag " + flag + (near ? "; did you mean " + best + "?" : "") + " (see dtrain " +
+           argv[1] + " --help)";
+  }
+  return "";
+}
+
 }  // namespace
 
 namespace dtrain::cli {
@@ -69,6 +99,9 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
+  } catch (const CLI::ExtrasError& e) {
+    const std::string unknown = unknownFlag(app, argc, argv);
+    return fail(2, "error: " + (unknown.empty() ? e.what() + std::string(" (see dtrain --help)") : unknown));
   } catch (const CLI::ParseError& e) {
     return fail(2, std::string("error: ") + e.what() + " (see dtrain --help)");
   } catch (const dtrain::stop::Interrupted& e) {

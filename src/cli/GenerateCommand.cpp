@@ -7,6 +7,7 @@
 
 #include "core/Error.h"
 #include "core/Timer.h"
+#include "nn/Lora.h"
 #include "nn/ModelRegistry.h"
 #include "runtime/Checkpoint.h"
 #include "runtime/Generate.h"
@@ -30,7 +31,13 @@ void run(const GenerateFlags& f) {
                      ": no such checkpoint file");
   kernels::configureKernels(f.threads, kernels::parseGemmBackend(f.gemm));
   // The model's name and architecture are in the checkpoint's metadata.
-  const auto metadata = runtime::loadSafetensors(f.load).metadata;
+  const runtime::SafetensorsFile file = runtime::loadSafetensors(f.load);
+  const auto& metadata = file.metadata;
+  // A LoRA run's checkpoint: its adapters are not the model's weights until merged.
+  for (const auto& [tensor, t] : file.tensors)
+    DTRAIN_CHECK_USAGE(!nn::isLoraParameter(tensor), "--load ", f.load,
+                       ": this file holds LoRA adapters: merge them into the base weights first "
+                       "(dtrain export --merge-lora ", f.load, " merged.safetensors), then --load that");
   auto name = metadata.find("model");
   DTRAIN_CHECK_USAGE(name != metadata.end(), "--load ", f.load,
                      ": the checkpoint does not name its model (save it with dtrain train --save)");

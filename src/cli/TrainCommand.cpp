@@ -11,6 +11,7 @@
 #include "api/ConfigFile.h"
 #include "api/Schema.h"
 #include "api/Train.h"
+#include "cli/RunSummary.h"
 #include "core/StopSignal.h"
 #include "plan/Machine.h"
 #include "plan/Simulator.h"
@@ -63,7 +64,9 @@ void run(const TrainFlags& f) {
     out["predicted_step_s"] = predicted->stepS;
     out["predicted_samples_per_s"] = predicted->samplesPerS;
   }
-  if (!out.is_null()) std::cout << out.dump() << std::endl;  // the reporting rank's line
+  if (out.is_null()) return;
+  std::fprintf(stderr, "%s\n", runSummary(out).c_str());  // for people
+  std::cout << out.dump() << std::endl;  // the reporting rank's line, for machines
 }
 
 // The CLI11 type shown in --help: the choices, or the value's kind.

@@ -1,6 +1,7 @@
 #include "data/NpyDataset.h"
 
 #include "core/Error.h"
+#include "data/FiniteFeatures.h"
 #include "data/NpyFile.h"
 
 namespace dtrain::data {
@@ -26,6 +27,7 @@ std::shared_ptr<TensorDataset> loadNpyDataset(const NpyFiles& files, const Datas
   const std::string features = nameOf(files.features, files.featuresName);
   const std::string labelsWho = nameOf(files.labels, files.labelsName);
   Tensor x = readNpyFeatures(files.features, files.featuresName);
+  requireFiniteFeatures(x, features);
   const std::vector<int32_t> labels = readNpyLabels(files.labels, files.labelsName);
   const int64_t n = x.size(0);
   DTRAIN_CHECK_USAGE(static_cast<int64_t>(labels.size()) == n, labelsWho, " has ", labels.size(),

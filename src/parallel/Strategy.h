@@ -140,6 +140,10 @@ class Strategy {
   // False where a rank cannot stop on its own without leaving its peers waiting
   // (synchronous parameter servers): a signal then ends the run without saving.
   virtual bool savesOnStop() const { return true; }
+  // Whether a checkpoint taken between two steps (--checkpoint-every, a run's last
+  // step) holds the whole run's state. False where ranks run at their own pace
+  // (parameter servers, Hogwild!): their last step is saved once every rank finished.
+  virtual bool checkpointsBetweenSteps() const { return true; }
   // Strategy-specific figures for the metrics and the final JSON line.
   virtual std::map<std::string, double> stats() const { return {}; }
   // Structured figures known at the end of the run (histograms, per-worker

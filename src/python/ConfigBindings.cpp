@@ -12,7 +12,7 @@ namespace {
 // A Python value as the option's kind; throws UsageError naming `origin`.
 api::Value toValue(const api::Option& o, const py::handle& v, const std::string& origin) {
   auto fail = [&]() -> api::Value {
-    throw UsageError(origin + ": expected " + api::kindName(o.kind) + ", got " +
+    throw UsageError(origin + ": expected " + api::expectedValue(o) + ", got " +
                      std::string(py::str(v.get_type().attr("__name__"))));
   };
   auto isNumber = [](const py::handle& x) {

@@ -55,7 +55,18 @@ class ScriptModule : public nn::Module {
 class ScriptModuleTrampoline : public ScriptModule {
  public:
   using ScriptModule::ScriptModule;
-  Variable forward(const Variable& x) override { PYBIND11_OVERRIDE(Variable, ScriptModule, forward, x); }
+  // A forward that returns something else (a NumPy array) is told what to return,
+  // not pybind11's "Unable to cast Python instance to C++ type".
+  Variable forward(const Variable& x) override {
+    py::gil_scoped_acquire gil;
+    const py::function f = py::get_override(static_cast<const ScriptModule*>(this), "forward");
+    if (!f) return ScriptModule::forward(x);
+    const py::object out = f(x);
+    if (py::isinstance<Variable>(out)) return out.cast<Variable>();
+    throw UsageError(describe() + ".forward returned " + std::string(py::str(out.get_type().attr("__name__"))) +
+                     ": return a dtrain Tensor computed from its input by dtrain's layers and operations "
+                     "(dtrain.nn.functional, +, *), through which gradients flow; a NumPy array has none");
+  }
 };
 
 std::mutex& builtMutex() {
@@ -251,8 +262,17 @@ void bindNn(py::module_& m) {
              for (const auto& [k, v] : state) {
                const std::string name = py::str(k);
                auto it = targets.find(name);
-               tensors.emplace_back(name, arrayAs(v, it == targets.end() ? DType::F32 : it->second->dtype(),
-                                                  "load_state_dict: '" + name + "'"));
+               const DType want = it == targets.end() ? DType::F32 : it->second->dtype();
+               const std::string what = "load_state_dict: '" + name + "'";
+               // Float arrays of any precision load into float tensors (as torch's copy_
+               // does); integers into a float tensor, or floats into an integer one, are
+               // a mistake, not a conversion.
+               if (const py::array a = py::array::ensure(v); a && !py::isinstance<Variable>(v)) {
+                 const bool floats = a.dtype().kind() == 'f';
+                 DTRAIN_CHECK_USAGE(floats == (want == DType::F32), what, " has dtype ", std::string(py::str(a.dtype())),
+                                    ", the model's is ", want == DType::F32 ? "float32" : "an integer type");
+               }
+               tensors.emplace_back(name, arrayAs(v, want, what));
              }
              loadState(self, tensors, strict, "load_state_dict");
            },

@@ -19,8 +19,10 @@
 #include "api/Train.h"
 #include "core/StopSignal.h"
 #include "data/Dataset.h"
+#include "data/FiniteFeatures.h"
 #include "data/TextCorpus.h"
 #include "nn/Lora.h"
+#include "runtime/CheckpointDir.h"
 #include "runtime/LoraSetup.h"
 #include "runtime/Safetensors.h"
 
@@ -47,6 +49,7 @@ std::shared_ptr<data::Dataset> dataset(const py::handle& pair, const char* what)
   for (py::ssize_t d = 0; d < xs.ndim(); ++d) shape.push_back(xs.shape(d));
   Tensor x = Tensor::empty(shape);
   std::memcpy(x.data<float>(), xs.data(), static_cast<size_t>(x.numel()) * sizeof(float));
+  data::requireFiniteFeatures(x, what);
   const int64_t n = labels.shape(0);
   Tensor y = Tensor::empty({n}, DType::I32);
   int64_t top = 0;
@@ -132,6 +135,15 @@ std::function<void(const nlohmann::json&)> metricsSink(py::object callback) {
   };
 }
 
+// With on_metrics, a record every 10 steps unless [logging] log_every says
+// otherwise: the CLI's 100 leave a short run only its final record, no curve.
+constexpr int64_t kOnMetricsLogEvery = 10;
+api::RunConfig withMetricsCurve(const Config& config, const py::object& onMetrics) {
+  api::RunConfig rc = config.rc;
+  if (!onMetrics.is_none() && !config.src.givenFlag("--log-every")) rc.train.logEvery = kOnMetricsLogEvery;
+  return rc;
+}
+
 // The registry name a script's model has during its run.
 std::string runModelName(const nn::Module& model) {
   static std::atomic<int> counter{0};
@@ -168,13 +180,30 @@ void loadTrained(nn::Module& model, const std::string& path) {
   loadState(model, mine, true, "the trained model from " + path);
 }
 
+// Ctrl-C during a run of the script's model: the checkpoint the stop wrote
+// (--checkpoint-dir's newest, else --save, a temporary file kept then) goes
+// into the model, and the KeyboardInterrupt says so.
+[[noreturn]] void rethrowStopped(py::error_already_set& stop, nn::Module& model, const api::RunConfig& rc,
+                                 RunScope& scope) {
+  if (!stop.matches(PyExc_KeyboardInterrupt)) throw stop;
+  const std::string dirLatest = rc.train.checkpointDir.empty() ? "" : runtime::latestLinkPath(rc.train.checkpointDir);
+  const std::string saved = !dirLatest.empty() && std::filesystem::exists(dirLatest) ? dirLatest : rc.train.save;
+  if (saved.empty() || !std::filesystem::exists(saved)) throw stop;
+  if (saved == scope.tempFile) scope.tempFile.clear();  // the message names it: keep it
+  loadTrained(model, saved);
+  const std::string line = std::string(py::str(stop.value())) + "; the model holds that step's parameters";
+  PyErr_SetString(PyExc_KeyboardInterrupt, line.c_str());
+  throw py::error_already_set();
+}
+
 }  // namespace
 
 void bindTrain(py::module_& m) {
   m.def("_train_config", [](const Config& config, py::object data, py::object test, py::object onMetrics) {
         api::Data d = taskData(data, test, nullptr);
+        const api::RunConfig rc = withMetricsCurve(config, onMetrics);
         d.onMetrics = metricsSink(onMetrics);
-        return toPython(runReleased(config.rc, config.src, std::move(d)));
+        return toPython(runReleased(rc, config.src, std::move(d)));
       },
       py::arg("config"), py::arg("data") = py::none(), py::arg("test") = py::none(),
       py::arg("on_metrics") = py::none());
@@ -198,7 +227,7 @@ void bindTrain(py::module_& m) {
           return cloneModule(model);
         };
         nn::registerModel(scope.name, std::move(entry));
-        api::RunConfig rc = config.rc;
+        api::RunConfig rc = withMetricsCurve(config, onMetrics);
         rc.train.model = scope.name;
         if (rc.train.save.empty()) {
           static std::atomic<int> runs{0};
@@ -207,7 +236,12 @@ void bindTrain(py::module_& m) {
                              ".safetensors")).string();
           rc.train.save = scope.tempFile;
         }
-        nlohmann::json result = runReleased(rc, config.src, std::move(d));
+        nlohmann::json result;
+        try {
+          result = runReleased(rc, config.src, std::move(d));
+        } catch (py::error_already_set& e) {
+          rethrowStopped(e, *model, rc, scope);
+        }
         // The reporting process (all of them with the local backend) gets the
         // trained parameters; under mpirun the others keep theirs.
         if (std::filesystem::exists(rc.train.save) && !result.is_null()) loadTrained(*model, rc.train.save);

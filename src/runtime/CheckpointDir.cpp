@@ -57,6 +57,24 @@ std::vector<std::string> listCheckpoints(const std::string& dir) {
   return out;
 }
 
+std::string latestLinkPath(const std::string& dir) {
+  return (fs::path(dir) / "latest.safetensors").string();
+}
+
+void markLatest(const std::string& dir, const std::string& path) {
+  // Relative, so that the directory can be moved or copied whole.
+  const fs::path link = latestLinkPath(dir);
+  const fs::path temp = link.string() + ".tmp-" + std::to_string(::getpid());
+  std::error_code ec;
+  fs::remove(temp, ec);
+  fs::create_symlink(fs::path(path).filename(), temp, ec);
+  if (!ec) fs::rename(temp, link, ec);
+  if (ec) {
+    fs::remove(temp);
+    log::warn("could not point ", link.string(), " at ", path, ": ", ec.message());
+  }
+}
+
 void pruneCheckpoints(const std::string& dir, int keep) {
   const auto all = listCheckpoints(dir);
   for (size_t i = static_cast<size_t>(std::max(keep, 0)); i < all.size(); ++i) {

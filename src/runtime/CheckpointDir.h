@@ -17,6 +17,10 @@ std::string checkpointPath(const std::string& dir, int64_t step);
 void prepareCheckpointDir(const std::string& dir);
 // The checkpoints in D, newest first (by the step in the name).
 std::vector<std::string> listCheckpoints(const std::string& dir);
+// D/latest.safetensors: a symbolic link to the checkpoint D's newest, `path`
+// (replaced atomically), for --load and for people.
+std::string latestLinkPath(const std::string& dir);
+void markLatest(const std::string& dir, const std::string& path);
 // Deletes all but the newest `keep`.
 void pruneCheckpoints(const std::string& dir, int keep);
 // The newest checkpoint in D whose file reads back (safetensors header and

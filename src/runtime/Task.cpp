@@ -1,5 +1,6 @@
 #include "runtime/Task.h"
 
+#include <algorithm>
 #include <map>
 
 #include "core/Error.h"
@@ -124,6 +125,10 @@ std::unique_ptr<Task> makeTask(const TaskContext& context, const TaskData& data)
 
 void applyTaskDefaults(TrainConfig& c, const std::function<bool(const char*)>& given) {
   const nn::ModelInfo info = nn::modelInfo(c.model, modelOverrides(c));
+  // --max-steps N alone trains N steps, crossing epochs as needed (what Lightning's and
+  // PyTorch's users mean): N epochs bound it no sooner, an epoch being >= 1 step. With
+  // --epochs as well, whichever ends first.
+  if (!given("--epochs") && c.maxSteps > 0) c.epochs = std::max(c.epochs, c.maxSteps);
   if (isLanguageModel(info)) {
     // The peer's settings (../shared/bench/torch_gpt.py, nanoGPT's AdamW groups).
     if (!given("--dataset")) c.dataset = "text";
@@ -131,9 +136,6 @@ void applyTaskDefaults(TrainConfig& c, const std::function<bool(const char*)>& g
     if (!given("--lr")) c.lr = 1e-3;
     if (!given("--weight-decay")) c.weightDecay = 0.1;
     if (!given("--batch-size")) c.batchSize = 16;
-    // The peer trains --steps whatever the corpus size: with --max-steps, an
-    // "epoch" (TextBatcher::stepsPerEpoch, >= 1 step) no longer stops training.
-    if (!given("--epochs") && c.maxSteps > 0) c.epochs = c.maxSteps;
     // Parameter servers cannot clip by the global norm yet (TrainConfig.cpp).
     if (!given("--clip-grad-norm") && c.strategy != "ps") c.clipGradNorm = 1.0;
     if (!given("--decay-2d-only")) c.decay2dOnly = true;

@@ -68,6 +68,12 @@ int resolvedThreads(const TrainConfig& c, int ranksOnMachine) {
   return std::max(1, usableCores() / std::max(1, ranksOnMachine));
 }
 
+std::string openMpWaitPolicy() {
+  if (const char* p = std::getenv("OMP_WAIT_POLICY"); p && *p) return p;
+  if (const char* s = std::getenv("GOMP_SPINCOUNT"); s && *s) return std::string("GOMP_SPINCOUNT=") + s;
+  return "libgomp default";
+}
+
 int mpiRanksOnThisMachine() {
   for (const char* name : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"})
     if (const char* s = std::getenv(name); s && *s)

@@ -4,6 +4,8 @@
 // PyTorch's default follows the cores and OMP_NUM_THREADS). So one process on a
 // 2-core machine computes with 2 threads, and 2 workers (threads or mpi ranks
 // of one machine) with 1 each instead of oversubscribing the cores.
+#include <string>
+
 #include "runtime/TrainConfig.h"
 
 namespace dtrain::runtime {
@@ -21,6 +23,10 @@ int resolvedThreads(const TrainConfig& c, int ranksOnMachine);
 // srun export as SLURM_CPUS_PER_TASK to every process of the job, mpirun's
 // ranks included); 0 outside a job or when the job did not ask.
 int slurmCpusPerTask();
+
+// How OpenMP's idle threads wait (cli/WaitPolicy.h), for the result line:
+// OMP_WAIT_POLICY's value, else "GOMP_SPINCOUNT=N", else "libgomp default".
+std::string openMpWaitPolicy();
 
 // The ranks of this mpirun job on this machine (OpenMPI's
 // OMPI_COMM_WORLD_LOCAL_SIZE, MPICH's MPI_LOCALNRANKS; 1 when neither is set).

@@ -11,6 +11,7 @@
 #include "core/Offload.h"
 #include "core/StopSignal.h"
 #include "runtime/LaunchHooks.h"
+#include "data/FiniteFeatures.h"
 #include "data/KjvCorpus.h"
 #include "core/Timer.h"
 #include "optim/Factory.h"
@@ -32,6 +33,7 @@ using autograd::Variable;
 nlohmann::json TrainResult::toJson() const {
   nlohmann::json j{{"steps", steps},
                    {"epochs", epochs},
+                   {"epochs_completed", epochsCompleted},
                    {"seconds", seconds},
                    {"samples_per_s", samplesPerS},
                    {"effective_lr", effectiveLr},
@@ -155,6 +157,17 @@ class StragglerDelay {
   Rng rng_;
 };
 // Copies of the parameters and buffers (--eval-deferred), and back.
+// A loss that turned NaN or infinite came from the input (the batch holds such a
+// value: data the load checks did not see) or from the optimisation.
+std::string nonFiniteLoss(double loss, int64_t step, int64_t epoch, const Tensor& x, double lr) {
+  const std::string what = detail::concat("loss became ", std::isnan(loss) ? "NaN" : "infinite",
+                                          " at step ", step, " (epoch ", epoch, ")");
+  if (const std::string bad = data::firstNonFiniteFeature(x); !bad.empty())
+    return detail::concat(what, " from its input: the batch's ", bad, "; check the data");
+  return detail::concat(what, " in the optimisation (its input is finite); try a lower --lr (now ",
+                        lr, ")");
+}
+
 std::vector<Tensor> snapshotState(nn::Module& m) {
   std::vector<Tensor> out;
   for (auto& [name, p] : m.namedParameters()) out.push_back(p.data().clone());
@@ -209,6 +222,7 @@ void Trainer::saveCheckpointNow(TrainState state, int64_t step, int64_t perEpoch
   for (auto& [k, v] : modelMetadata(c)) state.metadata[k] = v;
   const std::string path = checkpointPath(c.checkpointDir, step);
   saveCheckpoint(path, *model_, optimizer_.get(), state);
+  markLatest(c.checkpointDir, path);
   pruneCheckpoints(c.checkpointDir, c.keepCheckpoints);
   if (say) log::info("checkpoint ", path);
 }
@@ -236,7 +250,11 @@ TrainResult Trainer::run() {
   if (resumeFrom_) {
     loadCheckpoint(*resumeFrom_, c.load, *model_, optimizer_.get(), &state);
     resumeFrom_.reset();
-    if (reporter) log::info("resumed from ", c.load, " at step ", state.step);
+    if (reporter && state.step >= total)
+      log::info("resumed from ", c.load, " at step ", state.step, ": this run ends at step ",
+                total, ", so there is nothing more to train");
+    else if (reporter)
+      log::info("resumed from ", c.load, " at step ", state.step);
     noteWorldChange(state, strategy_->dataReplicas(), task->globalBatch(), reporter);
   }
   strategy_->setup(*model_, *optimizer_);
@@ -268,9 +286,12 @@ TrainResult Trainer::run() {
     progress.message(detail::concat("training ", c.model, " (", model_->parameterCount(),
                                     " parameters) on ", task->describeData(), ": ", total,
                                     " steps of batch ", task->globalBatch(),
+                                    // The workers asked for (not a coordinator's or
+                                    // servers' ranks, which compute no gradients).
                                     strategy_->worldSize() > 1
-                                        ? detail::concat(" (", strategy_->worldSize(),
-                                                         " workers, ", strategy_->name(), ")")
+                                        ? detail::concat(" (", c.workers,
+                                                         c.workers == 1 ? " worker, " : " workers, ",
+                                                         strategy_->name(), ")")
                                         : std::string(),
                                     ", ", optimizer_->describe(),
                                     optimizer_->decay2dOnly() ? " on 2-D parameters" : "",
@@ -281,6 +302,7 @@ TrainResult Trainer::run() {
   TrainResult r;
   r.effectiveLr = baseLr;
   int64_t step = state.step;
+  const int64_t firstStep = step;
   double evalSeconds = 0, windowLoss = 0;
   int64_t windowSteps = 0;
   Timer clock, window;
@@ -330,9 +352,7 @@ TrainResult Trainer::run() {
         stepLoss = strategy_->forwardBackward(*model_, work);
       }
       if (!std::isfinite(stepLoss))
-        throw Error(detail::concat("loss became ", std::isnan(stepLoss) ? "NaN" : "infinite",
-                                   " at step ", step + 1, " (epoch ", epoch + 1,
-                                   "); try a lower --lr (now ", optimizer_->lr(), ")"));
+        throw Error(nonFiniteLoss(stepLoss, step + 1, epoch + 1, b.x, optimizer_->lr()));
       if (delay.active()) {
         SpanScope s(spans, "straggler delay");
         delay.sleep();
@@ -359,7 +379,13 @@ TrainResult Trainer::run() {
       ++step;
       windowLoss += stepLoss;
       ++windowSteps;
-      const bool periodic = c.checkpointEvery > 0 && step % c.checkpointEvery == 0 && step < total;
+      // The last step goes into --checkpoint-dir too (with or without --checkpoint-every),
+      // so that `--resume auto` of a finished run resumes finished, and one run's last
+      // checkpoint goes on exactly as a periodic one would.
+      const bool lastToDir =
+          step == total && !c.checkpointDir.empty() && strategy_->checkpointsBetweenSteps();
+      const bool periodic =
+          (c.checkpointEvery > 0 && step % c.checkpointEvery == 0 && step < total) || lastToDir;
       if (periodic) {
         SpanScope s(spans, "checkpoint");
         saveCheckpointNow(state, step, perEpoch, globalBatch, reporter);
@@ -436,6 +462,7 @@ TrainResult Trainer::run() {
   }
   r.seconds = clock.seconds() - evalSeconds;
   r.steps = step;
+  r.epochsCompleted = step / perEpoch;
   state.worldSize = strategy_->dataReplicas();
   state.globalBatch = globalBatch;
   const int64_t ranSteps = step - state.step;
@@ -449,7 +476,11 @@ TrainResult Trainer::run() {
   // Collective (every rank's compression residuals go to the reporter).
   // Stopped on a signal with --checkpoint-dir: that checkpoint is the run's, not --save.
   const bool saveAtEnd = !c.save.empty() && !(interrupted && !c.checkpointDir.empty());
-  if (saveAtEnd) state.strategyState = strategy_->checkpointState();
+  // Ranks at their own pace save their last step into --checkpoint-dir once all have
+  // finished (the others did in the loop).
+  const bool finalToDir = !c.checkpointDir.empty() && !interrupted && firstStep < total &&
+                          !strategy_->checkpointsBetweenSteps();
+  if (saveAtEnd || finalToDir) state.strategyState = strategy_->checkpointState();
   r.strategyStats = strategy_->stats();
   r.strategyReport = strategy_->report();
   r.parameters = model_->parameterCount();
@@ -461,7 +492,7 @@ TrainResult Trainer::run() {
   progress.finish();
 
   if (reporter) {
-    strategy_->syncModel(*model_, saveAtEnd ? optimizer_.get() : nullptr);
+    strategy_->syncModel(*model_, saveAtEnd || finalToDir ? optimizer_.get() : nullptr);
     // The whole model's (tensor parallelism cut it before syncModel).
     r.parameters = model_->parameterCount();
     r.trainableParameters = nn::trainableParameterCount(*model_);
@@ -491,13 +522,20 @@ TrainResult Trainer::run() {
       for (const auto& [k, v] : extra.items()) r.evaluation[k] = v;
       if (!r.strategyReport.empty()) metrics.write(r.strategyReport);
     }
+    state.step = step;
+    state.epoch = step / perEpoch;
+    for (auto& [k, v] : modelMetadata(c)) state.metadata[k] = v;
     if (saveAtEnd) {
-      state.step = step;
-      state.epoch = step / perEpoch;
-      for (auto& [k, v] : modelMetadata(c)) state.metadata[k] = v;
       saveCheckpoint(c.save, *model_, optimizer_.get(), state);
       if (interrupted) stopCheckpoint = c.save;
       else log::info("saved checkpoint ", c.save, " at step ", step);
+    }
+    if (finalToDir) {
+      const std::string path = checkpointPath(c.checkpointDir, step);
+      saveCheckpoint(path, *model_, optimizer_.get(), state);
+      markLatest(c.checkpointDir, path);
+      pruneCheckpoints(c.checkpointDir, c.keepCheckpoints);
+      log::info("checkpoint ", path, " (the last step)");
     }
     if (!c.saveAdapters.empty()) saveAdapters(c.saveAdapters, c, *model_);  // LoRA
   }

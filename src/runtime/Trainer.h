@@ -27,6 +27,7 @@ namespace dtrain::runtime {
 struct TrainResult {
   int64_t steps = 0;
   int64_t epochs = 0;     // epochs started
+  int64_t epochsCompleted = 0;  // passes over the training set finished (resumed ones too)
   double seconds = 0;     // training loop only (no loading, no final evaluation)
   double samplesPerS = 0;
   double trainLoss = 0;   // mean over the last logging window

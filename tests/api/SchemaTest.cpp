@@ -61,6 +61,10 @@ TEST(ConfigFile, UnknownKeySuggestsTheNearest) {
   // A key of another group.
   EXPECT_EQ(loadError("[training]\nworkers = 3\n"),
             "run.toml:2: unknown key 'workers' in [training]; did you mean [parallel] workers?");
+  // A key of several other groups: each of them.
+  EXPECT_EQ(loadError("[parallel]\nservers = 1\n"),
+            "run.toml:2: unknown key 'servers' in [parallel]; did you mean [ps] servers or "
+            "[sandblaster] servers?");
 }
 
 TEST(ConfigFile, UnknownGroupAndTopLevelKeys) {

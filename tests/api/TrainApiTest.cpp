@@ -4,6 +4,8 @@
 // would ignore refused as flags are.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "api/Train.h"
 #include "core/Error.h"
 #include "core/Rng.h"
@@ -70,6 +72,23 @@ TEST(TrainApi, UserModelOnArraysLearnsUnderOneAndTwoWorkers) {
   // The global-batch rule: 2 workers x 16 trains the same model as 1 x 32.
   EXPECT_NEAR(one.at("train_loss").get<double>(), two.at("train_loss").get<double>(), 1e-4);
   EXPECT_EQ(one.at("config").at("training").at("batch_size"), 32);
+}
+
+// NaN in data handed over in memory: the NaN loss says it came from the input.
+TEST(TrainApi, NanLossFromTheInputSaysSo) {
+  registerTiny();
+  Tensor x = Tensor::zeros({64, 3});
+  x.data<float>()[3 * 10 + 2] = NAN;
+  Tensor y = Tensor::zeros({64}, DType::I32);
+  api::Data d;
+  d.train = std::make_shared<data::TensorDataset>(x, y, 3);
+  try {
+    api::train(config(1, 32), d);
+    FAIL() << "trained on NaN";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("from its input: the batch's sample"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("holds NaN at feature 2"), std::string::npos) << e.what();
+  }
 }
 
 // A registered Sequential is cut into pipeline stages like the built-ins.

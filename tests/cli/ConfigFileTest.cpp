@@ -72,6 +72,9 @@ TEST(ConfigFileCli, BadFilesExitTwoWithOneLine) {
   expectError(runDtrain(kQuick + "--config " + writeFile(dir, "c.toml", "[ps]\nservers = 2\n")), 2,
               "c.toml:2: [ps] servers does not apply to --strategy single");
   expectError(runDtrain(kQuick + "--config " + writeFile(dir, "d.toml", "[training\n")), 2, "d.toml:1: ");
+  // A key of the group the model does not take: where it is, too.
+  expectError(runDtrain(kQuick + "--config " + writeFile(dir, "e.toml", "[model]\nname = \"mlp\"\nn_layer = 4\n")),
+              2, "e.toml:3: [model] n_layer: ");
 }
 
 // Options a run would have ignored (each exited 0 before) are refused.

@@ -19,7 +19,19 @@ const std::string kQuick = "train --dataset synthetic --synthetic-size 512 --max
 
 }  // namespace
 
-TEST(CliErrors, UnknownFlag) { expectError(runDtrain(kQuick + "--bogus 3"), 2, "--bogus"); }
+TEST(CliErrors, UnknownFlag) {
+  expectError(runDtrain(kQuick + "--bogus 3"), 2, "unknown flag --bogus (see dtrain train --help)");
+  // A near miss: the flag meant (CLI11 alone said "arguments were not expected: 2 --epoch").
+  expectError(runDtrain(kQuick + "--epoch 2"), 2, "unknown flag --epoch; did you mean --epochs?");
+  expectError(runDtrain(kQuick + "--max-step=2"), 2, "did you mean --max-steps?");
+}
+
+// A flag of another strategy's: the one meant.
+TEST(CliErrors, ServersUnderSandblasterNamesItsOwnFlag) {
+  expectError(runDtrain(kQuick + "--optimizer lbfgs --strategy sandblaster --workers 2 --servers 1"), 2,
+              "--servers does not apply to --strategy sandblaster (its parameter shards: "
+              "--sandblaster-servers)");
+}
 
 TEST(CliErrors, UnknownSubcommandOrNone) {
   expectError(runDtrain("fly"), 2, "fly");
@@ -44,7 +56,10 @@ TEST(CliErrors, UnknownPrecisionOrGemmBackend) {
   expectError(runDtrain(kQuick + "--gemm mkl"), 2, "known: auto, onednn, openblas");
 }
 
-TEST(CliErrors, NotANumber) { expectError(runDtrain(kQuick + "--epochs many"), 2, "--epochs"); }
+TEST(CliErrors, NotANumber) {
+  expectError(runDtrain(kQuick + "--epochs many"), 2, "--epochs many: expected an integer");
+  expectError(runDtrain(kQuick + "--threads many"), 2, "--threads many: expected an integer or auto");
+}
 
 TEST(CliErrors, MissingDataDirSaysHowToInstall) {
   auto r = runDtrain("train --data-dir /nonexistent/fmnist --progress off");
@@ -74,6 +89,8 @@ TEST(CliErrors, NanLossNamesTheStepAndWritesNoCheckpoint) {
   fs::path ckpt = fs::path(tempDir()) / "never.safetensors";
   auto r = runDtrain(kQuick + "--lr 1e30 --max-steps 50 --save " + ckpt.string());
   expectError(r, 1, "at step");
+  EXPECT_NE(r.err.find("in the optimisation (its input is finite); try a lower --lr"), std::string::npos)
+      << r.err;
   EXPECT_FALSE(fs::exists(ckpt));
 }
 

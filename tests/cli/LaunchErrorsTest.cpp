@@ -2,6 +2,8 @@
 // is touched (the run itself is tested on emulated hosts: tests/netsim/launch_test.sh).
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include "cli/CliRunner.h"
 
 using namespace dtrain::test;
@@ -38,6 +40,20 @@ TEST(LaunchErrors, GlobalBatchThatCannotBeKept) {
               "global batch of 9");
 }
 
-TEST(LaunchErrors, ConfigFileRefused) {
-  expectError(runDtrain("launch --netsim 2" + kLaunchTrain + " --config run.toml"), 2, "--config");
+// calibrate --hosts asks each host first: one line naming the one that does
+// not answer (not minutes of local measurements, then mpirun's error).
+TEST(LaunchErrors, CalibrateNamesAHostThatDoesNotAnswer) {
+  expectError(runDtrain("calibrate --hosts localhost,dtrain-no-such-host.invalid --out /tmp/dtrain-never.json"), 2,
+              "calibrate --hosts: host dtrain-no-such-host.invalid does not answer");
+}
+
+// A --config file as in train: the launch reads its checkpoints and batch (here
+// 3 x 3 = 9, which 2 hosts cannot keep: refused before any host is touched).
+TEST(LaunchErrors, ConfigFileGivesTheCheckpointsAndTheBatch) {
+  const std::string dir = tempDir(), toml = dir + "/run.toml";
+  std::ofstream(toml) << "[checkpoint]\ndir = \"" << dir << "/ckpt\"\nevery = 10\n[training]\nbatch_size = 3\n";
+  expectError(runDtrain("launch --hosts a,b,c --min-hosts 2 -- train --config " + toml), 2, "global batch of 9");
+  std::ofstream(toml) << "[training]\nbatch_size = 3\n";
+  expectError(runDtrain("launch --hosts a,b,c -- train --config " + toml), 2, "[checkpoint] dir in its --config");
+  expectError(runDtrain("launch --hosts a,b,c -- train --config " + dir + "/none.toml"), 2, "none.toml");
 }

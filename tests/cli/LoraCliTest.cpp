@@ -175,6 +175,10 @@ TEST(LoraCli, FrozenBaseAdaptersAloneAndMergeExport) {
                          *trained.find("transformer.h.0.attn.c_attn.weight")));
   // A plain checkpoint: dtrain loads it without LoRA flags.
   lastJson(runDtrain(gptRun(dir) + "--max-steps 1 --load " + merged));
+  // generate takes the merged file and names the merge for the LoRA one.
+  expectError(runDtrain("generate --load " + lora + " --prompt a --max-new-tokens 1"), 2,
+              "this file holds LoRA adapters: merge them into the base weights first (dtrain export "
+              "--merge-lora " + lora + " merged.safetensors)");
 
   const char* src = std::getenv("DTRAIN_SOURCE_DIR");
   const std::string reference = std::string(src ? src : ".") + "/../shared/bench/torch_gpt.py";

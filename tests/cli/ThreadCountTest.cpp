@@ -81,6 +81,22 @@ TEST(ThreadCount, ASlurmTaskGetsItsCpusAndNoMore) {
   EXPECT_NE(omp.err.find("OMP_NUM_THREADS 3: this SLURM task was given 2 CPUs"), std::string::npos) << omp.err;
 }
 
+// OpenMP's idle threads sleep by default (spinning ones collapse beside a busy
+// process); the user's OMP_WAIT_POLICY or GOMP_SPINCOUNT wins.
+TEST(ThreadCount, OpenMpWaitsPassivelyUnlessTheUserChose) {
+  auto policy = [](const std::string& env) {
+    const CliResult r = runShell("env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT OMP_NUM_THREADS=2 " + env + " " +
+                                 std::string(DTRAIN_BIN) + kThreadsRun);
+    EXPECT_EQ(r.code, 0) << r.err;
+    std::string text = r.out;
+    while (!text.empty() && text.back() == '\n') text.pop_back();
+    return nlohmann::json::parse(text.substr(text.rfind('\n') + 1)).at("omp_wait_policy").get<std::string>();
+  };
+  EXPECT_EQ(policy(""), "passive");
+  EXPECT_EQ(policy("OMP_WAIT_POLICY=active"), "active");
+  EXPECT_EQ(policy("GOMP_SPINCOUNT=1000"), "GOMP_SPINCOUNT=1000");
+}
+
 TEST(ThreadCount, ConfigFilesTakeAutoOrACount) {
   const CliResult printed = runDtrain(kThreadsRun + "--print-config");
   ASSERT_EQ(printed.code, 0) << printed.err;

@@ -29,6 +29,10 @@ TEST(Train, LastStdoutLineIsTheResultJson) {
   EXPECT_EQ(j["steps"], 64);  // 2 epochs x 2048/64
   EXPECT_GT(j["test_accuracy"].get<double>(), 0.9);  // synthetic classes are separable
   EXPECT_NE(r.err.find("step 8/64"), std::string::npos) << r.err;  // plain log lines
+  // A short line for people on stderr: what ran, how well, where the files went.
+  EXPECT_NE(r.err.find("dtrain: mlp, 64 steps (2 epochs) in "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(" samples/s; test accuracy "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("; metrics " + metrics.string() + "\n"), std::string::npos) << r.err;
   // One JSON object per logged step, then the final evaluation.
   std::istringstream lines(slurp(metrics.string()));
   int records = 0;
@@ -40,6 +44,39 @@ TEST(Train, LastStdoutLineIsTheResultJson) {
     }
   }
   EXPECT_EQ(records, 8);
+}
+
+// --max-steps N trains N steps, crossing epochs (Lightning's meaning); with
+// --epochs too, whichever ends first. 512 samples of batch 64: 8 steps an epoch.
+TEST(Train, MaxStepsAloneCrossesEpochs) {
+  const std::string args = "train --dataset synthetic --synthetic-size 512 --progress off --max-steps 20 ";
+  auto alone = runDtrain(args);
+  ASSERT_EQ(alone.code, 0) << alone.err;
+  EXPECT_EQ(lastJson(alone)["steps"], 20) << alone.lastLine();
+  EXPECT_EQ(lastJson(alone)["epochs_completed"], 2) << alone.lastLine();
+  EXPECT_EQ(lastJson(alone)["epochs"], 3) << alone.lastLine();  // started
+  auto both = runDtrain(args + "--epochs 1");
+  ASSERT_EQ(both.code, 0) << both.err;
+  EXPECT_EQ(lastJson(both)["steps"], 8) << both.lastLine();
+  EXPECT_EQ(lastJson(both)["epochs_completed"], 1) << both.lastLine();
+}
+
+// The last step lands in --checkpoint-dir (periodic ones stop short of it), with
+// latest.safetensors pointing at it: `--resume auto` of a finished run trains no more.
+TEST(Train, FinishedRunResumesFinished) {
+  const fs::path dir = fs::path(tempDir()) / "ckpt";
+  const std::string args = "train --dataset synthetic --synthetic-size 256 --progress off --max-steps 6 "
+                           "--checkpoint-every 4 --checkpoint-dir " + dir.string() + " --resume auto";
+  auto first = runDtrain(args);
+  ASSERT_EQ(first.code, 0) << first.err;
+  EXPECT_TRUE(fs::exists(dir / "step-000000006.safetensors"));
+  EXPECT_EQ(fs::read_symlink(dir / "latest.safetensors"), "step-000000006.safetensors");
+  auto again = runDtrain(args);
+  ASSERT_EQ(again.code, 0) << again.err;
+  EXPECT_NE(again.err.find("step-000000006.safetensors at step 6: this run ends at step 6, so there "
+                           "is nothing more to train"), std::string::npos) << again.err;
+  EXPECT_EQ(lastJson(again)["steps"], 6);
+  fs::remove_all(dir.parent_path());
 }
 
 TEST(Train, MlpReaches80PercentOnFashionMnistInOneEpoch) {

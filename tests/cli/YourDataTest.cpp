@@ -4,6 +4,7 @@
 // or flag answered with one line and exit code 2.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -142,6 +143,21 @@ TEST(YourData, FlagsThatDoNotGoTogether) {
               "--model gpt-tiny is a language model");
   expectError(runDtrain("train --progress off --model lenet " + f.flags()), 2,
               "--model lenet takes 1x28x28 images; the data's samples have shape [2]");
+}
+
+// NaN or infinity in the features: named at load (the file and the first bad
+// value), not steps later as a NaN loss.
+TEST(YourData, NonFiniteFeaturesAreNamedAtLoad) {
+  const std::string d = tempDir();
+  writeNpyOf(d + "/y.npy", "<i8", {3}, std::vector<int64_t>{0, 1, 0});
+  writeNpyOf(d + "/nan.npy", "<f4", {3, 2}, std::vector<float>{1, 2, 3, NAN, 5, INFINITY});
+  expectError(runDtrain(kRun + "--dataset npy --train-data " + d + "/nan.npy --train-labels " + d + "/y.npy"), 2,
+              "--train-data " + d + "/nan.npy: sample 1 holds NaN at feature 1 (flat index 3); input "
+              "features must be finite numbers");
+  writeNpyOf(d + "/inf.npy", "<f8", {3, 2}, std::vector<double>{1, 2, 3, 4, 5, -INFINITY});
+  expectError(runDtrain(kRun + "--dataset npy --train-data " + d + "/inf.npy --train-labels " + d + "/y.npy"), 2,
+              "sample 2 holds -inf at feature 1 (flat index 5)");
+  fs::remove_all(d);
 }
 
 TEST(YourData, BadFilesGetOneLineAndExitCode2) {

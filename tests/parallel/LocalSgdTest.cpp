@@ -165,7 +165,8 @@ TEST(LocalSgd, ResumeBetweenSyncsIsBitwise) {
   EXPECT_TRUE(saved.count("strategy.outer.momentum.1.weight"));
   EXPECT_TRUE(saved.count("strategy.rank1.local.1.weight"));  // between syncs
   EXPECT_TRUE(saved.count("strategy.outer.average.1.weight"));
-  runLocalSgdOk(run + "--max-steps 20 --resume auto --checkpoint-dir " + ckpt + " --save " + dir + "/resumed.safetensors");
+  runLocalSgdOk(run + "--max-steps 20 --resume " + ckpt + "/step-000000009.safetensors --save " + dir +
+                "/resumed.safetensors");
   const auto straight = everyTensor(dir + "/straight.safetensors");
   const auto resumed = everyTensor(dir + "/resumed.safetensors");
   ASSERT_EQ(straight.size(), resumed.size());
@@ -211,7 +212,8 @@ TEST(LocalSgd, ResumeWithACompressedDeltaIsBitwise) {
   runLocalSgdOk(run + "--max-steps 12 --save " + dir + "/straight.safetensors");
   runLocalSgdOk(run + "--max-steps 8 --checkpoint-every 5 --checkpoint-dir " + ckpt);
   EXPECT_TRUE(everyTensor(ckpt + "/step-000000005.safetensors").count("strategy.rank1.compress.chunk0.residual"));
-  runLocalSgdOk(run + "--max-steps 12 --resume auto --checkpoint-dir " + ckpt + " --save " + dir + "/resumed.safetensors");
+  runLocalSgdOk(run + "--max-steps 12 --resume " + ckpt + "/step-000000005.safetensors --save " + dir +
+                "/resumed.safetensors");
   const auto straight = everyTensor(dir + "/straight.safetensors");
   const auto resumed = everyTensor(dir + "/resumed.safetensors");
   ASSERT_EQ(straight.size(), resumed.size());

@@ -90,31 +90,32 @@ std::vector<std::string> names(const std::string& dir) {
   return out;
 }
 
-// --checkpoint-every 3 to step 10 keeps the newest two (steps 6 and 9); --resume
-// auto goes on from 9 to 20 and ends where an uninterrupted run does; with
-// step 9's file cut short it goes on from 6, warning, and still does.
+// --checkpoint-every 3 to step 10 keeps the newest two (step 9 and the last, 10);
+// --resume auto goes on from 10 to 20 (writing its last, 20) and ends where an
+// uninterrupted run does; with step 20's file cut short it goes on from 10,
+// warning, and still does.
 TEST(PeriodicCheckpoints, ResumeAutoGoesOnFromTheNewestValidOne) {
   const std::string dir = tempDir(), ckpt = dir + "/ckpt";
   const std::string run = kTrain + "--workers 2 --batch-size 16 ";
   runOk(run + "--max-steps 20 --save " + dir + "/straight.safetensors");
   runOk(run + "--max-steps 10 --checkpoint-every 3 --keep-checkpoints 2 --checkpoint-dir " + ckpt);
-  EXPECT_EQ(names(ckpt), (std::vector<std::string>{"step-000000006.safetensors",
-                                                   "step-000000009.safetensors"}));
+  EXPECT_EQ(names(ckpt), (std::vector<std::string>{"latest.safetensors", "step-000000009.safetensors",
+                                                   "step-000000010.safetensors"}));
   const Params straight = loadCheckpointTensors(dir + "/straight.safetensors");
   auto resumed = runShell(run + "--max-steps 20 --resume auto --checkpoint-dir " + ckpt + " --save " +
                           dir + "/resumed.safetensors");
   ASSERT_EQ(resumed.code, 0) << resumed.err;
-  EXPECT_NE(resumed.err.find("step-000000009.safetensors at step 9"), std::string::npos) << resumed.err;
+  EXPECT_NE(resumed.err.find("step-000000010.safetensors at step 10"), std::string::npos) << resumed.err;
   expectClose(loadCheckpointTensors(dir + "/resumed.safetensors"), straight, 1e-5, "resume auto");
 
-  // A job killed while writing step 9: the file is cut short.
-  const std::string nine = ckpt + "/step-000000009.safetensors";
-  std::filesystem::resize_file(nine, std::filesystem::file_size(nine) / 2);
+  // A job killed while writing step 20: the file is cut short.
+  const std::string twenty = ckpt + "/step-000000020.safetensors";
+  std::filesystem::resize_file(twenty, std::filesystem::file_size(twenty) / 2);
   auto fallback = runShell(run + "--max-steps 20 --resume auto --checkpoint-dir " + ckpt + " --save " +
                            dir + "/fallback.safetensors");
   ASSERT_EQ(fallback.code, 0) << fallback.err;
-  EXPECT_NE(fallback.err.find("skipping " + nine), std::string::npos) << fallback.err;
-  EXPECT_NE(fallback.err.find("at step 6"), std::string::npos) << fallback.err;
+  EXPECT_NE(fallback.err.find("skipping " + twenty), std::string::npos) << fallback.err;
+  EXPECT_NE(fallback.err.find("at step 10"), std::string::npos) << fallback.err;
   expectClose(loadCheckpointTensors(dir + "/fallback.safetensors"), straight, 1e-5, "fallback");
   std::filesystem::remove_all(dir);
 }

@@ -40,6 +40,9 @@ TEST(Sandblaster, EqualsSingleProcessLbfgsAndDoesNotDependOnTheWorkers) {
   ASSERT_FALSE(three.params.empty());
   ASSERT_FALSE(one.params.empty());
   EXPECT_EQ(three.line["steps"], 6);
+  // --batch-size is the whole L-BFGS batch the 3 workers share, as ran.
+  EXPECT_EQ(three.line["global_batch"], 512);
+  EXPECT_EQ(three.line["workers"], 3);
   // Unit-order sums: bitwise whoever computed each unit.
   EXPECT_EQ(three.params, one.params);
   // One pass over 512 samples or 8 units of 64: summation order only.

@@ -46,7 +46,8 @@ void expectStopAndResume(const std::string& prefix, const std::string& flags, co
                              "/step-000000007.safetensors (go on with --resume auto)"),
             std::string::npos) << what << stopped.err;
   EXPECT_EQ(stopped.out, "") << what;  // no result line: the run did not finish
-  EXPECT_EQ(stopNames(ckpt), std::vector<std::string>{"step-000000007.safetensors"}) << what;
+  EXPECT_EQ(stopNames(ckpt), (std::vector<std::string>{"latest.safetensors", "step-000000007.safetensors"}))
+      << what;
   EXPECT_FALSE(std::filesystem::exists(dir + "/unused.safetensors")) << what;  // the directory's is the run's
   auto resumed = runShell(prefix + kStopRun + flags + " --max-steps 20 --resume auto --checkpoint-dir " +
                           ckpt + " --save " + dir + "/resumed.safetensors");
@@ -113,7 +114,7 @@ TEST(CleanStop, ParameterServersStopWithoutSaving) {
   auto h = runShell("DTRAIN_STOP_AT_STEP=5 timeout 120 " + std::string(DTRAIN_BIN) + kStopRun +
                     "--workers 2 --strategy hogwild --max-steps 40 --checkpoint-dir " + dir);
   EXPECT_EQ(h.code, 130) << h.err;
-  EXPECT_EQ(stopNames(dir), std::vector<std::string>{"step-000000005.safetensors"});
+  EXPECT_EQ(stopNames(dir), (std::vector<std::string>{"latest.safetensors", "step-000000005.safetensors"}));
   std::filesystem::remove_all(dir);
 }
 

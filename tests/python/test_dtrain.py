@@ -51,6 +51,27 @@ def test_mlp_learns_numpy_arrays_with_one_and_two_workers():
     assert one["config"]["training"]["batch_size"] == 32
 
 
+def test_max_steps_alone_crosses_epochs():
+    # 64 samples of batch 32: 2 steps an epoch; max_steps is the steps trained (README's one-liner).
+    cfg = dtrain.Config(training={"max_steps": 20, "batch_size": 32}, logging={"progress": "off"})
+    r = dtrain.train(cfg, data=blobs(64, 1))
+    assert r["steps"] == 20 and r["epochs_completed"] == 10
+
+
+def test_openmp_waits_passively_unless_the_user_chose():
+    code = ("import dtrain, numpy as np\n"
+            "x = np.zeros((64, 2), np.float32); y = np.zeros(64, np.int64)\n"
+            "cfg = dtrain.Config(training={'max_steps': 1}, logging={'progress': 'off'})\n"
+            "print(dtrain.train(cfg, data=(x, y))['omp_wait_policy'])\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+    for policy, expected in ((None, "passive"), ("active", "active")):
+        if policy:
+            env["OMP_WAIT_POLICY"] = policy
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.strip() == expected
+
+
 def test_same_run_as_the_cli_bitwise(tmp_path):
     x, y = blobs(640, 3)
     np.save(tmp_path / "x.npy", x)
@@ -91,6 +112,15 @@ def test_bad_input_raises_with_dtrains_line():
         dtrain.train(quick(), data=(np.zeros((8, 2), np.float32), np.zeros(8, np.float32)))
     with pytest.raises(ValueError, match=r"same N"):
         dtrain.train(quick(), data=(np.zeros((8, 2), np.float32), np.zeros(7, np.int64)))
+    with pytest.raises(ValueError, match=r"did you mean \[ps\] servers or \[sandblaster\] servers\?"):
+        dtrain.Config(parallel={"servers": 1})
+    with pytest.raises(ValueError, match=r"\[training\] threads: expected an integer or \"auto\", got str"):
+        dtrain.Config(training={"threads": "many"})
+    nan = np.zeros((8, 2), np.float32)
+    nan[5, 1] = np.nan
+    with pytest.raises(ValueError, match=r"sample 5 holds NaN at feature 1 \(flat index 11\); input features "
+                                         r"must be finite"):
+        dtrain.train(quick(), data=(nan, np.zeros(8, np.int64)))
 
 
 def test_models_lists_the_registry():
@@ -165,9 +195,45 @@ def test_ctrl_c_saves_then_raises_keyboard_interrupt(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert "KeyboardInterrupt: stopped by SIGINT after step 7: checkpoint " in out.stdout, out.stdout
-    assert sorted(os.listdir(ckpt)) == ["step-000000007.safetensors"]
+    assert sorted(os.listdir(ckpt)) == ["latest.safetensors", "step-000000007.safetensors"]
     straight = str(tmp_path / "straight.safetensors")
     resumed = str(tmp_path / "resumed.safetensors")
     dtrain.train(quick(checkpoint={"save": straight}), (x, y))
     dtrain.train(quick(checkpoint={"save": resumed, "dir": ckpt, "resume": "auto"}), (x, y))
     assert tensors(resumed) == tensors(straight)
+
+
+def test_ctrl_c_leaves_the_stopped_step_in_the_model_and_its_file():
+    """A run of the script's model stopped after step 5 (no [checkpoint] given):
+    the temporary checkpoint the message names is kept and its parameters are
+    the model's, not the initial ones."""
+    code = (
+        "import os, re, sys, numpy as np, dtrain\n"
+        "sys.path.insert(0, %r)\n"
+        "from test_dtrain import blobs, quick\n"
+        "x, y = blobs(512, 1)\n"
+        "model = dtrain.models.build('mlp', seed=5, sample_shape=[4], classes=3)\n"
+        "before = model.state_dict()['1.weight'].copy()\n"
+        "try:\n"
+        "    dtrain.train(model, (x, y), config=quick())\n"
+        "except KeyboardInterrupt as e:\n"
+        "    path = re.search(r'checkpoint (\\S+\\.safetensors)', str(e)).group(1)\n"
+        "    saved = dtrain.load(path)['1.weight']\n"
+        "    now = model.state_dict()['1.weight']\n"
+        "    print(str(e).endswith(\"the model holds that step's parameters\"),"
+        " np.array_equal(saved, now), not np.array_equal(before, now))\n"
+        "    os.remove(path)\n" % os.path.dirname(__file__))
+    env = dict(os.environ, DTRAIN_STOP_AT_STEP="5")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["True", "True", "True"], out.stdout + out.stderr
+
+
+def test_on_metrics_gets_a_curve_by_default():
+    records = []
+    dtrain.train(quick(training={"max_steps": 30}), data=blobs(256, 1), on_metrics=records.append)
+    assert [r["step"] for r in records if "loss" in r] == [10, 20, 30]
+    records.clear()  # [logging] log_every, when given, wins
+    dtrain.train(quick(training={"max_steps": 30}, logging={"log_every": 15}), data=blobs(256, 1),
+                 on_metrics=records.append)
+    assert [r["step"] for r in records if "loss" in r] == [15, 30]

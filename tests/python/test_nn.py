@@ -63,6 +63,23 @@ def test_deepcopy_is_an_independent_replica():
     assert np.abs(model.state_dict()["fc.weight"]).sum() > 0
 
 
+def test_forward_returning_numpy_says_what_to_return():
+    class Numpy(dtrain.nn.Module):
+        def forward(self, x):
+            return np.zeros((2, 3), np.float32)
+
+    with pytest.raises(ValueError, match=r"Numpy.forward returned ndarray: return a dtrain Tensor"):
+        Numpy()(dtrain.tensor(np.zeros((2, 4), np.float32)))
+
+
+def test_load_state_dict_converts_floats_and_refuses_integers():
+    model, other = Scaled(), Scaled()
+    with pytest.raises(ValueError, match=r"'fc.weight' has dtype int32, the model's is float32"):
+        other.load_state_dict(dict(model.state_dict(), **{"fc.weight": np.zeros((4, 12), np.int32)}))
+    other.load_state_dict({k: v.astype(np.float64) for k, v in model.state_dict().items()})
+    np.testing.assert_array_equal(other.state_dict()["fc.weight"], model.state_dict()["fc.weight"])
+
+
 def test_state_dict_loads_into_pytorch_strict():
     torch = pytest.importorskip("torch")
     model = Scaled()

@@ -18,8 +18,9 @@ void addCheckpointOptions(Schema& s) {
         "Write a checkpoint every N steps into --checkpoint-dir (0: off)")
       .train(&TrainConfig::checkpointEvery).range(0);
   s.add("checkpoint", "dir", "--checkpoint-dir",
-        "Directory of the periodic checkpoints (step-<N>.safetensors), where a run stopped "
-        "by Ctrl-C or SIGTERM saves its last step too")
+        "Directory of the periodic checkpoints (step-<N>.safetensors; latest.safetensors links "
+        "the newest), where a run saves its last step too, at the end or stopped by Ctrl-C or "
+        "SIGTERM")
       .train(&TrainConfig::checkpointDir);
   s.add("checkpoint", "keep", "--keep-checkpoints", "Periodic checkpoints kept (the newest)")
       .train(&TrainConfig::keepCheckpoints).range(1)

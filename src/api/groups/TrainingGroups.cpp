@@ -10,10 +10,12 @@ using runtime::TrainConfig;
 
 void addTrainingOptions(Schema& s) {
   s.addGroup("training", "Training");
-  s.add("training", "epochs", "--epochs", "Passes over the training set")
+  s.add("training", "epochs", "--epochs",
+        "Passes over the training set (default 1; unbounded under --max-steps alone)")
       .train(&TrainConfig::epochs).range(1);
   s.add("training", "max_steps", "--max-steps",
-        "Stop when the global step count reaches N (0: no limit; counts resumed steps)")
+        "Train N steps in all, crossing epochs as needed (0: no limit; counts resumed "
+        "steps); with --epochs, whichever ends first")
       .train(&TrainConfig::maxSteps).range(0);
   s.add("training", "batch_size", "--batch-size", "Samples per step (per worker)")
       .train(&TrainConfig::batchSize).range(1).result("batch_size");

@@ -114,8 +114,8 @@ void runLaunch(const LaunchFlags& f) {
   std::vector<LaunchHost> hosts = given;
   DTRAIN_CHECK_USAGE(f.minHosts >= 1 && f.minHosts <= static_cast<int>(hosts.size()), "launch: --min-hosts ",
                      f.minHosts, " must be in 1..", hosts.size(), " (the hosts given)");
-  const int64_t batch0 = intFlag(f.train, "--batch-size", 64), acc0 = intFlag(f.train, "--accumulate", 1);
-  DTRAIN_CHECK_USAGE(batch0 >= 1 && acc0 >= 1, "launch: --batch-size and --accumulate must be at least 1");
+  DTRAIN_CHECK_USAGE(train.batchSize() >= 1 && train.accumulate() >= 1,
+                     "launch: --batch-size and --accumulate must be at least 1");
   bool uniform = true;
   for (const auto& h : hosts) uniform = uniform && h.slots == hosts[0].slots;
   train.fixGlobalBatch(workersOf(hosts));

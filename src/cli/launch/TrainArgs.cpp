@@ -1,5 +1,10 @@
 #include "cli/launch/TrainArgs.h"
 
+#include <filesystem>
+
+#include "api/ConfigFile.h"
+#include "api/RunConfig.h"
+#include "api/Schema.h"
 #include "core/Error.h"
 
 namespace dtrain::cli::launch {
@@ -49,15 +54,24 @@ TrainArgs::TrainArgs(std::vector<std::string> train) {
   DTRAIN_CHECK_USAGE(!train.empty() && train[0] == "train",
                      "launch needs the train command after '--' (dtrain launch ... -- train ARGS...)");
   train_.assign(train.begin() + 1, train.end());
-  DTRAIN_CHECK_USAGE(!flagValue(train_, "--config"),
-                     "launch reads the train flags only: give the options as flags, not --config");
+  // A --config file gives what its flags do not (flags override it, as in train);
+  // its path made absolute, for ranks started elsewhere.
+  api::RunConfig file;
+  if (const auto config = flagValue(train_, "--config")) {
+    api::Sources unused;
+    api::loadConfigFile(*config, file, unused);  // a bad file is refused here, at once
+    train_ = dropFlag(train_, "--config");
+    train_.insert(train_.begin(), {"--config", std::filesystem::absolute(*config).string()});
+  }
   const auto dir = flagValue(train_, "--checkpoint-dir");
-  DTRAIN_CHECK_USAGE(dir && !dir->empty(), "launch needs --checkpoint-dir D in the train arguments (restarts resume from it)");
-  dir_ = *dir;
-  every_ = intFlag(train_, "--checkpoint-every", 0);
-  DTRAIN_CHECK_USAGE(every_ > 0, "launch needs --checkpoint-every N (N > 0) in the train arguments");
-  batch0_ = intFlag(train_, "--batch-size", 64);
-  acc0_ = intFlag(train_, "--accumulate", 1);
+  dir_ = dir ? *dir : file.train.checkpointDir;
+  DTRAIN_CHECK_USAGE(!dir_.empty(), "launch needs --checkpoint-dir D in the train arguments or "
+                     "[checkpoint] dir in its --config (restarts resume from it)");
+  every_ = intFlag(train_, "--checkpoint-every", file.train.checkpointEvery);
+  DTRAIN_CHECK_USAGE(every_ > 0, "launch needs --checkpoint-every N (N > 0) in the train arguments "
+                     "or [checkpoint] every in its --config");
+  batch0_ = intFlag(train_, "--batch-size", file.train.batchSize);
+  acc0_ = intFlag(train_, "--accumulate", file.train.accumulate);
 }
 
 BatchPlan TrainArgs::planOrThrow(int64_t workers) const {
@@ -75,7 +89,8 @@ std::vector<std::string> TrainArgs::forWorkers(int64_t workers) const {
   const BatchPlan p = planOrThrow(workers);
   for (const std::string s : {"--backend", "mpi", "--resume", "auto"}) args.push_back(s);
   args.insert(args.end(), {"--workers", std::to_string(workers), "--batch-size", std::to_string(p.batch)});
-  if (p.accumulate != 1 || flagValue(train_, "--accumulate"))
+  // (the user's accumulation, from a flag or the file, is replaced by the plan's)
+  if (p.accumulate != 1 || acc0_ != 1 || flagValue(train_, "--accumulate"))
     args.insert(args.end(), {"--accumulate", std::to_string(p.accumulate)});
   return args;
 }

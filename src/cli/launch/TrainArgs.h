@@ -25,10 +25,14 @@ std::optional<BatchPlan> planBatch(int64_t global, int64_t workers, int64_t batc
 class TrainArgs {
  public:
   // `train`: the arguments after `-- train`. Checks what a launch needs
-  // (--checkpoint-dir, --checkpoint-every, no --config; UsageError otherwise).
+  // (--checkpoint-dir, --checkpoint-every: flags or its --config file's keys;
+  // UsageError otherwise).
   explicit TrainArgs(std::vector<std::string> train);
   const std::string& checkpointDir() const { return dir_; }
   int64_t checkpointEvery() const { return every_; }
+  // The user's per-rank batch and accumulation (flags, else the --config file's).
+  int64_t batchSize() const { return batch0_; }
+  int64_t accumulate() const { return acc0_; }
   // The global batch of `workers` workers at the user's batch and accumulation.
   void fixGlobalBatch(int64_t workers) { global_ = workers * batch0_ * acc0_; }
   int64_t globalBatch() const { return global_; }

@@ -118,6 +118,7 @@ class Hogwild final : public Strategy {
   int worldSize() const override { return comm_.size(); }
   // Ranks are threads of one process: the launcher sets intra-op threads.
   bool ownsProcess() const override { return false; }
+  bool checkpointsBetweenSteps() const override { return false; }
 
   void setup(nn::Module& model, optim::Optimizer& optimizer) override;
   // optimizer.step() straight into the shared storage, without a lock.

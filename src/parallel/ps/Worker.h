@@ -46,6 +46,7 @@ class PsWorker final : public Strategy {
   // Workers stop at their own steps; a server closing a synchronous step would
   // wait for one that left: a signal ends a ps run without a checkpoint.
   bool savesOnStop() const override { return false; }
+  bool checkpointsBetweenSteps() const override { return false; }
   int rank() const override { return worker_; }
   int worldSize() const override { return opts_.workers; }
   bool ownsProcess() const override;

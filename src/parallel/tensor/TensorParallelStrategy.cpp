@@ -155,6 +155,9 @@ void TensorParallel::syncModel(nn::Module&, optim::Optimizer* optimizer) {
 }
 
 void TensorParallel::finish(nn::Module& model, optim::Optimizer& optimizer) {
+  // A checkpoint of the last step swapped the whole tensors in (syncModel) with
+  // no step after it to cut them again (beginStep).
+  shards_->restoreSlices();
   if (dataParallel_) dataParallel_->finish(model, optimizer);
   gather(opts_.gatherOptimizer);
 }

@@ -1,6 +1,14 @@
 """dtrain from Python: configurations, NumPy data, models defined in Python or
 built by name, and training under every strategy; each step runs in C++
 (the extension module dtrain._dtrain). See docs/guide/python.md."""
+import os as _os
+
+# OpenMP threads that spin while they wait collapse on cores another process
+# uses (10-100x): sleep instead, unless the user chose (cli/WaitPolicy.h).
+# libgomp reads the policy when it loads, with the extension module below.
+if not _os.environ.get("OMP_WAIT_POLICY") and not _os.environ.get("GOMP_SPINCOUNT"):
+    _os.environ["OMP_WAIT_POLICY"] = "passive"
+
 from . import _dtrain
 from ._dtrain import Config, Tensor, load, save, tensor, manual_seed, generate
 from . import nn, models
