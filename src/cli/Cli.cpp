@@ -14,6 +14,7 @@
 
 #include "cli/BenchCommand.h"
 #include "cli/CalibrateCommand.h"
+#include "cli/DataCommand.h"
 #include "cli/ExportCommand.h"
 #include "cli/GenerateCommand.h"
 #include "cli/LaunchCommand.h"
@@ -60,6 +61,7 @@ int main(int argc, char** argv) {
   dtrain::cli::addCalibrateCommand(app);
   dtrain::cli::addSimulateCommand(app);
   dtrain::cli::addPlanCommand(app);
+  dtrain::cli::addDataCommand(app);
   try {
     checkCommand(app, argc, argv);
     app.parse(argc, argv);

@@ -58,12 +58,13 @@ ShardStream::~ShardStream() {
 bool ShardStream::push(size_t source, Sample&& s) {
   std::unique_lock<std::mutex> lock(mu_);
   Source& src = *sources_[source];
-  space_.wait(lock, [&] {
-    return stop_ || static_cast<int64_t>(src.queue.size()) < config_.queueSamples;
-  });
+  if (static_cast<int64_t>(src.queue.size()) >= config_.queueSamples)
+    space_.wait(lock, [&] {
+      return stop_ || static_cast<int64_t>(src.queue.size()) <= config_.queueSamples / 2;
+    });
   if (stop_) return false;
   src.queue.push_back(std::move(s));
-  ready_.notify_all();
+  if (consumerWaiting_) ready_.notify_all();
   return true;
 }
 
@@ -103,12 +104,19 @@ bool ShardStream::take(Sample& out) {
       cursor_ = (cursor_ + 1) % sources_.size();
       continue;
     }
-    ready_.wait(lock, [&] { return !src.queue.empty() || src.done; });
+    if (src.queue.empty() && !src.done) {
+      consumerWaiting_ = true;
+      ready_.wait(lock, [&] { return !src.queue.empty() || src.done; });
+      consumerWaiting_ = false;
+    }
     if (!src.queue.empty()) {
       out = std::move(src.queue.front());
       src.queue.pop_front();
       cursor_ = (cursor_ + 1) % sources_.size();
-      space_.notify_all();
+      // Wake a full producer only once its queue is half empty: one wake-up per half queue,
+      // not per sample (a loader thread woken per sample costs the compute threads more
+      // than its work).
+      if (static_cast<int64_t>(src.queue.size()) == config_.queueSamples / 2) space_.notify_all();
       return true;
     }
     if (src.error) std::rethrow_exception(src.error);

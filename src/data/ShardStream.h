@@ -81,6 +81,7 @@ class ShardStream {
   std::vector<std::unique_ptr<Source>> sources_;
   size_t cursor_ = 0;   // the source next() takes from (round robin)
   size_t active_ = 0;   // sources not yet drained
+  bool consumerWaiting_ = false;
   bool stop_ = false;
 };
 
