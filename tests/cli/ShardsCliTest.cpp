@@ -36,7 +36,7 @@ struct PackedBands {
     EXPECT_EQ(r.code, 0) << r.err;
   }
   std::string flags() const {
-    return "train --model mlp --progress off --epochs 3 --dataset shards --train-data '" + train +
+    return "train --model mlp --progress off --threads 1 --epochs 3 --dataset shards --train-data '" + train +
            "' --test-data '" + test + "' ";
   }
 };
@@ -45,7 +45,7 @@ struct PackedBands {
 
 TEST(Shards, PackedIdxTrainsLikeTheInMemoryRun) {
   PackedBands p;
-  auto memory = runDtrain("train --model mlp --progress off --epochs 3 --dataset idx --data-dir " + p.dir);
+  auto memory = runDtrain("train --model mlp --progress off --threads 1 --epochs 3 --dataset idx --data-dir " + p.dir);
   ASSERT_EQ(memory.code, 0) << memory.err;
   for (const std::string extra : {"", "--workers 2 --loader-threads 2 --shuffle-buffer 100 "}) {
     auto r = runDtrain(p.flags() + extra);
@@ -65,7 +65,7 @@ TEST(Shards, BadShardIsOneLineNamingTheFileOrCountedWhenSkipped) {
   PackedBands p;
   const std::string junk = p.dir + "/sh/train-junk.tar";
   std::ofstream(junk) << std::string(1024, 'j');
-  const std::string withJunk = "train --model mlp --progress off --epochs 1 --dataset shards "
+  const std::string withJunk = "train --model mlp --progress off --threads 1 --epochs 1 --dataset shards "
                                "--train-data '" + p.train + "," + junk + "' ";
   auto r = runDtrain(withJunk);
   expectError(r, 2, junk + ": not a tar file or corrupt: bad header checksum");
@@ -101,7 +101,7 @@ TEST(Tokens, PackedTextTrainsAGptOnTokenShards) {
   EXPECT_EQ(lastJsonOf(r)["shards"], 3);  // 23200 bytes
   r = runDtrain("data pack --text " + dir + "/corpus.txt --out " + dir + "/tok/val");
   ASSERT_EQ(r.code, 0) << r.err;
-  const std::string run = "train --model gpt-tiny --progress off --max-steps 10 --lr 0.005 --batch-size 8 --block-size 32 "
+  const std::string run = "train --model gpt-tiny --progress off --threads 1 --max-steps 10 --lr 0.005 --batch-size 8 --block-size 32 "
                           "--dataset tokens --train-data '" + dir + "/tok/train-*.bin' ";
   r = runDtrain(run + "--test-data " + dir + "/tok/val-000000.bin --eval-batches 2");
   ASSERT_EQ(r.code, 0) << r.err;
@@ -113,4 +113,17 @@ TEST(Tokens, PackedTextTrainsAGptOnTokenShards) {
   std::ofstream(dir + "/tok/train-000001.bin", std::ios::app) << "x";  // now an odd size
   expectError(runDtrain(run), 2, "train-000001.bin: an odd size");
   expectError(runDtrain(run + "--loader-threads 2"), 2, "--loader-threads");
+}
+
+// The stream is a pure function of its configuration, so a run stopped mid-epoch and resumed
+// (same workers) trains on exactly the batches the uninterrupted run did: the same weights.
+TEST(Shards, ResumedMidEpochEqualsTheUninterruptedRun) {
+  PackedBands p;
+  const std::string run = p.flags() + "--loader-threads 2 --shuffle-buffer 50 ";
+  ASSERT_EQ(runDtrain(run + "--max-steps 40 --save " + p.dir + "/full.st").code, 0);
+  ASSERT_EQ(runDtrain(run + "--max-steps 27 --checkpoint-every 27 --checkpoint-dir " + p.dir + "/ck").code, 0);
+  auto r = runDtrain(run + "--max-steps 40 --checkpoint-dir " + p.dir + "/ck --resume auto --save " +
+                     p.dir + "/resumed.st");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(slurp(p.dir + "/full.st"), slurp(p.dir + "/resumed.st"));
 }
