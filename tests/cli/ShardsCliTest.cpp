@@ -83,6 +83,9 @@ TEST(Shards, FlagsAreCheckedWithOneLine) {
   expectError(runDtrain("train --model mlp --epochs 1 --workers 7 --dataset shards --train-data '" +
                         p.train + "'"),
               2, "6 shards for 7 ranks");
+  expectError(runDtrain("train --model mlp --dataset shards --no-shuffle --shuffle-buffer 5 --train-data '" +
+                        p.train + "'"),
+              2, "--shuffle-buffer");
   expectError(runDtrain("data pack --out " + p.dir + "/x"), 2, "give one source");
   expectError(runDtrain("data pack --npy a.npy --labels b.npy --split test --out " + p.dir + "/x"), 2,
               "--split applies to --idx");

@@ -83,7 +83,11 @@ void addDataOptions(Schema& s) {
   s.add("data", "shuffle_buffer", "--shuffle-buffer",
         "Streamed datasets: samples each rank holds to draw its batches from at random "
         "(0: the shards' order; the shard order is shuffled every epoch either way)")
-      .train(&runtime::TrainConfig::shuffleBuffer).range(0).result("shuffle_buffer").when(streamedOnly);
+      .train(&runtime::TrainConfig::shuffleBuffer).range(0).result("shuffle_buffer")
+      .when([streamedOnly](const RunConfig& rc) {
+        const std::string why = streamedOnly(rc);
+        return !why.empty() ? why : unlessThen(rc.train.shuffle, "applies unless --no-shuffle");
+      });
   s.add("data", "skip_bad_samples", "--skip-bad-samples",
         "Streamed datasets: count and skip samples that do not decode (bad_samples in the "
         "result) instead of stopping with an error naming the file")
