@@ -1,5 +1,6 @@
 #include "data/ShardStream.h"
 
+#include <algorithm>
 #include <numeric>
 
 namespace dtrain::data {
@@ -55,20 +56,24 @@ ShardStream::~ShardStream() {
     if (s->thread.joinable()) s->thread.join();
 }
 
-bool ShardStream::push(size_t source, Sample&& s) {
+// Hands a chunk of samples over under one lock: a lock and a wake-up per sample cost the
+// compute threads more than the samples' reading.
+bool ShardStream::push(size_t source, std::vector<Sample>& chunk) {
   std::unique_lock<std::mutex> lock(mu_);
   Source& src = *sources_[source];
-  if (static_cast<int64_t>(src.queue.size()) >= config_.queueSamples)
-    space_.wait(lock, [&] {
-      return stop_ || static_cast<int64_t>(src.queue.size()) <= config_.queueSamples / 2;
-    });
+  space_.wait(lock, [&] {
+    return stop_ || static_cast<int64_t>(src.queue.size()) < config_.queueSamples;
+  });
   if (stop_) return false;
-  src.queue.push_back(std::move(s));
+  for (Sample& s : chunk) src.queue.push_back(std::move(s));
+  chunk.clear();
   if (consumerWaiting_) ready_.notify_all();
   return true;
 }
 
 void ShardStream::readShards(size_t source, std::vector<int64_t> shards) {
+  const auto chunkSize = static_cast<size_t>(std::max<int64_t>(1, config_.queueSamples / 4));
+  std::vector<Sample> chunk;
   try {
     for (int64_t index : shards) {
       const std::string& path = set_->files()[static_cast<size_t>(index)].path;
@@ -84,9 +89,11 @@ void ShardStream::readShards(size_t source, std::vector<int64_t> shards) {
           if (!set_->skipBad()) throw;
           continue;  // counted by the scan
         }
-        if (!push(source, std::move(s))) return;
+        chunk.push_back(std::move(s));
+        if (chunk.size() >= chunkSize && !push(source, chunk)) return;
       }
     }
+    if (!chunk.empty() && !push(source, chunk)) return;
   } catch (...) {
     std::lock_guard<std::mutex> lock(mu_);
     sources_[source]->error = std::current_exception();
@@ -97,29 +104,29 @@ void ShardStream::readShards(size_t source, std::vector<int64_t> shards) {
 }
 
 bool ShardStream::take(Sample& out) {
-  std::unique_lock<std::mutex> lock(mu_);
   while (active_ > 0) {
     Source& src = *sources_[cursor_];
     if (src.drained) {
       cursor_ = (cursor_ + 1) % sources_.size();
       continue;
     }
-    if (src.queue.empty() && !src.done) {
-      consumerWaiting_ = true;
-      ready_.wait(lock, [&] { return !src.queue.empty() || src.done; });
-      consumerWaiting_ = false;
+    if (src.taken.empty()) {  // take the whole shared queue at once
+      std::unique_lock<std::mutex> lock(mu_);
+      if (src.queue.empty() && !src.done) {
+        consumerWaiting_ = true;
+        ready_.wait(lock, [&] { return !src.queue.empty() || src.done; });
+        consumerWaiting_ = false;
+      }
+      src.taken.swap(src.queue);
+      if (!src.taken.empty()) space_.notify_all();
+      if (src.taken.empty() && src.error) std::rethrow_exception(src.error);
     }
-    if (!src.queue.empty()) {
-      out = std::move(src.queue.front());
-      src.queue.pop_front();
+    if (!src.taken.empty()) {
+      out = std::move(src.taken.front());
+      src.taken.pop_front();
       cursor_ = (cursor_ + 1) % sources_.size();
-      // Wake a full producer only once its queue is half empty: one wake-up per half queue,
-      // not per sample (a loader thread woken per sample costs the compute threads more
-      // than its work).
-      if (static_cast<int64_t>(src.queue.size()) == config_.queueSamples / 2) space_.notify_all();
       return true;
     }
-    if (src.error) std::rethrow_exception(src.error);
     src.drained = true;  // finished and empty: out of the rotation
     --active_;
     cursor_ = (cursor_ + 1) % sources_.size();

@@ -14,7 +14,8 @@
 //
 // So a rank's sample sequence is a pure function of (shard set, seed, epoch, rank, world
 // size, T, N): resuming mid-epoch at the same world size skips the samples already seen.
-// Memory is the shuffle buffer plus T queues, whatever the size of the data.
+// Memory is the shuffle buffer plus T queues (each up to about twice its size: what the
+// consumer took and what the thread refilled), whatever the size of the data.
 //
 // A bad sample (data/ShardReader.h) is rethrown by the next() that would have returned it,
 // or skipped when the set was scanned with skipBad (the scan counted it).
@@ -60,14 +61,15 @@ class ShardStream {
 
  private:
   struct Source {
-    std::deque<Sample> queue;
+    std::deque<Sample> queue;  // shared with the thread (under mu_)
+    std::deque<Sample> taken;  // moved out of queue by the consumer (consumer only)
     bool done = false;     // the thread finished (its queue may still hold samples)
     bool drained = false;  // done and empty (consumer only)
     std::exception_ptr error;
     std::thread thread;
   };
   void readShards(size_t source, std::vector<int64_t> shards);
-  bool push(size_t source, Sample&& s);
+  bool push(size_t source, std::vector<Sample>& chunk);
   bool take(Sample& out);
 
   std::shared_ptr<const ShardSet> set_;
