@@ -9,6 +9,7 @@
 
 #include "core/Rng.h"
 #include "data/ShardList.h"
+#include "data/ShardPack.h"
 #include "data/ShardStream.h"
 #include "DataTestUtil.h"
 #include "ShardTestData.h"
@@ -122,6 +123,43 @@ TEST(ShardStream, ShuffleIsDeterministicPerSeedAndEpoch) {
   Sample s;
   ASSERT_TRUE(resumed.next(s));
   EXPECT_EQ(s.key.substr(s.key.rfind(':') + 1), first[5]);
+}
+
+// Packing keeps every value bit for bit: samples of k / 255 values as uint8, others as float32.
+TEST(ShardPack, PackedSamplesReadBackBitForBit) {
+  TempDir dir;
+  Tensor x = Tensor::empty({5, 1, 3}, DType::F32);
+  Tensor y = Tensor::empty({5}, DType::I32);
+  for (int64_t i = 0; i < 15; ++i)
+    x.data<float>()[i] = i < 9 ? static_cast<float>(i * 20) / 255.0f : 0.1f * static_cast<float>(i);
+  for (int64_t i = 0; i < 5; ++i) y.data<int32_t>()[i] = static_cast<int32_t>(i % 2);
+  const TensorDataset ds(x, y, 2);
+  const PackResult r = packShards(ds, dir.file("p/train"), 2);
+  ASSERT_EQ(r.files.size(), 3u);
+  EXPECT_EQ(r.pattern, dir.file("p/train") + "-{000000..000002}.tar");
+  auto set = ShardSet::scan(expandShardPattern(r.pattern, "--train-data"), false);
+  EXPECT_EQ(set->spec().sampleShape, (Shape{1, 3}));
+  EXPECT_EQ(set->spec().numClasses, 2);
+  ShardStream stream(set, {0, 1, 1, 0, 4, 0, false}, 0);
+  int64_t i = 0;
+  for (Sample s; stream.next(s); ++i) {
+    ASSERT_LT(i, 5);
+    EXPECT_EQ(s.label, y.data<int32_t>()[i]);
+    for (int64_t j = 0; j < 3; ++j) EXPECT_EQ(s.x[j], x.data<float>()[i * 3 + j]) << i << " " << j;
+  }
+  EXPECT_EQ(i, 5);
+  // Samples 0-2 are k / 255 values (stored as uint8), 3 and 4 are not (float32).
+  auto descrOf = [](const std::string& file) {
+    TarReader tar(file);
+    TarEntry e;
+    std::vector<uint8_t> bytes;
+    EXPECT_TRUE(tar.next(e));
+    tar.readData(bytes);
+    const std::string text(bytes.begin(), bytes.end());
+    return text.find("'|u1'") != std::string::npos ? "u1" : text.find("'<f4'") != std::string::npos ? "f4" : "?";
+  };
+  EXPECT_STREQ(descrOf(r.files[0]), "u1");
+  EXPECT_STREQ(descrOf(r.files[2]), "f4");
 }
 
 long residentPeakKiB() {
