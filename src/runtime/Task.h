@@ -32,11 +32,11 @@ namespace dtrain::runtime {
 struct TaskData {
   std::shared_ptr<const data::Dataset> train, test;  // classification
   std::shared_ptr<const data::TextCorpus> text;      // language modeling
-  // Streamed classification data (--dataset shards): the scanned shard sets.
-  std::shared_ptr<const data::ShardSet> trainShards, testShards;
   // Sees each --metrics record as it is written (the reporting rank's thread;
   // also without --metrics): Python's on_metrics. Empty: none.
   std::function<void(const nlohmann::json&)> onMetrics;
+  // Streamed classification data (--dataset shards): the scanned shard sets.
+  std::shared_ptr<const data::ShardSet> trainShards, testShards;
 };
 
 // The architecture flags (--n-layer ...) of `config`.
