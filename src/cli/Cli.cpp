@@ -16,6 +16,7 @@
 #include "api/Schema.h"
 #include "cli/BenchCommand.h"
 #include "cli/CalibrateCommand.h"
+#include "cli/DataCommand.h"
 #include "cli/ExportCommand.h"
 #include "cli/GenerateCommand.h"
 #include "cli/LaunchCommand.h"
@@ -90,6 +91,7 @@ int main(int argc, char** argv) {
   dtrain::cli::addCalibrateCommand(app);
   dtrain::cli::addSimulateCommand(app);
   dtrain::cli::addPlanCommand(app);
+  dtrain::cli::addDataCommand(app);
   try {
     checkCommand(app, argc, argv);
     app.parse(argc, argv);

@@ -279,6 +279,56 @@ std::vector<int32_t> readNpyLabels(const std::string& path, const std::string& n
   return labels;
 }
 
+NpyHeader parseNpyFeaturesHeader(const uint8_t* pre, size_t size, int64_t totalSize,
+                                 const std::string& who) {
+  DTRAIN_CHECK_USAGE(size >= 10 && std::memcmp(pre, kMagic, kMagicSize) == 0, who,
+                     ": not a .npy array (bad magic)");
+  NpyHeader h;
+  h.major = pre[6];
+  h.minor = pre[7];
+  DTRAIN_CHECK_USAGE(h.major >= 1 && h.major <= 3 && h.minor == 0, who,
+                     ": unsupported .npy format version ", h.major, ".", h.minor);
+  const size_t lenBytes = h.major == 1 ? 2 : 4;
+  DTRAIN_CHECK_USAGE(size >= 8 + lenBytes, who, ": truncated .npy header");
+  int64_t headerLen = 0;
+  for (int b = static_cast<int>(lenBytes) - 1; b >= 0; --b) headerLen = (headerLen << 8) | pre[8 + b];
+  h.dataOffset = 8 + static_cast<int64_t>(lenBytes) + headerLen;
+  DTRAIN_CHECK_USAGE(h.dataOffset <= static_cast<int64_t>(size), who, ": truncated .npy header (",
+                     headerLen, " bytes declared)");
+  std::string text(reinterpret_cast<const char*>(pre) + 8 + lenBytes, static_cast<size_t>(headerLen));
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  parseDict(text, h, who);
+  h.itemSize = itemSizeOf(h.descr);
+  checkDtype(h, who, "feature", {"<f4", "<f8", "|u1"}, "float32 <f4, float64 <f8, uint8 |u1");
+  int64_t numel = 1;
+  for (int64_t d : h.shape) {
+    DTRAIN_CHECK_USAGE(d > 0, who, ": empty array (shape ", tupleStr(h.shape), ")");
+    numel *= d;
+    DTRAIN_CHECK_USAGE(numel <= (int64_t{1} << 32), who, ": shape ", tupleStr(h.shape),
+                       " is implausibly large for one sample");
+  }
+  const int64_t need = numel * h.itemSize, have = totalSize - h.dataOffset;
+  DTRAIN_CHECK_USAGE(have == need, who, ": shape ", tupleStr(h.shape), " of '", h.descr,
+                     "' needs ", need, " bytes of data, the member holds ", have);
+  return h;
+}
+
+void npyFeaturesToFloats(const NpyHeader& h, const uint8_t* bytes, float* out) {
+  const uint8_t* data = bytes + h.dataOffset;
+  const int64_t n = h.numel();
+  if (h.descr == "<f4") {
+    std::memcpy(out, data, static_cast<size_t>(n) * sizeof(float));
+  } else if (h.descr == "<f8") {
+    for (int64_t i = 0; i < n; ++i) {
+      double v;
+      std::memcpy(&v, data + i * 8, 8);
+      out[i] = static_cast<float>(v);
+    }
+  } else {
+    for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(data[i]) / 255.0f;
+  }
+}
+
 void writeNpy(const std::string& path, const std::string& descr, const std::vector<int64_t>& shape,
               const void* data, size_t bytes, int major, bool fortranOrder) {
   DTRAIN_CHECK(major >= 1 && major <= 3, "writeNpy ", path, ": bad version ", major);

@@ -46,6 +46,14 @@ Tensor readNpyFeatures(const std::string& path, const std::string& name = "");
 // [0, kMaxClasses); a negative or larger label is a UsageError naming the sample.
 std::vector<int32_t> readNpyLabels(const std::string& path, const std::string& name = "");
 
+// A .npy held in memory (a shard member, data/ShardReader.h) of `totalSize` bytes, of
+// which `bytes` holds at least the header: its header, checked as a features array (dtype,
+// C order, data size = totalSize - header). Errors are UsageError starting with `who`.
+NpyHeader parseNpyFeaturesHeader(const uint8_t* bytes, size_t size, int64_t totalSize,
+                                 const std::string& who);
+// Its numel() elements after the header as floats (uint8 scaled to x / 255).
+void npyFeaturesToFloats(const NpyHeader& h, const uint8_t* bytes, float* out);
+
 // Writes `data` (product(shape) elements of `descr`, e.g. "<f4", raw bytes) as
 // a .npy file of format version `major`.0; tests and tools only. Any descr and
 // fortranOrder are written as given, so tests can write files dtrain refuses.

@@ -75,6 +75,8 @@ FederatedRunner::FederatedRunner(runtime::TrainConfig config, FederatedOptions o
   DTRAIN_CHECK_USAGE(info.task == nn::kClassificationTask, "--strategy fedavg trains classifiers "
                      "(mlp, lenet); --model ", config_.model, " is a ", info.task, " model");
   if (!data.train || !data.test) data = runtime::loadTaskData(config_, true);
+  DTRAIN_CHECK_USAGE(data.train, "--strategy fedavg partitions a dataset held in memory among its "
+                     "clients; --dataset ", config_.dataset, " streams (use npy, idx or fashion-mnist)");
   train_ = data.train;
   task_ = runtime::makeTask({config_, info, 0, 1, true}, data);
   clients_ = partitionClients(*train_, options_, config_.seed);

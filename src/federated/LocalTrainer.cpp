@@ -47,8 +47,10 @@ LocalTrainer::LocalTrainer(const runtime::TrainConfig& config, const FederatedOp
                            runtime::Task& task, std::shared_ptr<const data::Dataset> train)
     : options_(options), task_(task), train_(std::move(train)) {
   // The server's model (FederatedRunner): built for the training set's shape.
+  runtime::TaskData data;
+  data.train = train_;
   model_ = nn::buildModel(config.model, runtime::modelOverrides(config), config.seed,
-                          runtime::dataShape(config, {train_, nullptr, nullptr, {}}));
+                          runtime::dataShape(config, data));
   optimizer_ = optim::makeOptimizer(config.optimizer, model_->namedParameters(),
                                     clientOptimizerOptions(config));
 }

@@ -5,6 +5,7 @@
 #include "data/FashionMnist.h"
 #include "data/NpyDataset.h"
 #include "data/SyntheticDataset.h"
+#include "runtime/StreamingData.h"
 #include "runtime/Task.h"
 #include "runtime/Trainer.h"
 
@@ -79,6 +80,7 @@ std::shared_ptr<const data::Dataset> loadTestDataset(const TrainConfig& c,
 
 nn::DataShape dataShape(const TrainConfig& c, const TaskData& data) {
   if (nn::modelInfo(c.model, modelOverrides(c)).task != nn::kClassificationTask) return {};
+  if (const StreamingDataset* streamed = streamingDataset(c.dataset)) return streamed->shape(c, data);
   const data::DatasetSpec s =
       data.train ? data::DatasetSpec{data.train->sampleShape(), data.train->numClasses()}
                  : trainingSpec(c);

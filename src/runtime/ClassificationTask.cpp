@@ -17,17 +17,28 @@ using autograd::Variable;
 
 std::pair<double, double> evaluate(nn::Module& model, const data::Dataset& dataset,
                                    int64_t batchSize) {
+  int64_t begin = 0;
+  return evaluateBatches(model, [&](data::Batch& b) {
+    if (begin >= dataset.size()) return false;
+    const int64_t end = std::min(dataset.size(), begin + batchSize);
+    b = dataset.range(begin, end);
+    begin = end;
+    return true;
+  });
+}
+
+std::pair<double, double> evaluateBatches(nn::Module& model,
+                                          const std::function<bool(data::Batch&)>& next) {
   autograd::NoGradGuard noGrad;
   const bool wasTraining = model.isTraining();
   model.eval();
-  int64_t correct = 0;
+  int64_t correct = 0, seen = 0;
   double lossSum = 0;
   std::vector<int32_t> pred;
-  for (int64_t begin = 0; begin < dataset.size(); begin += batchSize) {
-    const int64_t end = std::min(dataset.size(), begin + batchSize);
-    data::Batch b = dataset.range(begin, end);
+  for (data::Batch b; next(b);) {
     Variable logits = model.forward(Variable(b.x));
-    const int64_t n = end - begin, classes = logits.shape()[1];
+    const int64_t n = b.size(), classes = logits.shape()[1];
+    seen += n;
     lossSum += autograd::crossEntropy(logits, b.y).item() * static_cast<double>(n);
     pred.resize(n);
     kernels::argmaxRows(logits.data().data<float>(), n, classes, pred.data());
@@ -35,7 +46,7 @@ std::pair<double, double> evaluate(nn::Module& model, const data::Dataset& datas
     for (int64_t i = 0; i < n; ++i) correct += pred[i] == y[i];
   }
   model.train(wasTraining);
-  const double n = static_cast<double>(std::max<int64_t>(1, dataset.size()));
+  const double n = static_cast<double>(std::max<int64_t>(1, seen));
   return {static_cast<double>(correct) / n, lossSum / n};
 }
 

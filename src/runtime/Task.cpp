@@ -6,6 +6,7 @@
 #include "core/Error.h"
 #include "data/KjvCorpus.h"
 #include "runtime/LoraSetup.h"
+#include "runtime/StreamingData.h"
 #include "runtime/Trainer.h"
 
 namespace dtrain::runtime {
@@ -25,6 +26,14 @@ bool isLanguageModel(const nn::ModelInfo& info) { return info.task == nn::kLangu
 
 // The dataset must be one the model's task reads.
 void checkDataset(const TrainConfig& c, const nn::ModelInfo& info) {
+  DTRAIN_CHECK_USAGE(c.textFile.empty() || c.dataset == "text",
+                     "--text-file applies to --dataset text");
+  if (const StreamingDataset* streamed = streamingDataset(c.dataset)) {
+    DTRAIN_CHECK_USAGE(info.task == streamed->task, "--dataset ", c.dataset, " trains ",
+                       streamed->task, " models; --model ", c.model, " is a ", info.task, " model");
+    streamed->check(c);
+    return;
+  }
   if (isLanguageModel(info))
     DTRAIN_CHECK_USAGE(c.dataset == "text", "--model ", c.model,
                        " is a language model: it trains on --dataset text (its default), not ",
@@ -32,8 +41,6 @@ void checkDataset(const TrainConfig& c, const nn::ModelInfo& info) {
   else
     DTRAIN_CHECK_USAGE(c.dataset != "text", "--dataset text needs a language model (--model "
                        "gpt-tiny, gpt-small or gpt-base); --model ", c.model, " is a classifier");
-  DTRAIN_CHECK_USAGE(c.textFile.empty() || c.dataset == "text",
-                     "--text-file applies to --dataset text");
   const std::pair<const char*, const std::string*> npyFlags[] = {
       {"--train-data", &c.trainData}, {"--train-labels", &c.trainLabels},
       {"--test-data", &c.testData}, {"--test-labels", &c.testLabels}};
@@ -110,6 +117,10 @@ TaskData loadTaskData(const TrainConfig& c, bool withTest) {
     d.text = data::loadTextCorpus(c.textFile);
     return d;
   }
+  if (const StreamingDataset* streamed = streamingDataset(c.dataset)) {
+    streamed->load(c, withTest, d);
+    return d;
+  }
   d.train = loadDataset(c, true);
   if (withTest) d.test = loadTestDataset(c, *d.train);
   return d;
@@ -117,6 +128,8 @@ TaskData loadTaskData(const TrainConfig& c, bool withTest) {
 
 std::unique_ptr<Task> makeTask(const TaskContext& context, const TaskData& data) {
   checkDataset(context.config, context.model);
+  if (const StreamingDataset* streamed = streamingDataset(context.config.dataset))
+    return streamed->makeTask(context, data);
   auto it = factories().find(context.model.task);
   DTRAIN_CHECK(it != factories().end(), "no task '", context.model.task, "' for --model ",
                context.config.model);

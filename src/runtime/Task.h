@@ -19,6 +19,7 @@
 
 #include "autograd/Variable.h"
 #include "data/Dataset.h"
+#include "data/ShardSet.h"
 #include "data/TextCorpus.h"
 #include "nn/ModelRegistry.h"
 #include "nn/Module.h"
@@ -34,6 +35,8 @@ struct TaskData {
   // Sees each --metrics record as it is written (the reporting rank's thread;
   // also without --metrics): Python's on_metrics. Empty: none.
   std::function<void(const nlohmann::json&)> onMetrics;
+  // Streamed classification data (--dataset shards): the scanned shard sets.
+  std::shared_ptr<const data::ShardSet> trainShards, testShards;
 };
 
 // The architecture flags (--n-layer ...) of `config`.

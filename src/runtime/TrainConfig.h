@@ -48,6 +48,11 @@ struct TrainConfig {
   std::string precision = "fp32";  // of linear layers' products: fp32, bf16 (autograd/Precision.h)  // GEMM backend: auto, onednn, openblas (tensor/cpu/Blas.h)
   bool shuffle = true;
   int prefetch = 2;
+  // Streamed datasets (--dataset shards; data/ShardStream.h): loader threads per rank,
+  // the shuffle buffer's samples, and whether bad samples are counted and skipped.
+  int loaderThreads = 1;
+  int64_t shuffleBuffer = 1000;
+  bool skipBadSamples = false;
   std::string augment;  // training-set augmentation: "", "crop", "flip", "crop,flip" (data/Augment.h)
   std::string save, load, metrics;
   // Periodic checkpoints (runtime/CheckpointDir.h): every N steps into the

@@ -36,6 +36,7 @@ nlohmann::json TrainResult::toJson() const {
                    {"epochs_completed", epochsCompleted},
                    {"seconds", seconds},
                    {"samples_per_s", samplesPerS},
+                   {"data_wait_s", dataWaitSeconds},
                    {"effective_lr", effectiveLr},
                    {"train_loss", trainLoss},
                    {"parameters", parameters},
@@ -337,7 +338,10 @@ TrainResult Trainer::run() {
       }
       {
         SpanScope s(spans, "data");
-        if (!task->nextBatch(b)) break;
+        Timer waited;
+        const bool more = task->nextBatch(b);
+        r.dataWaitSeconds += waited.seconds();
+        if (!more) break;
       }
       optimizer_->setLr(schedule->lrAt(step));
       strategy_->beginStep(step);
@@ -429,7 +433,7 @@ TrainResult Trainer::run() {
           if (reporter) {
             nlohmann::json rec{{"step", step},   {"epoch", epoch + 1},
                                {"loss", meanLoss}, {"lr", optimizer_->lr()},
-                               {"samples_per_s", rate}};
+                               {"samples_per_s", rate}, {"data_wait_s", r.dataWaitSeconds}};
             if (c.clipGradNorm > 0) rec["grad_norm"] = gradNorm;
             for (auto& [k, v] : strategy_->stats()) rec[k] = v;
             metrics.write(rec);

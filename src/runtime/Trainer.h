@@ -2,6 +2,7 @@
 // The training loop shared by every strategy: data -> forward -> loss ->
 // backward -> (strategy: gradients, update) -> metrics, with evaluation,
 // checkpoints and progress. Strategies plug in through parallel::Strategy.
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -30,6 +31,8 @@ struct TrainResult {
   int64_t epochsCompleted = 0;  // passes over the training set finished (resumed ones too)
   double seconds = 0;     // training loop only (no loading, no final evaluation)
   double samplesPerS = 0;
+  // Of `seconds`, the time this rank's steps waited for their batch (the loader).
+  double dataWaitSeconds = 0;
   double trainLoss = 0;   // mean over the last logging window
   // The rate the schedule starts from (warm-up ramps up to it): --lr, times
   // global batch / --batch-size under --scale-lr.
@@ -67,6 +70,9 @@ bool hasTestSet(const TrainConfig& config);
 // Accuracy and mean loss of `model` on `dataset`, in eval mode and no-grad.
 std::pair<double, double> evaluate(nn::Module& model, const data::Dataset& dataset,
                                    int64_t batchSize);
+// The same over the batches `next` yields until it returns false (streamed test sets).
+std::pair<double, double> evaluateBatches(nn::Module& model,
+                                          const std::function<bool(data::Batch&)>& next);
 
 // The optimizer settings a config asks for (defaults: those of the PyTorch
 // peer, e.g. SGD momentum 0.9). Parameter servers build theirs from it too.

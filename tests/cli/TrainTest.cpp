@@ -24,7 +24,7 @@ TEST(Train, LastStdoutLineIsTheResultJson) {
                      "--progress lines --metrics " + metrics.string());
   ASSERT_EQ(r.code, 0) << r.err;
   auto j = lastJson(r);
-  for (const char* k : {"samples_per_s", "test_accuracy", "train_loss", "seconds", "steps"})
+  for (const char* k : {"samples_per_s", "test_accuracy", "train_loss", "seconds", "steps", "data_wait_s"})
     EXPECT_TRUE(j.contains(k)) << k << " missing in " << r.lastLine();
   EXPECT_EQ(j["steps"], 64);  // 2 epochs x 2048/64
   EXPECT_GT(j["test_accuracy"].get<double>(), 0.9);  // synthetic classes are separable
@@ -40,7 +40,7 @@ TEST(Train, LastStdoutLineIsTheResultJson) {
     auto rec = nlohmann::json::parse(line);
     if (rec.contains("loss")) {
       ++records;
-      for (const char* k : {"step", "epoch", "loss", "lr", "samples_per_s"}) EXPECT_TRUE(rec.contains(k)) << line;
+      for (const char* k : {"step", "epoch", "loss", "lr", "samples_per_s", "data_wait_s"}) EXPECT_TRUE(rec.contains(k)) << line;
     }
   }
   EXPECT_EQ(records, 8);

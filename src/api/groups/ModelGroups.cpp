@@ -3,6 +3,7 @@
 #include "api/groups/Conditions.h"
 #include "data/Augment.h"
 #include "nn/ModelRegistry.h"
+#include "runtime/StreamingData.h"
 
 namespace dtrain::api {
 
@@ -37,10 +38,15 @@ void addModelOptions(Schema& s) {
 void addDataOptions(Schema& s) {
   s.addGroup("data", "Data");
   s.add("data", "name", "--dataset",
-        "fashion-mnist, synthetic, idx (any MNIST-format --data-dir) or npy (your .npy files: "
-        "--train-data ...) for classifiers; text (gpt-*: their default)")
+        "fashion-mnist, synthetic, idx (any MNIST-format --data-dir), npy (your .npy files: "
+        "--train-data ...) or shards (tar shards streamed: --train-data 'DIR/train-{0000..0127}.tar') "
+        "for classifiers; text (gpt-*: their default) or tokens (uint16 .bin token shards)")
       .train(&runtime::TrainConfig::dataset)
-      .oneOf({"fashion-mnist", "synthetic", "idx", "npy", "text"})
+      .oneOf([] {
+        std::vector<std::string> names{"fashion-mnist", "synthetic", "idx", "npy", "text"};
+        for (std::string& n : runtime::streamingDatasetNames()) names.push_back(std::move(n));
+        return names;
+      })
       .result("dataset");
   s.add("data", "dir", "--data-dir", "Directory of the IDX files (fashion-mnist, idx)")
       .train(&runtime::TrainConfig::dataDir)
@@ -52,15 +58,40 @@ void addDataOptions(Schema& s) {
   auto npyOnly = [](const RunConfig& rc) {
     return unlessThen(rc.train.dataset == "npy", "applies to --dataset npy");
   };
+  auto streamed = [](const RunConfig& rc) { return runtime::streamingDataset(rc.train.dataset) != nullptr; };
+  auto filesGiven = [streamed](const RunConfig& rc) {
+    return unlessThen(rc.train.dataset == "npy" || streamed(rc), "applies to --dataset npy, shards and tokens");
+  };
+  auto streamedOnly = [](const RunConfig& rc) {
+    const runtime::StreamingDataset* kind = runtime::streamingDataset(rc.train.dataset);
+    return unlessThen(kind && kind->streamsSamples, "applies to --dataset shards");
+  };
   s.add("data", "train_data", "--train-data",
-        "npy: training features [N, ...], float32/float64 (kept as they are) or uint8 (scaled to x/255)")
-      .train(&runtime::TrainConfig::trainData).when(npyOnly);
+        "npy: training features [N, ...], float32/float64 (kept as they are) or uint8 (scaled to "
+        "x/255); shards, tokens: the shard files, brace ranges and globs ('DIR/train-{0000..0127}.tar')")
+      .train(&runtime::TrainConfig::trainData).when(filesGiven);
   s.add("data", "train_labels", "--train-labels",
         "npy: training labels [N], int64/int32/uint8 class indices 0, 1, ...")
       .train(&runtime::TrainConfig::trainLabels).when(npyOnly);
   s.add("data", "test_data", "--test-data",
-        "npy: test features (without --test-data/--test-labels: no test evaluation)")
-      .train(&runtime::TrainConfig::testData).when(npyOnly);
+        "npy: test features (without --test-data/--test-labels: no test evaluation); shards: the "
+        "test shards ('DIR/test-*.tar')")
+      .train(&runtime::TrainConfig::testData).when(filesGiven);
+  s.add("data", "loader_threads", "--loader-threads",
+        "Streamed datasets: threads per rank that read and decode shards ahead of training")
+      .train(&runtime::TrainConfig::loaderThreads).range(1, 64).result("loader_threads").when(streamedOnly);
+  s.add("data", "shuffle_buffer", "--shuffle-buffer",
+        "Streamed datasets: samples each rank holds to draw its batches from at random "
+        "(0: the shards' order; the shard order is shuffled every epoch either way)")
+      .train(&runtime::TrainConfig::shuffleBuffer).range(0).result("shuffle_buffer")
+      .when([streamedOnly](const RunConfig& rc) {
+        const std::string why = streamedOnly(rc);
+        return !why.empty() ? why : unlessThen(rc.train.shuffle, "applies unless --no-shuffle");
+      });
+  s.add("data", "skip_bad_samples", "--skip-bad-samples",
+        "Streamed datasets: count and skip samples that do not decode (bad_samples in the "
+        "result) instead of stopping with an error naming the file")
+      .train(&runtime::TrainConfig::skipBadSamples).when(streamedOnly);
   s.add("data", "test_labels", "--test-labels", "npy: test labels")
       .train(&runtime::TrainConfig::testLabels).when(npyOnly);
   s.add("data", "text_file", "--text-file",

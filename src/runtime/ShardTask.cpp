@@ -1,0 +1,182 @@
+// --dataset shards: classification on WebDataset-style tar shards streamed by each rank
+// (data/ShardStream.h): the rank's shards of the epoch through loader threads and a shuffle
+// buffer, assembled into batches here; the test shards streamed once per evaluation.
+//
+// An epoch is as many steps as the rank given the fewest samples can fill
+// (ShardSet::minSamplesPerRank), so every rank runs the same steps; the samples past them
+// are dropped that epoch, as the sampler drops n mod G. Unlike the sampler, the global
+// batch of a step depends on the world size (each rank reads its own shards).
+#include <optional>
+
+#include "autograd/Ops.h"
+#include "core/Error.h"
+#include "data/Augment.h"
+#include "data/ShardList.h"
+#include "data/ShardStream.h"
+#include "runtime/StreamingData.h"
+#include "runtime/Trainer.h"
+
+namespace dtrain::runtime {
+namespace {
+
+std::shared_ptr<const data::ShardSet> scanTrain(const TrainConfig& c) {
+  return data::ShardSet::scan(data::expandShardPattern(c.trainData, "--train-data"),
+                              c.skipBadSamples);
+}
+
+std::shared_ptr<const data::ShardSet> scanTest(const TrainConfig& c, const data::ShardSet& train) {
+  if (c.testData.empty()) return nullptr;
+  return data::ShardSet::scan(data::expandShardPattern(c.testData, "--test-data"),
+                              c.skipBadSamples, train.spec());
+}
+
+// Samples into a batch [count, ...shape] (fewer when the stream ends first).
+bool fillBatch(data::ShardStream& stream, const data::DatasetSpec& spec, int64_t count,
+               data::Batch& b) {
+  const int64_t numel = shapeNumel(spec.sampleShape);
+  Shape shape{count};
+  shape.insert(shape.end(), spec.sampleShape.begin(), spec.sampleShape.end());
+  Tensor x = Tensor::empty(shape, DType::F32);
+  std::vector<int32_t> labels;
+  data::Sample s;
+  for (int64_t i = 0; i < count && stream.next(s); ++i) {
+    std::copy(s.x.begin(), s.x.end(), x.data<float>() + i * numel);
+    labels.push_back(s.label);
+  }
+  const auto n = static_cast<int64_t>(labels.size());
+  if (n == 0) return false;
+  Tensor y = Tensor::empty({n}, DType::I32);
+  std::copy(labels.begin(), labels.end(), y.data<int32_t>());
+  b.x = n == count ? x : x.slice(0, 0, n).contiguous();
+  b.y = y;
+  return true;
+}
+
+class ShardTask final : public Task {
+ public:
+  ShardTask(const TaskContext& ctx, const TaskData& data)
+      : config_(ctx.config),
+        rank_(ctx.rank),
+        world_(ctx.worldSize),
+        localBatch_(config_.batchSize * config_.accumulate),
+        train_(data.trainShards ? data.trainShards : scanTrain(config_)),
+        test_(data.testShards ? data.testShards
+                              : (ctx.reporter ? scanTest(config_, *train_) : nullptr)) {
+    steps_ = train_->minSamplesPerRank(world_) / localBatch_;
+    DTRAIN_CHECK_USAGE(steps_ >= 1, "--train-data: ", train_->samples(), " samples in ",
+                       train_->files().size(), " shards give some of the ", world_,
+                       " ranks fewer than one local batch of ", localBatch_,
+                       " (the rank with the fewest gets ", train_->minSamplesPerRank(world_), ")");
+    augment_ = data::parseAugment(config_.augment);
+    augment_.seed = config_.seed;
+    data::checkAugmentable(augment_, train_->spec().sampleShape);
+  }
+
+  std::string describeData() const override {
+    return detail::concat("shards (", train_->samples(), " samples of ",
+                          shapeStr(train_->spec().sampleShape), ", ", train_->spec().numClasses,
+                          " classes, in ", train_->files().size(), " shards; ",
+                          config_.loaderThreads, " loader thread(s) and a shuffle buffer of ",
+                          config_.shuffleBuffer, " per rank",
+                          train_->badSamples() ? detail::concat("; ", train_->badSamples(),
+                                                                " bad samples skipped")
+                                               : std::string(),
+                          ")");
+  }
+  int64_t stepsPerEpoch() const override { return steps_; }
+  int64_t globalBatch() const override { return localBatch_ * world_; }
+  void beginEpoch(int64_t epoch, int64_t step) override {
+    stream_.reset();
+    epoch_ = epoch;
+    next_ = step - epoch * steps_;
+    stream_.emplace(train_, streamConfig(rank_, world_, config_.shuffle), epoch);
+    // Resume mid-epoch: the stream is a pure function of its configuration, so skipping
+    // what the finished steps took gives exactly the rest (at the same world size).
+    stream_->skip(next_ * localBatch_);
+  }
+  bool nextBatch(data::Batch& b) override {
+    if (next_ >= steps_) return false;
+    DTRAIN_CHECK(fillBatch(*stream_, train_->spec(), localBatch_, b) && b.size() == localBatch_,
+                 "shards: rank ", rank_, " ran out of samples at step ", next_, " of ", steps_);
+    if (augment_.any())
+      data::augmentSamples(augment_, train_->spec().sampleShape, b.x.data<float>(), localBatch_,
+                           epoch_, next_, rank_ * localBatch_);
+    ++next_;
+    return true;
+  }
+  void endEpoch() override { stream_.reset(); }
+  autograd::Variable lossFromOutput(const autograd::Variable& output, const Tensor& y) override {
+    return autograd::crossEntropy(output, y);
+  }
+  nlohmann::json evaluate(nn::Module& model) override {
+    if (config_.testData.empty()) return nlohmann::json::object();
+    DTRAIN_CHECK(test_, "shards: this rank has no test set to evaluate on");
+    data::ShardStream stream(test_, streamConfig(0, 1, false), 0);
+    auto [acc, loss] = evaluateBatches(model, [&](data::Batch& b) {
+      return fillBatch(stream, test_->spec(), config_.evalBatch, b);
+    });
+    return {{"test_accuracy", acc}, {"test_loss", loss}};
+  }
+  std::string describeEvaluation(const nlohmann::json& f) const override {
+    if (!f.contains("test_accuracy")) return "no test set (--test-data not given)";
+    return detail::concat("test accuracy ", f.at("test_accuracy").get<double>(), ", test loss ",
+                          f.at("test_loss").get<double>());
+  }
+  nlohmann::json finalFields(double) const override {
+    return {{"bad_samples", train_->badSamples() + (test_ ? test_->badSamples() : 0)},
+            {"shards", train_->files().size()}};
+  }
+
+ private:
+  data::ShardStreamConfig streamConfig(int rank, int world, bool shuffle) const {
+    data::ShardStreamConfig s;
+    s.rank = rank;
+    s.worldSize = world;
+    s.threads = config_.loaderThreads;
+    s.shuffleBuffer = shuffle ? config_.shuffleBuffer : 0;
+    // The prefetch queue: --prefetch batches ahead, shared by the loader threads.
+    s.queueSamples = std::max<int64_t>(1, config_.prefetch * localBatch_ / config_.loaderThreads);
+    s.seed = config_.seed;
+    s.shuffle = shuffle;
+    return s;
+  }
+
+  const TrainConfig& config_;
+  int rank_, world_;
+  int64_t localBatch_;
+  std::shared_ptr<const data::ShardSet> train_, test_;
+  int64_t steps_ = 0, next_ = 0, epoch_ = 0;
+  data::AugmentOptions augment_;
+  std::optional<data::ShardStream> stream_;
+};
+
+void loadShards(const TrainConfig& c, bool withTest, TaskData& d) {
+  d.trainShards = scanTrain(c);
+  if (withTest) d.testShards = scanTest(c, *d.trainShards);
+}
+
+nn::DataShape shardsShape(const TrainConfig& c, const TaskData& d) {
+  const data::DatasetSpec s = d.trainShards ? d.trainShards->spec() : scanTrain(c)->spec();
+  return {s.sampleShape, s.numClasses};
+}
+
+std::unique_ptr<Task> makeShardTask(const TaskContext& ctx, const TaskData& d) {
+  return std::make_unique<ShardTask>(ctx, d);
+}
+
+void checkShardFlags(const TrainConfig& c) {
+  DTRAIN_CHECK_USAGE(!c.trainData.empty(),
+                     "--dataset shards needs --train-data 'DIR/train-{0000..0127}.tar' (brace "
+                     "ranges and globs; dtrain data pack writes shards)");
+  DTRAIN_CHECK_USAGE(c.trainLabels.empty() && c.testLabels.empty(),
+                     "--dataset shards: the labels are in the shards (.cls members); "
+                     "--train-labels and --test-labels apply to --dataset npy");
+}
+
+}  // namespace
+
+StreamingDataset shardsDataset() {
+  return {nn::kClassificationTask, loadShards, shardsShape, makeShardTask, checkShardFlags, true};
+}
+
+}  // namespace dtrain::runtime
