@@ -182,8 +182,13 @@ TEST(ShardStream, MemoryIsBoundedByTheBuffersNotTheData) {
   for (Sample s; stream.next(s);) ++seen;
   EXPECT_EQ(seen, set->samples());
   const long grown = residentPeakKiB() - before;
+#if !defined(__SANITIZE_ADDRESS__)  // ASan's quarantine keeps freed buffers resident: RSS measures it, not the stream
   EXPECT_LT(grown, dataKiB / 4) << "peak RSS grew by " << grown << " KiB streaming " << dataKiB
                                 << " KiB";
+#else
+  (void)grown;
+  (void)dataKiB;
+#endif
 }
 
 TEST(ShardSet, BadDataIsOneLineNamingTheFileAndMember) {
