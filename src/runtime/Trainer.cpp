@@ -221,11 +221,17 @@ void Trainer::saveCheckpointNow(TrainState state, int64_t step, int64_t perEpoch
   state.worldSize = strategy_->dataReplicas();
   state.globalBatch = globalBatch;
   for (auto& [k, v] : modelMetadata(c)) state.metadata[k] = v;
+  const std::string path = writeToCheckpointDir(state, step);
+  if (say) log::info("checkpoint ", path);
+}
+
+std::string Trainer::writeToCheckpointDir(const TrainState& state, int64_t step) {
+  const TrainConfig& c = config_;
   const std::string path = checkpointPath(c.checkpointDir, step);
   saveCheckpoint(path, *model_, optimizer_.get(), state);
   markLatest(c.checkpointDir, path);
   pruneCheckpoints(c.checkpointDir, c.keepCheckpoints);
-  if (say) log::info("checkpoint ", path);
+  return path;
 }
 
 TrainResult Trainer::run() {
@@ -534,13 +540,7 @@ TrainResult Trainer::run() {
       if (interrupted) stopCheckpoint = c.save;
       else log::info("saved checkpoint ", c.save, " at step ", step);
     }
-    if (finalToDir) {
-      const std::string path = checkpointPath(c.checkpointDir, step);
-      saveCheckpoint(path, *model_, optimizer_.get(), state);
-      markLatest(c.checkpointDir, path);
-      pruneCheckpoints(c.checkpointDir, c.keepCheckpoints);
-      log::info("checkpoint ", path, " (the last step)");
-    }
+    if (finalToDir) log::info("checkpoint ", writeToCheckpointDir(state, step), " (the last step)");
     if (!c.saveAdapters.empty()) saveAdapters(c.saveAdapters, c, *model_);  // LoRA
   }
   if (interrupted) stop::recordStop({true, step, reporter ? stopCheckpoint : "", reporter});

@@ -113,6 +113,9 @@ class Trainer {
   // (and says so when `say`; a stop on a signal says it in one line of its own).
   void saveCheckpointNow(TrainState state, int64_t step, int64_t perEpoch, int64_t globalBatch,
                          bool reporter, bool say = true);
+  // Writes `state` as step `step`'s file of --checkpoint-dir, marks it the latest and
+  // prunes the oldest beyond --keep-checkpoints; returns its path.
+  std::string writeToCheckpointDir(const TrainState& state, int64_t step);
   // memory_per_rank: this rank's accounting domain, installed on the thread
   // that constructs and runs the trainer (core/Memory.h).
   memory::Domain* memoryDomain_ = memory::newDomain();
