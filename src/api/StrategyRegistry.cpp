@@ -23,6 +23,26 @@
 
 namespace dtrain::api {
 
+// The strategies whose spec lives in their folder (api/StrategyList.inc).
+#define DTRAIN_STRATEGY(spec) StrategyEntry spec();
+#include "api/StrategyList.inc"
+#undef DTRAIN_STRATEGY
+
+std::vector<std::string> trainerGroups(std::vector<std::string> more) {
+  std::vector<std::string> g{"model", "data",  "training", "optimizer", "memory", "lora",
+                             "checkpoint", "eval", "logging", "faults", "parallel"};
+  g.insert(g.end(), more.begin(), more.end());
+  return g;
+}
+
+std::map<std::string, std::string> noMesh(const std::string& name, std::map<std::string, std::string> ignores) {
+  ignores["parallel.pipeline_stages"] =
+      "runs its own strategy (data parallel across pipelines); drop --strategy " + name;
+  ignores["parallel.tensor_parallel"] =
+      "runs its own strategy (data parallel across tensor-parallel groups); drop --strategy " + name;
+  return ignores;
+}
+
 namespace {
 
 using runtime::TrainConfig;
@@ -220,28 +240,11 @@ std::unique_ptr<parallel::Strategy> makeSandblaster(const TrainConfig& c, comm::
   return nullptr;
 }
 
-// The option groups every trainer-driven strategy reads.
-std::vector<std::string> trainerGroups(std::vector<std::string> more) {
-  std::vector<std::string> g{"model", "data",  "training", "optimizer", "memory", "lora",
-                             "checkpoint", "eval", "logging", "faults", "parallel"};
-  g.insert(g.end(), more.begin(), more.end());
-  return g;
-}
-
 const char* const kZeroNotHere = "applies to the allreduce strategy and the data-parallel replicas of meshes";
 const char* const kOffloadNotHere = "applies to one worker and to the allreduce strategy";
 const char* const kNoPeriodicCheckpoints =
     "needs the single, allreduce, pipeline or tensor strategy (this strategy's state is not on "
     "one rank between steps)";
-
-// The refusals of a strategy without a mesh: the mesh options choose their own.
-std::map<std::string, std::string> noMesh(const std::string& name, std::map<std::string, std::string> ignores) {
-  ignores["parallel.pipeline_stages"] =
-      "runs its own strategy (data parallel across pipelines); drop --strategy " + name;
-  ignores["parallel.tensor_parallel"] =
-      "runs its own strategy (data parallel across tensor-parallel groups); drop --strategy " + name;
-  return ignores;
-}
 
 // Parameter servers: what sharded servers cannot do. (Which consistency mode
 // reads which [ps] option is the options' own condition, api/groups/PsGroups.cpp.)
@@ -345,6 +348,9 @@ const std::map<std::string, StrategyEntry>& registry() {
           {"parallel.tensor_parallel", "does not apply to --strategy fedavg"}},
          nullptr, nullptr, [](const RunConfig& rc) { rc.federated.validate(); }});
     for (const char* local : {"ps", "sandblaster", "hogwild", "fedavg"}) entry(local).sumsEveryStep = false;
+#define DTRAIN_STRATEGY(spec) add(spec());
+#include "api/StrategyList.inc"
+#undef DTRAIN_STRATEGY
     return r;
   }();
   return r;

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "core/OptionSet.h"
+
 namespace dtrain::runtime {
 
 struct TrainConfig {
@@ -71,6 +73,9 @@ struct TrainConfig {
   // Distributed training (docs/guide/data-parallelism.md).
   int workers = 1;                 // local backend: ranks as threads of this process
   std::string strategy = "";       // "" = allreduce when more than one worker, else single
+  // The options of strategies that declare them in their own folder (their spec,
+  // src/parallel/<name>/<Name>Spec.cpp): strategyOptions.get<GossipOptions>().
+  OptionSet strategyOptions;
   std::string backend = "local";   // local or mpi (one process per rank under mpirun)
   // mpi: seconds a peer may send no heartbeat before a wait on it fails naming it
   // (a dead, stopped or cut-off process); 0 = comm::defaultPeerTimeout() (30 s).
