@@ -323,7 +323,6 @@ const Schema& schema() {
     addParallelOptions(s);
     addAllreduceOptions(s);
     addCompressOptions(s);
-    addLocalSgdOptions(s);
     addSandblasterOptions(s);
     addMemoryOptions(s);
     addLoraOptions(s);

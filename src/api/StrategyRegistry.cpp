@@ -10,7 +10,6 @@
 #include "optim/Factory.h"
 #include "parallel/allreduce/DataParallel.h"
 #include "parallel/compress/Compressor.h"
-#include "parallel/localsgd/LocalSgd.h"
 #include "parallel/pipeline/PipelineParallel.h"
 #include "parallel/ps/Server.h"
 #include "parallel/sandblaster/LbfgsShard.h"
@@ -47,6 +46,11 @@ namespace {
 
 using runtime::TrainConfig;
 
+}  // namespace
+
+const char* const kZeroNotHere = "applies to the allreduce strategy and the data-parallel replicas of meshes";
+const char* const kOffloadNotHere = "applies to one worker and to the allreduce strategy";
+
 parallel::DataParallelOptions dataParallelOptions(const TrainConfig& c, comm::Communicator& comm) {
   parallel::DataParallelOptions o;
   o.fusionMb = c.fusionMb;
@@ -63,6 +67,8 @@ parallel::DataParallelOptions dataParallelOptions(const TrainConfig& c, comm::Co
                      " is not available on the ", comm.backend(), " backend");
   return o;
 }
+
+namespace {
 
 int workers(const TrainConfig& c) { return c.workers; }
 
@@ -155,24 +161,6 @@ std::unique_ptr<parallel::Strategy> makeTensor(const TrainConfig& c, comm::Commu
   return std::make_unique<parallel::tensor::TensorParallel>(comm, std::move(o));
 }
 
-// --strategy local-sgd: H local steps per worker, then the parameters' delta
-// averaged and an outer step (parallel/localsgd/; DiLoCo with nesterov).
-std::unique_ptr<parallel::Strategy> makeLocalSgd(const TrainConfig& c, comm::Communicator& comm,
-                                                 const SharedRun&) {
-  parallel::localsgd::LocalSgdOptions o;
-  o.syncEvery = c.syncEvery;
-  o.startStep = c.localSgdStartStep;
-  o.outer.nesterov = c.outerOptimizer == "nesterov";
-  o.outer.lr = c.outerLr;
-  o.outer.momentum = c.outerMomentum;
-  const parallel::DataParallelOptions dp = dataParallelOptions(c, comm);
-  o.fusionMb = dp.fusionMb;
-  o.overlap = dp.overlap;
-  o.algo = dp.algo;
-  o.compress = dp.compress;
-  return std::make_unique<parallel::localsgd::LocalSgd>(comm, std::move(o));
-}
-
 // A Sandblaster worker's batches (--sandblaster-data workers): the batch of a
 // global step, read once for all the units it computes from it (a step's
 // evaluations share its batch); positioned by step, so a worker that gets no
@@ -240,8 +228,6 @@ std::unique_ptr<parallel::Strategy> makeSandblaster(const TrainConfig& c, comm::
   return nullptr;
 }
 
-const char* const kZeroNotHere = "applies to the allreduce strategy and the data-parallel replicas of meshes";
-const char* const kOffloadNotHere = "applies to one worker and to the allreduce strategy";
 const char* const kNoPeriodicCheckpoints =
     "needs the single, allreduce, pipeline or tensor strategy (this strategy's state is not on "
     "one rank between steps)";
@@ -275,9 +261,6 @@ const std::map<std::string, StrategyEntry>& registry() {
     entry("single").oneProcess = true;
     add({"allreduce", trainerGroups({"allreduce", "compress"}), noMesh("allreduce", {}), workers,
          makeAllreduce, nullptr});
-    add({"local-sgd", trainerGroups({"allreduce", "compress", "localsgd"}),
-         noMesh("local-sgd", {{"memory.zero", kZeroNotHere}, {"memory.offload", kOffloadNotHere}}),
-         workers, makeLocalSgd, nullptr});
     add({"ps", trainerGroups({"ps", "compress"}),
          noMesh("ps", {{"compress.collective", "applies to allreduce (ps pushes go to one server)"},
                        {"memory.zero", kZeroNotHere},

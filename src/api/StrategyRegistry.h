@@ -14,6 +14,7 @@
 #include "api/Option.h"
 #include "comm/Communicator.h"
 #include "parallel/Strategy.h"
+#include "parallel/allreduce/DataParallel.h"
 #include "runtime/TrainConfig.h"
 
 namespace dtrain::api {
@@ -65,6 +66,12 @@ std::vector<std::string> strategyNames();
 // The strategy a configuration runs: --strategy, or the one its flags imply
 // (pipeline, tensor, allreduce with more than one worker or under mpi, single).
 std::string resolveStrategy(const runtime::TrainConfig& c);
+// The allreduce strategy's options of a configuration, for the strategies that
+// average with its buckets (checked against the backend).
+parallel::DataParallelOptions dataParallelOptions(const runtime::TrainConfig& c, comm::Communicator& comm);
+// Refusals several strategies share.
+extern const char* const kZeroNotHere;     // --zero
+extern const char* const kOffloadNotHere;  // --offload
 // The option groups every strategy driven by the trainer reads, and `more`.
 std::vector<std::string> trainerGroups(std::vector<std::string> more);
 // The refusals of a strategy without a mesh (the mesh options choose their own), and `ignores`.

@@ -123,11 +123,6 @@ struct TrainConfig {
   // layers below the cut data-parallel within the group ("one weird trick").
   std::string tensorParallelStyle = "megatron";
   // Local SGD and DiLoCo (parallel/localsgd/, docs/guide/local-sgd.md).
-  int64_t syncEvery = 4;              // H: inner steps between parameter averages
-  int64_t localSgdStartStep = 0;      // S: synchronous allreduce steps first (post-local SGD)
-  std::string outerOptimizer = "sgd"; // sgd or nesterov, on the averaged delta
-  double outerLr = 1.0;               // sgd 1, no momentum: plain averaging
-  double outerMomentum = 0.0;
   // Sandblaster L-BFGS (parallel/sandblaster/, docs/guide/sandblaster.md).
   int64_t sandblasterServers = 0;     // parameter shards; 0: the coordinator holds all
   int64_t workUnits = 0;              // units per batch gradient; 0: 4 per worker

@@ -12,8 +12,7 @@ void addParallelOptions(Schema& s) {
   s.addGroup("parallel", "Parallelism: strategy, ranks and mesh");
   std::string strategies =
       "allreduce (default with more than one worker), ps (parameter servers), hogwild, "
-      "fedavg (federated learning), local-sgd (periodic averaging, DiLoCo), sandblaster (L-BFGS over "
-      "work units), single";
+      "fedavg (federated learning), sandblaster (L-BFGS over work units), single";
   for (const std::string& name : strategyNames())
     if (const StrategyEntry& e = strategyEntry(name); !e.summary.empty()) strategies += ", " + e.summary;
   s.add("parallel", "strategy", "--strategy",

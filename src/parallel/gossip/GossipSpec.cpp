@@ -34,8 +34,8 @@ StrategyEntry gossipStrategy() {
   e.name = "gossip";
   e.summary = "gossip (decentralized SGD: averages with graph neighbours, --topology)";
   e.groups = trainerGroups({"gossip"});
-  e.ignores = noMesh("gossip", {{"memory.zero", "applies to the allreduce strategy and the data-parallel replicas of meshes"},
-                                {"memory.offload", "applies to one worker and to the allreduce strategy"},
+  e.ignores = noMesh("gossip", {{"memory.zero", kZeroNotHere},
+                                {"memory.offload", kOffloadNotHere},
                                 {"training.accumulate", "applies to --strategy allreduce"}});
   e.worldSize = [](const runtime::TrainConfig& c) { return c.workers; };
   e.make = [](const runtime::TrainConfig& c, comm::Communicator& comm, const SharedRun&) {
