@@ -122,12 +122,6 @@ std::unique_ptr<parallel::Strategy> makePs(const TrainConfig& c, comm::Communica
   return std::make_unique<parallel::ps::PsWorker>(comm, opts);
 }
 
-std::unique_ptr<parallel::Strategy> makeHogwild(const TrainConfig& c, comm::Communicator& comm,
-                                                const SharedRun& shared) {
-  DTRAIN_CHECK(shared.hogwild, "--strategy hogwild: no shared parameter set");
-  return std::make_unique<parallel::Hogwild>(comm, shared.hogwild);
-}
-
 // --pipeline-stages P (and --tensor-parallel T): world = dp x pp x tp; the dp
 // dimension averages gradients with the allreduce strategy (or shards them
 // with --zero 1|2) on its own sub-communicator.
@@ -228,9 +222,13 @@ std::unique_ptr<parallel::Strategy> makeSandblaster(const TrainConfig& c, comm::
   return nullptr;
 }
 
+}  // namespace
+
 const char* const kNoPeriodicCheckpoints =
     "needs the single, allreduce, pipeline or tensor strategy (this strategy's state is not on "
     "one rank between steps)";
+
+namespace {
 
 // Parameter servers: what sharded servers cannot do. (Which consistency mode
 // reads which [ps] option is the options' own condition, api/groups/PsGroups.cpp.)
@@ -280,18 +278,6 @@ const std::map<std::string, StrategyEntry>& registry() {
            DTRAIN_CHECK_USAGE(rc.train.optimizer == "lbfgs", "--strategy sandblaster runs --optimizer lbfgs "
                               "(its workers compute batch gradients for the coordinator's line search)");
          }});
-    add({"hogwild", trainerGroups({}),
-         noMesh("hogwild", {{"memory.zero", kZeroNotHere},
-                            {"memory.offload", kOffloadNotHere},
-                            {"checkpoint.every", kNoPeriodicCheckpoints},
-                            {"training.accumulate", "applies to --strategy allreduce"},
-                            {"optimizer.scale_lr", "does not apply to --strategy hogwild (each "
-                             "worker's update is its own step of --batch-size samples)"}}),
-         workers, makeHogwild, [](const RunConfig& rc) {
-           DTRAIN_CHECK_USAGE(rc.train.backend == "local", "--strategy hogwild shares one parameter set "
-                              "between threads of one process: use --backend local");
-         }});
-    entry("hogwild").sharesParameters = true;
     entry("sandblaster").batchIsGlobal = true;
     std::map<std::string, std::string> meshIgnores{
         {"memory.offload", "cannot be combined with --pipeline-stages or --tensor-parallel yet"},
@@ -330,7 +316,7 @@ const std::map<std::string, StrategyEntry>& registry() {
           {"parallel.pipeline_stages", "does not apply to --strategy fedavg"},
           {"parallel.tensor_parallel", "does not apply to --strategy fedavg"}},
          nullptr, nullptr, [](const RunConfig& rc) { rc.federated.validate(); }});
-    for (const char* local : {"ps", "sandblaster", "hogwild", "fedavg"}) entry(local).sumsEveryStep = false;
+    for (const char* local : {"ps", "sandblaster", "fedavg"}) entry(local).sumsEveryStep = false;
 #define DTRAIN_STRATEGY(spec) add(spec());
 #include "api/StrategyList.inc"
 #undef DTRAIN_STRATEGY

@@ -72,6 +72,7 @@ parallel::DataParallelOptions dataParallelOptions(const runtime::TrainConfig& c,
 // Refusals several strategies share.
 extern const char* const kZeroNotHere;     // --zero
 extern const char* const kOffloadNotHere;  // --offload
+extern const char* const kNoPeriodicCheckpoints;  // --checkpoint-every
 // The option groups every strategy driven by the trainer reads, and `more`.
 std::vector<std::string> trainerGroups(std::vector<std::string> more);
 // The refusals of a strategy without a mesh (the mesh options choose their own), and `ignores`.

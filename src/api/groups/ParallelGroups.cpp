@@ -11,7 +11,7 @@ using runtime::TrainConfig;
 void addParallelOptions(Schema& s) {
   s.addGroup("parallel", "Parallelism: strategy, ranks and mesh");
   std::string strategies =
-      "allreduce (default with more than one worker), ps (parameter servers), hogwild, "
+      "allreduce (default with more than one worker), ps (parameter servers), "
       "fedavg (federated learning), sandblaster (L-BFGS over work units), single";
   for (const std::string& name : strategyNames())
     if (const StrategyEntry& e = strategyEntry(name); !e.summary.empty()) strategies += ", " + e.summary;
