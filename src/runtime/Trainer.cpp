@@ -439,7 +439,9 @@ TrainResult Trainer::run() {
           if (reporter) {
             nlohmann::json rec{{"step", step},   {"epoch", epoch + 1},
                                {"loss", meanLoss}, {"lr", optimizer_->lr()},
-                               {"samples_per_s", rate}, {"data_wait_s", r.dataWaitSeconds}};
+                               {"samples_per_s", rate}, {"data_wait_s", r.dataWaitSeconds},
+                               // training time so far, as the evaluations' (loss against time)
+                               {"time_s", clock.seconds() - evalSeconds}};
             if (c.clipGradNorm > 0) rec["grad_norm"] = gradNorm;
             for (auto& [k, v] : strategy_->stats()) rec[k] = v;
             metrics.write(rec);
