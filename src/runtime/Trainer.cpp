@@ -23,6 +23,7 @@
 #include "runtime/ModelPipeline.h"
 #include "runtime/Metrics.h"
 #include "runtime/Progress.h"
+#include "runtime/TensorBoard.h"
 #include "runtime/ThreadCount.h"
 #include "tensor/cpu/Blas.h"
 
@@ -288,7 +289,8 @@ TrainResult Trainer::run() {
   if (!reporter) mode = Progress::Mode::Off;
   Progress progress(mode, total);
   MetricsWriter metrics(reporter ? c.metrics : "",
-                        reporter ? data_.onMetrics : std::function<void(const nlohmann::json&)>{});
+                        reporter ? withTensorBoard(c.tensorboard, data_.onMetrics)
+                                 : std::function<void(const nlohmann::json&)>{});
   if (reporter)
     progress.message(detail::concat("training ", c.model, " (", model_->parameterCount(),
                                     " parameters) on ", task->describeData(), ": ", total,
