@@ -23,6 +23,7 @@
 #include "runtime/ModelPipeline.h"
 #include "runtime/Metrics.h"
 #include "runtime/Progress.h"
+#include "runtime/StragglerWatch.h"
 #include "runtime/TensorBoard.h"
 #include "runtime/ThreadCount.h"
 #include "tensor/cpu/Blas.h"
@@ -47,6 +48,7 @@ nlohmann::json TrainResult::toJson() const {
   for (const auto& [k, v] : strategyStats) j[k] = v;
   for (const auto& [k, v] : strategyReport.items()) j[k] = v;
   j["memory_per_rank"] = memoryPerRank;
+  if (stragglerWatched) j["straggler"] = straggler;
   j["rss_bytes"] = rssBytes;
   j["rss_peak_bytes"] = rssPeakBytes;
   return j;
@@ -326,6 +328,7 @@ TrainResult Trainer::run() {
   };
   work.spans = spans;
   StragglerDelay delay(c, strategy_->rank());
+  StragglerWatch stragglers(*strategy_);  // the slow rank, named (StragglerWatch.h)
   struct Deferred {
     int64_t step, epoch;
     double seconds;
@@ -344,6 +347,7 @@ TrainResult Trainer::run() {
         stopped = true;
         break;
       }
+      stragglers.beginStep();
       {
         SpanScope s(spans, "data");
         Timer waited;
@@ -369,7 +373,9 @@ TrainResult Trainer::run() {
         SpanScope s(spans, "straggler delay");
         delay.sleep();
       }
+      stragglers.arrived();
       strategy_->finishGradients();
+      stragglers.synced();
       if (c.clipGradNorm > 0) gradNorm = clipGradNorm(*model_, *strategy_, c.clipGradNorm);
       if (optimizer_->needsLossClosure()) {
         // L-BFGS's line search: the loss and gradients of this step's batch at
@@ -434,6 +440,7 @@ TrainResult Trainer::run() {
         if (logNow) {
           SpanScope s(spans, "loss sum");
           meanLoss = strategy_->reduceMetric(meanLoss);
+          stragglers.atLog(step);
         }
         progress.update(step, epoch, meanLoss, rate, logNow);
         if (logNow) {
@@ -476,6 +483,8 @@ TrainResult Trainer::run() {
   }
   r.seconds = clock.seconds() - evalSeconds;
   r.steps = step;
+  r.stragglerWatched = stragglers.watching();
+  r.straggler = stragglers.result();
   r.epochsCompleted = step / perEpoch;
   state.worldSize = strategy_->dataReplicas();
   state.globalBatch = globalBatch;
