@@ -62,6 +62,7 @@ void StragglerWatch::atLog(int64_t step) {
   const std::vector<double> work = gather(windowWorkUs_ / steps / 1e6);
   const std::vector<double> stepS = gather(windowStepUs_ / steps / 1e6);
   const Late late = slowest(work, stepS);
+  totalSteps_ += windowSteps_;
   lateWindows_ = late.shareOfStep > kLateShare ? lateWindows_ + 1 : 0;
   if (lateWindows_ >= 2 && !reported_ && late.rank == strategy_.rank())
     std::fprintf(stderr,
@@ -70,23 +71,27 @@ void StragglerWatch::atLog(int64_t step) {
                  late.rank, thisHost().c_str(), late.excessS, 100 * late.shareOfStep,
                  static_cast<long long>(step));
   if (lateWindows_ >= 2) reported_ = true;  // once, on every rank alike
-  totalWorkUs_ += windowWorkUs_;
-  totalStepUs_ += windowStepUs_;
-  totalSteps_ += windowSteps_;
+  // The whole run's sums per rank, from the windows' means (every rank steps alike).
+  totalWorkS_.resize(work.size());
+  totalStepS_.resize(work.size());
+  for (size_t r = 0; r < work.size(); ++r) {
+    totalWorkS_[r] += work[r] * steps;
+    totalStepS_[r] += stepS[r] * steps;
+  }
+  run_ = slowest(totalWorkS_, totalStepS_);  // sums: the shares are those of the means
   windowWorkUs_ = windowStepUs_ = 0;
   windowSteps_ = 0;
-  const double all = static_cast<double>(std::max<int64_t>(1, totalSteps_));
-  run_ = slowest(gather(totalWorkUs_ / all / 1e6), gather(totalStepUs_ / all / 1e6));
 }
 
 nlohmann::json StragglerWatch::result() const {
   if (state_ != State::On || run_.shareOfStep <= kLateShare) return nullptr;
   // The host is this process's: the threads backend's ranks share it; under mpirun
   // the slow rank's own stderr line names its host.
+  const double steps = static_cast<double>(std::max<int64_t>(1, totalSteps_));
   return {{"rank", run_.rank},
           {"host", run_.rank == strategy_.rank() || strategy_.ownsProcess() == false
                        ? nlohmann::json(thisHost()) : nlohmann::json(nullptr)},
-          {"excess_s", run_.excessS},
+          {"excess_s", run_.excessS / steps},  // per step
           {"share_of_step", run_.shareOfStep}};
 }
 

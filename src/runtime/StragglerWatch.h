@@ -46,14 +46,16 @@ class StragglerWatch {
     int rank = -1;
     double excessS = 0, shareOfStep = 0;
   };
-  // Every rank's mean of `mine` (worldSize reductions of a one-hot value).
+  // Every rank's `mine` (worldSize reductions of a one-hot value; 2 x worldSize
+  // per logged step, --log-every 100 by default).
   std::vector<double> gather(double mine);
   Late slowest(const std::vector<double>& workS, const std::vector<double>& stepS) const;
 
   parallel::Strategy& strategy_;
   State state_ = State::Unchecked;
   double stepStart_ = 0, arrivedAt_ = 0;
-  double windowWorkUs_ = 0, windowStepUs_ = 0, totalWorkUs_ = 0, totalStepUs_ = 0;
+  double windowWorkUs_ = 0, windowStepUs_ = 0;
+  std::vector<double> totalWorkS_, totalStepS_;  // every rank's, over the logged windows
   int64_t windowSteps_ = 0, totalSteps_ = 0;
   int lateWindows_ = 0;
   bool reported_ = false;

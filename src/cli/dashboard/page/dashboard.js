@@ -197,7 +197,7 @@ function renderChart(spec, axis) {
   const series = [{label: axis}].concat(names.map((n, i) => ({
     label: n, stroke: COLORS[i % COLORS.length], width: 1.5, spanGaps: true,
     points: {show: data[0].length < 40}})));
-  const plot = new uPlot({width: 460, height: 260, scales: {x: {time: false}}, series, axes: AXES},
+  const plot = new uPlot({width: 420, height: 240, scales: {x: {time: false}}, series, axes: AXES},
                          data, box);
   charts.set(spec.id, {plot, key});
 }
@@ -247,7 +247,7 @@ function renderPhases() {
                     ["compute", "#1f77b4", compute]];
     const series = [{label: "step"}].concat(layers.map(([label, color]) => ({
       label, stroke: color, fill: color + "66", width: 1})));
-    new uPlot({width: 460, height: 220, scales: {x: {time: false}}, series, axes: AXES},
+    new uPlot({width: 420, height: 200, scales: {x: {time: false}}, series, axes: AXES},
               [w.x, ...layers.map(l => l[2])], div);
   }
   document.getElementById("phases-section").hidden = !box.children.length;
