@@ -62,37 +62,58 @@ void StragglerWatch::atLog(int64_t step) {
   const std::vector<double> work = gather(windowWorkUs_ / steps / 1e6);
   const std::vector<double> stepS = gather(windowStepUs_ / steps / 1e6);
   const Late late = slowest(work, stepS);
-  totalSteps_ += windowSteps_;
-  lateWindows_ = late.shareOfStep > kLateShare ? lateWindows_ + 1 : 0;
-  if (lateWindows_ >= 2 && !reported_ && late.rank == strategy_.rank())
+  rankWorkMs_.assign(work.size(), 0);
+  rankWaitMs_.assign(work.size(), 0);
+  for (size_t r = 0; r < work.size(); ++r) {
+    rankWorkMs_[r] = 1e3 * work[r];
+    rankWaitMs_[r] = 1e3 * std::max(0.0, stepS[r] - work[r]);
+  }
+  // Named once it is late in two windows running; in the result, when it is late over
+  // the run and in at least half of its windows (a moment's hiccup is no straggler).
+  ++windows_;
+  const bool isLate = late.shareOfStep > kLateShare;
+  lateWindowsOf_.resize(work.size());
+  if (isLate) ++lateWindowsOf_[late.rank];
+  lateRun_ = !isLate ? 0 : late.rank == lastLateRank_ ? lateRun_ + 1 : 1;
+  lastLateRank_ = isLate ? late.rank : -1;
+  if (lateRun_ >= 2 && !reported_ && late.rank == strategy_.rank())
     std::fprintf(stderr,
                  "dtrain: rank %d (%s) is the slow rank: it reaches the gradient synchronisation "
                  "%.3f s (%.0f%% of a step) after the median of the others, up to step %lld\n",
                  late.rank, thisHost().c_str(), late.excessS, 100 * late.shareOfStep,
                  static_cast<long long>(step));
-  if (lateWindows_ >= 2) reported_ = true;  // once, on every rank alike
-  // The whole run's sums per rank, from the windows' means (every rank steps alike).
-  totalWorkS_.resize(work.size());
-  totalStepS_.resize(work.size());
-  for (size_t r = 0; r < work.size(); ++r) {
-    totalWorkS_[r] += work[r] * steps;
-    totalStepS_[r] += stepS[r] * steps;
-  }
-  run_ = slowest(totalWorkS_, totalStepS_);  // sums: the shares are those of the means
+  if (lateRun_ >= 2) reported_ = true;  // once, on every rank alike
+  // The first window holds each rank's one-time start (allocations, first touches):
+  // kept apart, and used only when the run had no other.
+  Sums& sums = windows_ == 1 ? first_ : rest_;
+  sums.add(work, stepS, windowSteps_);
   windowWorkUs_ = windowStepUs_ = 0;
   windowSteps_ = 0;
 }
 
+void StragglerWatch::Sums::add(const std::vector<double>& workS, const std::vector<double>& stepS,
+                               int64_t n) {
+  work.resize(workS.size());
+  step.resize(workS.size());
+  for (size_t r = 0; r < workS.size(); ++r) {
+    work[r] += workS[r] * static_cast<double>(n);
+    step[r] += stepS[r] * static_cast<double>(n);
+  }
+  steps += n;
+}
+
 nlohmann::json StragglerWatch::result() const {
-  if (state_ != State::On || run_.shareOfStep <= kLateShare) return nullptr;
+  const Sums& sums = rest_.steps > 0 ? rest_ : first_;
+  if (state_ != State::On || sums.steps == 0) return nullptr;
+  const Late run = slowest(sums.work, sums.step);  // sums: the shares are those of the means
+  if (run.shareOfStep <= kLateShare || 2 * lateWindowsOf_[run.rank] < windows_) return nullptr;
   // The host is this process's: the threads backend's ranks share it; under mpirun
   // the slow rank's own stderr line names its host.
-  const double steps = static_cast<double>(std::max<int64_t>(1, totalSteps_));
-  return {{"rank", run_.rank},
-          {"host", run_.rank == strategy_.rank() || strategy_.ownsProcess() == false
+  return {{"rank", run.rank},
+          {"host", run.rank == strategy_.rank() || !strategy_.ownsProcess()
                        ? nlohmann::json(thisHost()) : nlohmann::json(nullptr)},
-          {"excess_s", run_.excessS / steps},  // per step
-          {"share_of_step", run_.shareOfStep}};
+          {"excess_s", run.excessS / static_cast<double>(sums.steps)},  // per step
+          {"share_of_step", run.shareOfStep}};
 }
 
 }  // namespace dtrain::runtime

@@ -6,7 +6,8 @@
 // exchange their work times, and one that arrives > 20% of a step later than the
 // median of the others in two windows running is named once on stderr, by
 // itself, with its host. The result line's "straggler" names the slowest rank
-// over the whole run when it is that late, else null.
+// over the whole run (its first window, the ranks' start-up, left out) when it
+// is that late there and in at least half of the windows, else null.
 //
 // Needs a reduceMetric that is a mean over every rank (the lockstep data-parallel
 // strategies: allreduce, ZeRO); checked once at the first logged step, and off
@@ -39,6 +40,11 @@ class StragglerWatch {
   // late; discarded (not measured) for strategies it does not watch.
   nlohmann::json result() const;
   bool watching() const { return state_ != State::Off; }
+  // The last window's per-rank means, for the metrics record (empty before the
+  // first logged step or when not watching): work until the synchronisation, and
+  // the wait there, in ms per step.
+  const std::vector<double>& rankWorkMs() const { return rankWorkMs_; }
+  const std::vector<double>& rankWaitMs() const { return rankWaitMs_; }
 
  private:
   enum class State { Unchecked, On, Off };
@@ -54,12 +60,19 @@ class StragglerWatch {
   parallel::Strategy& strategy_;
   State state_ = State::Unchecked;
   double stepStart_ = 0, arrivedAt_ = 0;
+  // Every rank's work and step seconds summed over windows, and their steps.
+  struct Sums {
+    std::vector<double> work, step;
+    int64_t steps = 0;
+    void add(const std::vector<double>& workS, const std::vector<double>& stepS, int64_t n);
+  };
   double windowWorkUs_ = 0, windowStepUs_ = 0;
-  std::vector<double> totalWorkS_, totalStepS_;  // every rank's, over the logged windows
-  int64_t windowSteps_ = 0, totalSteps_ = 0;
-  int lateWindows_ = 0;
+  int64_t windowSteps_ = 0;
+  Sums first_, rest_;  // the first logged window, and the others
+  int windows_ = 0, lateRun_ = 0, lastLateRank_ = -1;
+  std::vector<int> lateWindowsOf_;  // per rank: windows in which it was late
   bool reported_ = false;
-  Late run_;  // over the whole run, filled at the last logged step
+  std::vector<double> rankWorkMs_, rankWaitMs_;
 };
 
 // This machine's name (gethostname).

@@ -452,6 +452,10 @@ TrainResult Trainer::run() {
                                // training time so far, as the evaluations' (loss against time)
                                {"time_s", clock.seconds() - evalSeconds}};
             if (c.clipGradNorm > 0) rec["grad_norm"] = gradNorm;
+            if (!stragglers.rankWorkMs().empty()) {  // per rank: work, then the wait for the others
+              rec["rank_work_ms"] = stragglers.rankWorkMs();
+              rec["rank_wait_ms"] = stragglers.rankWaitMs();
+            }
             for (auto& [k, v] : strategy_->stats()) rec[k] = v;
             metrics.write(rec);
           }

@@ -49,6 +49,7 @@ class Cells(html.parser.HTMLParser):
     def __init__(self):
         super().__init__()
         self.runs, self.run, self.field, self.charts, self.phases = {}, None, None, set(), set()
+        self.ranks, self.ranks_of = {}, None  # run -> [(work ms, wait ms)] of its rank rows
 
     def handle_starttag(self, tag, attrs):
         a = dict(attrs)
@@ -62,6 +63,11 @@ class Cells(html.parser.HTMLParser):
             self.charts.add(a["data-chart"])
         if tag == "div" and "data-phases" in a:
             self.phases.add(a["data-phases"])
+        if tag == "div" and "data-ranks" in a:
+            self.ranks_of = a["data-ranks"]
+            self.ranks[self.ranks_of] = []
+        if tag == "div" and "data-rank" in a and self.ranks_of:
+            self.ranks[self.ranks_of].append((float(a["data-work-ms"]), float(a["data-wait-ms"])))
 
     def handle_data(self, data):
         if self.run and self.field and self.runs[self.run][self.field] is None:
@@ -132,6 +138,9 @@ def check_page(url, done, live):
         check(shown.get("state") == ("finished" if name == "done" else "running"),
               f"{name}: state {shown.get('state')}")
         check(name in cells.phases, f"{name}: no chart of the step's phases")
+        per_rank = [r for r in recs if "rank_work_ms" in r][-1]
+        check(cells.ranks.get(name) == list(zip(per_rank["rank_work_ms"], per_rank["rank_wait_ms"])),
+              f"{name}: per-rank bars {cells.ranks.get(name)}, the file's last window {per_rank}")
     result = json.load(open(os.path.join(done, "result.json")))
     got = cells.runs.get("done", {}).get("samples_per_s")
     check(got is not None and float(got) == float(result["samples_per_s"]),

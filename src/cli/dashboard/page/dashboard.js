@@ -253,8 +253,51 @@ function renderPhases() {
   document.getElementById("phases-section").hidden = !box.children.length;
 }
 
+// Each rank's work and wait of the last logged window as a horizontal bar: the
+// slow rank has the longest work and no wait; the others wait for it.
+function renderRanks() {
+  const box = document.getElementById("ranks");
+  box.replaceChildren();
+  for (const [name, run] of runs) {
+    const rec = run.shown ? [...run.records].reverse().find(r => r.rank_work_ms) : undefined;
+    if (!rec) continue;
+    const div = document.createElement("div");
+    div.className = "chart ranks";
+    div.dataset.ranks = name;
+    const h = document.createElement("h3");
+    h.textContent = `${name}, step ${rec.step}`;
+    div.append(h);
+    const longest = Math.max(...rec.rank_work_ms.map((w, i) => w + rec.rank_wait_ms[i]), 1e-9);
+    rec.rank_work_ms.forEach((work, rank) => {
+      const wait = rec.rank_wait_ms[rank];
+      const row = document.createElement("div");
+      row.className = "rank-row";
+      row.dataset.rank = rank;
+      row.dataset.workMs = String(work);
+      row.dataset.waitMs = String(wait);
+      const label = document.createElement("span");
+      label.textContent = `rank ${rank}`;
+      const bar = document.createElement("span");
+      bar.className = "bar";
+      for (const [cls, v] of [["work", work], ["wait", wait]]) {
+        const seg = document.createElement("span");
+        seg.className = cls;
+        seg.style.width = `${(100 * v / longest).toFixed(2)}%`;
+        bar.append(seg);
+      }
+      const text = document.createElement("span");
+      text.textContent = `${format(work)} + ${format(wait)}`;
+      row.append(label, bar, text);
+      div.append(row);
+    });
+    box.append(div);
+  }
+  document.getElementById("ranks-section").hidden = !box.children.length;
+}
+
 function render() {
   renderTable();
+  renderRanks();
   const axis = document.getElementById("x-axis").value;
   for (const spec of CHARTS) renderChart(spec, axis);
   renderPhases();
