@@ -20,6 +20,7 @@ import tempfile
 import urllib.request
 
 DTRAIN, SCREENSHOT = sys.argv[1], sys.argv[2]
+MACHINE = os.path.join(os.path.dirname(__file__), "../../../plan/clusters/example-cpu.json")
 failures = []
 
 
@@ -93,7 +94,8 @@ def main():
     train = subprocess.run(
         [DTRAIN, "train", "--dataset", "synthetic", "--synthetic-size", "1024", "--epochs", "1",
          "--log-every", "2", "--eval-every", "4", "--workers", "2", "--progress", "off",
-         "--run-dir", done, "--run-timeline"], capture_output=True, text=True, timeout=300)
+         "--run-dir", done, "--run-timeline", "--machine", MACHINE], capture_output=True, text=True,
+        timeout=300)
     check(train.returncode == 0, "train --run-dir: " + train.stderr)
     # The running run: the first lines of the finished one's metrics, then half a line.
     os.makedirs(live)
@@ -102,6 +104,9 @@ def main():
     with open(os.path.join(live, "metrics.jsonl"), "w") as f:
         f.writelines(lines[:5])
         f.write(lines[5][:20])
+    # A run that has only started: its configuration, no metrics file yet.
+    os.makedirs(os.path.join(runs, "starting"))
+    shutil.copy(os.path.join(done, "config.toml"), os.path.join(runs, "starting"))
 
     server = subprocess.Popen([DTRAIN, "dashboard", runs, "--port", "0"], stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True)
@@ -144,7 +149,13 @@ def check_page(url, done, live):
         per_rank = [r for r in recs if "rank_work_ms" in r][-1]
         check(cells.ranks.get(name) == list(zip(per_rank["rank_work_ms"], per_rank["rank_wait_ms"])),
               f"{name}: per-rank bars {cells.ranks.get(name)}, the file's last window {per_rank}")
+    starting = cells.runs.get("starting", {})
+    check(starting.get("state") == "running" and starting.get("step") == "–",
+          f"a run without metrics yet: {starting}")
     result = json.load(open(os.path.join(done, "result.json")))
+    got = cells.runs.get("done", {}).get("predicted_samples_per_s")
+    check(got is not None and float(got) == float(result["predicted_samples_per_s"]),
+          f"done: predicted samples/s shows {got}, result.json has {result['predicted_samples_per_s']}")
     got = cells.runs.get("done", {}).get("samples_per_s")
     check(got is not None and float(got) == float(result["samples_per_s"]),
           f"done: samples/s shows {got}, result.json has {result['samples_per_s']}")

@@ -30,6 +30,8 @@ const COLUMNS = [
   ["test_accuracy", run => last(run.records, r => r.test_accuracy)],
   ["eval_loss", run => last(run.records, r => r.val_loss ?? r.test_loss)],
   ["samples_per_s", run => run.result?.samples_per_s ?? last(run.records, r => r.samples_per_s)],
+  // dtrain simulate's prediction for the run, on its result line with --machine.
+  ["predicted_samples_per_s", run => run.result?.predicted_samples_per_s],
   ["lr", run => last(run.records, r => r.lr)],
   ["time_s", run => last(run.records, r => r.time_s)],
   ["straggler", run => straggler(run.result)],
