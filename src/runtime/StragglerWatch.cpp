@@ -15,6 +15,16 @@ std::string thisHost() {
   return host;
 }
 
+namespace {
+// The median of a window's steps: a step the OS took a core away from, or one that
+// evaluated, moves a mean; a rank that is slow at every step moves the median.
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+  return v[v.size() / 2];
+}
+}  // namespace
+
 StragglerWatch::StragglerWatch(parallel::Strategy& strategy) : strategy_(strategy) {
   if (strategy.worldSize() < 2 || strategy.dataReplicas() != strategy.worldSize())
     state_ = State::Off;
@@ -22,9 +32,12 @@ StragglerWatch::StragglerWatch(parallel::Strategy& strategy) : strategy_(strateg
 
 void StragglerWatch::synced() {
   const double now = nowMicros();
-  windowWorkUs_ += arrivedAt_ - stepStart_;
-  windowStepUs_ += now - stepStart_;
-  ++windowSteps_;
+  windowWorkUs_.push_back(arrivedAt_ - stepStart_);
+  // The step as the whole cycle from one synchronisation to the next: a fast rank
+  // also waits at the step's other collectives (the stop check, the loss sum), and
+  // with overlap its wait for a rank slowed after backward falls there.
+  windowStepUs_.push_back(now - (lastSyncedAt_ > 0 ? lastSyncedAt_ : stepStart_));
+  lastSyncedAt_ = now;
 }
 
 std::vector<double> StragglerWatch::gather(double mine) {
@@ -58,9 +71,8 @@ void StragglerWatch::atLog(int64_t step) {
     state_ = all ? State::On : State::Off;
     if (!all) return;
   }
-  const double steps = static_cast<double>(std::max<int64_t>(1, windowSteps_));
-  const std::vector<double> work = gather(windowWorkUs_ / steps / 1e6);
-  const std::vector<double> stepS = gather(windowStepUs_ / steps / 1e6);
+  const std::vector<double> work = gather(median(windowWorkUs_) / 1e6);
+  const std::vector<double> stepS = gather(median(windowStepUs_) / 1e6);
   const Late late = slowest(work, stepS);
   rankWorkMs_.assign(work.size(), 0);
   rankWaitMs_.assign(work.size(), 0);
@@ -70,8 +82,10 @@ void StragglerWatch::atLog(int64_t step) {
   }
   // Named once it is late in two windows running; in the result, when it is late over
   // the run and in at least half of its windows (a moment's hiccup is no straggler).
+  // The first window is the ranks' start-up (allocations, first touches), not their speed.
   ++windows_;
-  const bool isLate = late.shareOfStep > kLateShare;
+  const bool isLate = windows_ > 1 && tooLate(late);
+  if (windows_ == 1 && tooLate(late)) firstLateRank_ = late.rank;
   lateWindowsOf_.resize(work.size());
   if (isLate) ++lateWindowsOf_[late.rank];
   lateRun_ = !isLate ? 0 : late.rank == lastLateRank_ ? lateRun_ + 1 : 1;
@@ -86,9 +100,9 @@ void StragglerWatch::atLog(int64_t step) {
   // The first window holds each rank's one-time start (allocations, first touches):
   // kept apart, and used only when the run had no other.
   Sums& sums = windows_ == 1 ? first_ : rest_;
-  sums.add(work, stepS, windowSteps_);
-  windowWorkUs_ = windowStepUs_ = 0;
-  windowSteps_ = 0;
+  sums.add(work, stepS, static_cast<int64_t>(windowWorkUs_.size()));
+  windowWorkUs_.clear();
+  windowStepUs_.clear();
 }
 
 void StragglerWatch::Sums::add(const std::vector<double>& workS, const std::vector<double>& stepS,
@@ -106,7 +120,9 @@ nlohmann::json StragglerWatch::result() const {
   const Sums& sums = rest_.steps > 0 ? rest_ : first_;
   if (state_ != State::On || sums.steps == 0) return nullptr;
   const Late run = slowest(sums.work, sums.step);  // sums: the shares are those of the means
-  if (run.shareOfStep <= kLateShare || 2 * lateWindowsOf_[run.rank] < windows_) return nullptr;
+  const bool consistently = windows_ == 1 ? firstLateRank_ == run.rank
+                                          : 2 * lateWindowsOf_[run.rank] >= windows_ - 1;
+  if (!tooLate(run) || !consistently) return nullptr;
   // The host is this process's: the threads backend's ranks share it; under mpirun
   // the slow rank's own stderr line names its host.
   return {{"rank", run.rank},
