@@ -91,6 +91,7 @@ struct TrainConfig {
   int64_t accumulate = 1;          // micro-steps per optimizer step (gradient accumulation)
   bool scaleLr = false;            // linear scaling rule: lr x workers x accumulate
   std::string timeline;            // Chrome trace-event JSON output
+  std::string tensorboard;         // directory of TensorBoard event files (the metrics' scalars)
   std::string machine;             // machine file: the result line adds the simulator's prediction
   // Gradient compression (allreduce strategy; parallel/compress/Compressor.h).
   std::string compress = "none";
