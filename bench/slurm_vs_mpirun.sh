@@ -5,7 +5,11 @@
 # by scripts/netsim.sh mpirun, alternating, ROUNDS rounds; prints each run's
 # samples/s, then the medians and sbatch's ratio to mpirun. Root; brings a
 # 2-node cluster up (scripts/slurm.sh) and down.
-# Usage: bash bench/slurm_vs_mpirun.sh [ROUNDS] [STEPS]
+# The emulated nodes share this machine's cores, which mpirun inside a job cannot
+# tell (it binds ranks to cores, uses shared memory, lets idle ranks spin), so the
+# sbatch runs get netsim.sh mpirun's settings (docs/guide/slurm.md); AS_IS=1 runs
+# the example script as a user on a real cluster would.
+# Usage: [AS_IS=1] bash bench/slurm_vs_mpirun.sh [ROUNDS] [STEPS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-3} steps=${2:-300}
@@ -18,6 +22,11 @@ export SLURM_CONF DTRAIN="$dtrain" OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_RO
 train=(--model mlp --dataset synthetic --synthetic-size 8192 --batch-size 64 --max-steps "$steps"
        --seed 1 --progress off --threads 1)
 rate() { grep '^{' "$1" | tail -n 1 | grep -o '"samples_per_s":[0-9.e+-]*' | cut -d: -f2; }
+
+if [[ "${AS_IS:-0}" != 1 ]]; then
+  export OMP_NUM_THREADS=1 OMPI_MCA_hwloc_base_binding_policy=none OMPI_MCA_btl=tcp,self \
+    OMPI_MCA_mpi_yield_when_idle=1  # sbatch passes the environment on
+fi
 
 run_sbatch() {
   local id
