@@ -30,7 +30,9 @@ fi
 
 run_sbatch() {
   local id
-  id=$(sbatch --parsable --wait --nodes 2 --ntasks-per-node 2 --cpus-per-task 1 \
+  # A checkpoint directory of its own: job ids start again at 1 on every new cluster, and
+  # the example's default directory (by job id) would resume an earlier run's finished one.
+  id=$(DTRAIN_CHECKPOINT_DIR="$work/ckpt-$1" sbatch --parsable --wait --nodes 2 --ntasks-per-node 2 --cpus-per-task 1 \
        --output "$work/s$1.out" examples/slurm/train.sbatch "${train[@]}") >/dev/null
   rate "$work/s$1.out"
 }
