@@ -34,6 +34,14 @@ Variable gelu(const Variable& x);
 // identity when !training or p == 0. The mask comes from `rng`.
 Variable dropout(const Variable& x, float p, bool training, Rng& rng);
 
+// Broadcasting as NumPy and PyTorch do it (autograd/ops/BroadcastOps.cpp): the
+// shape a and b broadcast to (UsageError naming both when they cannot), and x
+// repeated to `shape` along its size-1 or missing leading axes (a copy), whose
+// gradient sums over those axes. The elementwise ops above stay same-shape; the
+// Python operators broadcast their operands first.
+Shape broadcastShape(const Shape& a, const Shape& b);
+Variable broadcastTo(const Variable& x, const Shape& shape);
+
 // Shape (views: no copy in forward)
 Variable reshape(const Variable& x, const Shape& shape);
 Variable flatten(const Variable& x, int64_t startDim = 1);

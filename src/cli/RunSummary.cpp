@@ -22,11 +22,22 @@ double number(const nlohmann::json& j, const char* key) {
 // The task's headline figures: a classifier's test accuracy, a language model's
 // validation loss (none without a test set).
 std::string evaluation(const nlohmann::json& r) {
+  std::string out;
+  if (r.contains("val_accuracy"))  // --val-fraction
+    out = "; val accuracy " + fixed(number(r, "val_accuracy"), 4) + " (loss " +
+          fixed(number(r, "val_loss"), 4) + ")";
+  else if (r.contains("val_loss"))
+    out = "; validation loss " + fixed(number(r, "val_loss"), 4);
   if (r.contains("test_accuracy"))
-    return "; test accuracy " + fixed(number(r, "test_accuracy"), 4) + " (loss " +
+    out += "; test accuracy " + fixed(number(r, "test_accuracy"), 4) + " (loss " +
            fixed(number(r, "test_loss"), 4) + ")";
-  if (r.contains("val_loss")) return "; validation loss " + fixed(number(r, "val_loss"), 4);
-  return "";
+  return out;
+}
+
+// --early-stop-patience: whether it stopped, and where the best evaluation was.
+std::string earlyStop(const nlohmann::json& r) {
+  if (!r.value("stopped_early", false)) return "";
+  return "; stopped early, best at step " + std::to_string(r.value("best_step", int64_t{0}));
 }
 
 // Where the run's files went, from its configuration.
@@ -49,7 +60,7 @@ std::string runSummary(const nlohmann::json& r) {
   const int64_t steps = r.value("steps", int64_t{0}), epochs = r.value("epochs_completed", int64_t{0});
   return "dtrain: " + model + std::to_string(steps) + (steps == 1 ? " step (" : " steps (") +
          std::to_string(epochs) + (epochs == 1 ? " epoch) in " : " epochs) in ") + fixed(number(r, "seconds"), 1) +
-         " s, " + fixed(number(r, "samples_per_s"), 0) + " samples/s" + evaluation(r) + outputs(r);
+         " s, " + fixed(number(r, "samples_per_s"), 0) + " samples/s" + evaluation(r) + earlyStop(r) + outputs(r);
 }
 
 }  // namespace dtrain::cli

@@ -85,6 +85,16 @@ Variable operand(const py::handle& v, const Variable& like) {
   return Variable(tensorFromArray(v, "operand"));
 }
 
+// a op b with both operands broadcast to their common shape (NumPy's rules).
+template <typename Op>
+Variable broadcasting(const Variable& a, const Variable& b, Op op) {
+  return asUsage([&] {
+    if (a.shape() == b.shape()) return op(a, b);
+    const Shape shape = autograd::broadcastShape(a.shape(), b.shape());
+    return op(autograd::broadcastTo(a, shape), autograd::broadcastTo(b, shape));
+  });
+}
+
 Tensor labelsOf(const py::handle& v) {
   Tensor t = py::isinstance<Variable>(v) ? v.cast<Variable>().data() : tensorFromArray(v, "labels");
   DTRAIN_CHECK_USAGE(t.dtype() == DType::I32, "labels: expected integer class indices (got float)");
@@ -216,13 +226,13 @@ void bindTensors(py::module_& m) {
       .def("sum", [](const Variable& v) { return asUsage([&] { return sum(v); }); }, Release())
       .def("mean", [](const Variable& v) { return asUsage([&] { return mean(v); }); }, Release())
       .def("relu", [](const Variable& v) { return relu(v); }, Release())
-      .def("__add__", [](const Variable& a, const py::handle& b) { Variable o = operand(b, a); py::gil_scoped_release r; return asUsage([&] { return add(a, o); }); })
-      .def("__radd__", [](const Variable& a, const py::handle& b) { Variable o = operand(b, a); py::gil_scoped_release r; return asUsage([&] { return add(o, a); }); })
-      .def("__sub__", [](const Variable& a, const py::handle& b) { Variable o = operand(b, a); py::gil_scoped_release r; return asUsage([&] { return sub(a, o); }); })
-      .def("__rsub__", [](const Variable& a, const py::handle& b) { Variable o = operand(b, a); py::gil_scoped_release r; return asUsage([&] { return sub(o, a); }); })
+      .def("__add__", [](const Variable& a, const py::handle& b) { Variable o = operand(b, a); py::gil_scoped_release r; return broadcasting(a, o, add); })
+      .def("__radd__", [](const Variable& a, const py::handle& b) { Variable o = operand(b, a); py::gil_scoped_release r; return broadcasting(o, a, add); })
+      .def("__sub__", [](const Variable& a, const py::handle& b) { Variable o = operand(b, a); py::gil_scoped_release r; return broadcasting(a, o, sub); })
+      .def("__rsub__", [](const Variable& a, const py::handle& b) { Variable o = operand(b, a); py::gil_scoped_release r; return broadcasting(o, a, sub); })
       .def("__mul__", [](const Variable& a, const py::handle& b) {
         if (py::isinstance<py::float_>(b) || py::isinstance<py::int_>(b)) { float s = b.cast<float>(); py::gil_scoped_release r; return scale(a, s); }
-        Variable o = operand(b, a); py::gil_scoped_release r; return asUsage([&] { return mul(a, o); }); })
+        Variable o = operand(b, a); py::gil_scoped_release r; return broadcasting(a, o, mul); })
       .def("__rmul__", [](const Variable& a, float s) { return scale(a, s); }, Release())
       .def("__truediv__", [](const Variable& a, float s) { return scale(a, 1.0f / s); }, Release())
       .def("__neg__", [](const Variable& a) { return scale(a, -1.0f); }, Release())
@@ -245,8 +255,8 @@ void bindTensors(py::module_& m) {
        return asUsage([&] { return linear(x, w, b ? *b : Variable()); });
      }, "x W^T + b (x [..., in], W [out, in], b [out] or None)", py::arg("x"), py::arg("weight"), py::arg("bias") = nullptr);
   op("matmul", [](const Variable& a, const Variable& b) { return asUsage([&] { return matmul(a, b); }); }, "[M, K] x [K, N]");
-  op("add", [](const Variable& a, const Variable& b) { return asUsage([&] { return add(a, b); }); }, "a + b (same shapes)");
-  op("mul", [](const Variable& a, const Variable& b) { return asUsage([&] { return mul(a, b); }); }, "a * b (same shapes)");
+  op("add", [](const Variable& a, const Variable& b) { return broadcasting(a, b, add); }, "a + b (broadcast as NumPy)");
+  op("mul", [](const Variable& a, const Variable& b) { return broadcasting(a, b, mul); }, "a * b (broadcast as NumPy)");
   op("relu", [](const Variable& x) { return relu(x); }, "max(x, 0)");
   op("gelu", [](const Variable& x) { return gelu(x); }, "GELU (tanh approximation as GPT-2)");
   op("sigmoid", [](const Variable& x) { return sigmoid(x); }, "1 / (1 + exp(-x))");

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -84,6 +85,16 @@ void pruneCheckpoints(const std::string& dir, int keep) {
   }
 }
 
+namespace {
+// Before MPI is up, whether this process is rank 0 of what mpirun or srun started
+// (or started alone): the one that says what every rank found.
+bool firstLaunchedRank() {
+  for (const char* v : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"})
+    if (const char* rank = std::getenv(v)) return std::string(rank) == "0";
+  return true;
+}
+}  // namespace
+
 void resolveCheckpointFlags(TrainConfig& c) {
   // A named input that is not there is bad usage (exit 2), as for --resume below.
   for (const auto& [flag, path] : {std::pair<const char*, const std::string*>{"--load", &c.load},
@@ -93,7 +104,7 @@ void resolveCheckpointFlags(TrainConfig& c) {
   if (c.resume.empty()) return;
   if (c.resume == "auto") {
     c.load = fs::is_directory(c.checkpointDir) ? latestValidCheckpoint(c.checkpointDir) : "";
-    if (c.load.empty()) log::info("--resume auto: no checkpoint in ", c.checkpointDir, ": starting fresh");
+    if (c.load.empty() && firstLaunchedRank()) log::info("--resume auto: no checkpoint in ", c.checkpointDir, ": starting fresh");
   } else {
     DTRAIN_CHECK_USAGE(fs::is_regular_file(c.resume), "--resume ", c.resume,
                        ": no such checkpoint (a file, or auto with --checkpoint-dir)");

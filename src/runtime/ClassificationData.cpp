@@ -1,7 +1,11 @@
 // The classifiers' data by --dataset: synthetic, fashion-mnist, idx (any
 // MNIST-format directory) and npy (the user's .npy files), and the shape the
 // model is built for, which comes from the training data.
+#include <algorithm>
+#include <cmath>
+
 #include "core/Error.h"
+#include "core/Rng.h"
 #include "data/FashionMnist.h"
 #include "data/NpyDataset.h"
 #include "data/SyntheticDataset.h"
@@ -76,6 +80,24 @@ std::shared_ptr<const data::Dataset> loadTestDataset(const TrainConfig& c,
   if (!hasTestSet(c)) return nullptr;
   if (readsFiles(c)) return loadTestSet(c, {train.sampleShape(), train.numClasses()});
   return loadDataset(c, false);
+}
+
+ValidationSplit splitValidation(const TrainConfig& c, std::shared_ptr<const data::Dataset> full) {
+  if (!c.valFraction) return {std::move(full), nullptr};
+  const int64_t n = full->size();
+  const auto held = static_cast<int64_t>(std::llround(*c.valFraction * static_cast<double>(n)));
+  DTRAIN_CHECK_USAGE(held >= 1 && held < n, "--val-fraction ", *c.valFraction, " of ", n,
+                     " training samples holds out ", held, held < 1 ? " (none)" : " (all of them)");
+  // A seeded draw, not the last samples: files sorted by class would hold out one class.
+  std::vector<int64_t> order(n);
+  for (int64_t i = 0; i < n; ++i) order[i] = i;
+  Rng rng(c.seed ^ 0x76616c5f73706c69ULL);  // its own stream: the sampler's shuffles stay as they were
+  for (int64_t i = n - 1; i > 0; --i) std::swap(order[i], order[rng.below(i + 1)]);
+  std::vector<int64_t> val(order.begin(), order.begin() + held), train(order.begin() + held, order.end());
+  std::sort(val.begin(), val.end());  // in file order: reads stay sequential
+  std::sort(train.begin(), train.end());
+  return {std::make_shared<data::SubsetDataset>(full, std::move(train)),
+          std::make_shared<data::SubsetDataset>(full, std::move(val))};
 }
 
 nn::DataShape dataShape(const TrainConfig& c, const TaskData& data) {

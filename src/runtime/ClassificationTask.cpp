@@ -57,7 +57,8 @@ class ClassificationTask final : public Task {
   ClassificationTask(const TaskContext& ctx, const TaskData& data)
       : config_(ctx.config),
         rank_(ctx.rank),
-        train_(data.train ? data.train : loadDataset(ctx.config, true)),
+        split_(splitValidation(ctx.config, data.train ? data.train : loadDataset(ctx.config, true))),
+        train_(split_.train),
         test_(data.test ? data.test
                         : (ctx.reporter ? loadTestDataset(ctx.config, *train_) : nullptr)),
         // Gradient accumulation: each rank's loader yields K micro-batches of B
@@ -87,15 +88,28 @@ class ClassificationTask final : public Task {
     return autograd::crossEntropy(output, y);
   }
   nlohmann::json evaluate(nn::Module& model) override {
-    if (!hasTestSet(config_)) return nlohmann::json::object();  // --dataset npy without test files
+    nlohmann::json out = nlohmann::json::object();
+    if (split_.val) {
+      auto [acc, loss] = runtime::evaluate(model, *split_.val, config_.evalBatch);
+      out["val_accuracy"] = acc;
+      out["val_loss"] = loss;
+    }
+    if (!hasTestSet(config_)) return out;  // --dataset npy without test files
     DTRAIN_CHECK(test_, "classification: this rank has no test set to evaluate on");
     auto [acc, loss] = runtime::evaluate(model, *test_, config_.evalBatch);
-    return {{"test_accuracy", acc}, {"test_loss", loss}};
+    out["test_accuracy"] = acc;
+    out["test_loss"] = loss;
+    return out;
   }
   std::string describeEvaluation(const nlohmann::json& f) const override {
+    std::string val;
+    if (f.contains("val_accuracy"))
+      val = detail::concat("val accuracy ", f.at("val_accuracy").get<double>(), ", val loss ",
+                           f.at("val_loss").get<double>());
     if (!f.contains("test_accuracy"))
-      return "no test set (--test-data and --test-labels not given)";
-    return detail::concat("test accuracy ", f.at("test_accuracy").get<double>(), ", test loss ",
+      return val.empty() ? "no test set (--test-data and --test-labels not given)" : val;
+    return detail::concat(val, val.empty() ? "" : ", ", "test accuracy ",
+                          f.at("test_accuracy").get<double>(), ", test loss ",
                           f.at("test_loss").get<double>());
   }
 
@@ -108,6 +122,7 @@ class ClassificationTask final : public Task {
 
   const TrainConfig& config_;
   int rank_;
+  ValidationSplit split_;  // --val-fraction: the training part and the held-out part
   std::shared_ptr<const data::Dataset> train_, test_;
   data::DistributedSampler sampler_;
   std::optional<data::Loader> loader_;

@@ -111,6 +111,35 @@ nn::ModelOverrides overridesFromMetadata(const std::map<std::string, std::string
   return o;
 }
 
+namespace {
+
+// The metric --early-stop-patience watches must be one the task's evaluation reports.
+void checkEarlyStopMetric(TrainConfig& c, bool languageModel) {
+  if (c.earlyStopPatience == 0 || c.evalEvery == 0) return;  // the schema says what is missing
+  const bool byDefault = c.earlyStopMetric.empty();
+  if (byDefault) c.earlyStopMetric = "val_loss";
+  const std::string& m = c.earlyStopMetric;
+  const std::string named = byDefault ? "--early-stop-patience watches val_loss (the default "
+                                        "--early-stop-metric)"
+                                      : "--early-stop-metric " + m;
+  if (languageModel) {
+    DTRAIN_CHECK_USAGE(m == "val_loss" || m == "val_bpb", named,
+                       ": the gpt-* models report val_loss and val_bpb");
+    return;
+  }
+  DTRAIN_CHECK_USAGE(m != "val_bpb", named, ": val_bpb is the gpt-* models'; classifiers report "
+                     "val_loss, val_accuracy (with --val-fraction), test_loss, test_accuracy");
+  if (m.rfind("val_", 0) == 0)
+    DTRAIN_CHECK_USAGE(c.valFraction.has_value(), named, ", which needs a validation split: add "
+                       "--val-fraction F (e.g. 0.1), or watch --early-stop-metric test_loss");
+  else
+    DTRAIN_CHECK_USAGE(c.dataset == "memory" || hasTestSet(c), named,
+                       ", but there is no test set: give --test-data and --test-labels, or "
+                       "--val-fraction F and --early-stop-metric val_loss");
+}
+
+}  // namespace
+
 TaskData loadTaskData(const TrainConfig& c, bool withTest) {
   TaskData d;
   if (isLanguageModel(nn::modelInfo(c.model, modelOverrides(c)))) {
@@ -158,6 +187,7 @@ void applyTaskDefaults(TrainConfig& c, const std::function<bool(const char*)>& g
     }
   }
   checkDataset(c, info);
+  checkEarlyStopMetric(c, isLanguageModel(info));
 }
 
 }  // namespace dtrain::runtime

@@ -66,6 +66,13 @@ struct TrainConfig {
   std::string resume;
   int64_t evalEvery = 0;   // steps; 0: only at the end
   bool evalDeferred = false;  // snapshot every evalEvery steps, evaluate after training
+  // A validation split (runtime/ClassificationData.cpp): this fraction of the training
+  // set, drawn by --seed, is held out and evaluated as val_loss and val_accuracy.
+  std::optional<double> valFraction;
+  // Early stopping (runtime/EarlyStopping.h): stop once this many evaluations in a row
+  // have not improved the metric (0: off); "" picks val_loss.
+  int64_t earlyStopPatience = 0;
+  std::string earlyStopMetric;
   int64_t logEvery = 100;  // steps between metric records / log lines
   int64_t evalBatch = 1000;
   enum class Progress { Auto, Bar, Lines, Off } progress = Progress::Auto;

@@ -18,6 +18,7 @@
 #include "parallel/MemoryGather.h"
 #include "runtime/Checkpoint.h"
 #include "runtime/CheckpointDir.h"
+#include "runtime/EarlyStopping.h"
 #include "runtime/GradClip.h"
 #include "runtime/LoraSetup.h"
 #include "runtime/ModelPipeline.h"
@@ -257,9 +258,16 @@ TrainResult Trainer::run() {
 
   TrainState state;
   state.rng = Rng(c.seed).state();
+  EarlyStopping early(c.earlyStopMetric, c.earlyStopPatience);
+  DTRAIN_CHECK_USAGE(!early.active() || strategy_->checkpointsBetweenSteps(),
+                     "--early-stop-patience needs ranks that step together; --strategy ",
+                     strategy_->name(), "'s ranks run at their own pace");
   if (resumeFrom_) {
     loadCheckpoint(*resumeFrom_, c.load, *model_, optimizer_.get(), &state);
     resumeFrom_.reset();
+    early.readFrom(state.metadata);
+    // A run that stopped early resumes as stopped (its count went into the checkpoint).
+    if (early.stopped()) total = std::min(total, *early.stoppedAt());
     if (reporter && state.step >= total)
       log::info("resumed from ", c.load, " at step ", state.step, ": this run ends at step ",
                 total, ", so there is nothing more to train");
@@ -337,6 +345,7 @@ TrainResult Trainer::run() {
   std::vector<Deferred> deferred;  // --eval-deferred
   bool stopped = false;
   bool interrupted = false;    // stopped early on a signal
+  bool stoppedEarly = false;   // --early-stop-patience
   std::string stopCheckpoint;  // where that stop saved
   for (int64_t epoch = step / perEpoch; epoch < c.epochs && step < total && !stopped; ++epoch) {
     task->beginEpoch(epoch, step);
@@ -464,6 +473,7 @@ TrainResult Trainer::run() {
           window.reset();
         }
       }
+      bool stopEarly = false;
       if (c.evalEvery > 0 && step % c.evalEvery == 0 && step < total && reporter) {
         Timer t;
         // time_s: training time so far, evaluations excluded (time-to-accuracy plots).
@@ -478,9 +488,23 @@ TrainResult Trainer::run() {
           rec["epoch"] = epoch + 1;
           rec["time_s"] = trainSeconds;
           metrics.write(rec);
+          stopEarly = early.observe(rec, step);
+          early.writeTo(state.metadata);
         }
         evalSeconds += t.seconds();
         window.reset();
+      }
+      // Every rank learns the reporter's decision at the same step (one tiny sum).
+      if (early.active() && c.evalEvery > 0 && step % c.evalEvery == 0 && step < total &&
+          strategy_->anyRankStops(stopEarly)) {
+        if (reporter) log::info(early.describeStop());  // also under --progress off
+        stopped = stoppedEarly = true;
+        // Again when periodic: this checkpoint holds the decision (a resume stays stopped).
+        if (!c.checkpointDir.empty()) {
+          SpanScope s(spans, "checkpoint");
+          saveCheckpointNow(state, step, perEpoch, globalBatch, reporter);
+        }
+        break;
       }
     }
     task->endEpoch();
@@ -505,7 +529,8 @@ TrainResult Trainer::run() {
   const bool saveAtEnd = !c.save.empty() && !(interrupted && !c.checkpointDir.empty());
   // Ranks at their own pace save their last step into --checkpoint-dir once all have
   // finished (the others did in the loop).
-  const bool finalToDir = !c.checkpointDir.empty() && !interrupted && firstStep < total &&
+  const bool finalToDir = !c.checkpointDir.empty() && !interrupted && !stoppedEarly &&
+                          firstStep < total &&
                           !strategy_->checkpointsBetweenSteps();
   if (saveAtEnd || finalToDir) state.strategyState = strategy_->checkpointState();
   r.strategyStats = strategy_->stats();
@@ -547,6 +572,8 @@ TrainResult Trainer::run() {
       metrics.write(rec);
       const nlohmann::json extra = task->finalFields(r.samplesPerS);  // outlives items()
       for (const auto& [k, v] : extra.items()) r.evaluation[k] = v;
+      const nlohmann::json earlyFields = early.resultFields();  // outlives items()
+      for (const auto& [k, v] : earlyFields.items()) r.evaluation[k] = v;
       if (!r.strategyReport.empty()) metrics.write(r.strategyReport);
     }
     state.step = step;

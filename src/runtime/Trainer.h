@@ -66,6 +66,12 @@ std::shared_ptr<const data::Dataset> loadDataset(const TrainConfig& config, bool
 // classes are the test set's); null without one.
 std::shared_ptr<const data::Dataset> loadTestDataset(const TrainConfig& config,
                                                      const data::Dataset& train);
+// --val-fraction F: `full` without a seeded F of its samples, and those samples
+// (null without --val-fraction). UsageError when that leaves either part empty.
+struct ValidationSplit {
+  std::shared_ptr<const data::Dataset> train, val;
+};
+ValidationSplit splitValidation(const TrainConfig& config, std::shared_ptr<const data::Dataset> full);
 // False for --dataset npy without --test-data: training reports no test figures.
 bool hasTestSet(const TrainConfig& config);
 

@@ -69,6 +69,7 @@ TEST(Train, FinishedRunResumesFinished) {
                            "--checkpoint-every 4 --checkpoint-dir " + dir.string() + " --resume auto";
   auto first = runDtrain(args);
   ASSERT_EQ(first.code, 0) << first.err;
+  EXPECT_NE(first.err.find("--resume auto: no checkpoint in"), std::string::npos) << first.err;
   EXPECT_TRUE(fs::exists(dir / "step-000000006.safetensors"));
   EXPECT_EQ(fs::read_symlink(dir / "latest.safetensors"), "step-000000006.safetensors");
   auto again = runDtrain(args);
@@ -76,6 +77,17 @@ TEST(Train, FinishedRunResumesFinished) {
   EXPECT_NE(again.err.find("step-000000006.safetensors at step 6: this run ends at step 6, so there "
                            "is nothing more to train"), std::string::npos) << again.err;
   EXPECT_EQ(lastJson(again)["steps"], 6);
+  fs::remove_all(dir.parent_path());
+}
+
+// Under mpirun or srun every rank resolves --resume auto; rank 0 alone says it starts fresh.
+TEST(Train, OnlyTheFirstLaunchedRankSaysThereIsNoCheckpoint) {
+  const fs::path dir = fs::path(tempDir()) / "none";
+  auto r = runShell("OMPI_COMM_WORLD_RANK=1 " + std::string(DTRAIN_BIN) +
+                    " train --dataset synthetic --synthetic-size 64 --progress off --max-steps 1 "
+                    "--threads 1 --checkpoint-dir " + dir.string() + " --resume auto");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.err.find("no checkpoint"), std::string::npos) << r.err;
   fs::remove_all(dir.parent_path());
 }
 

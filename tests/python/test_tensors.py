@@ -49,3 +49,39 @@ def test_bad_input_raises_value_error_with_dtrains_line():
         F.matmul(a, b)
     with pytest.raises(ValueError, match=r"labels"):
         F.cross_entropy(a, np.zeros(2, np.float32))
+
+
+def _numeric_grad(f, x, eps=1e-2):
+    """Central differences of the scalar f(x) in float64 (f takes a NumPy array)."""
+    g = np.zeros_like(x, dtype=np.float64)
+    for i in np.ndindex(x.shape):
+        up, down = x.copy(), x.copy()
+        up[i] += eps
+        down[i] -= eps
+        g[i] = (f(up) - f(down)) / (2 * eps)
+    return g
+
+
+@pytest.mark.parametrize("op", ["+", "-", "*"])
+@pytest.mark.parametrize("shapes", [((4, 6), (6,)), ((4, 1), (1, 6)), ((2, 3, 4), (3, 1)), ((5,), (3, 1))])
+def test_elementwise_ops_broadcast_as_numpy_forward_and_backward(op, shapes):
+    rng = np.random.default_rng(0)
+    a0, b0 = (rng.standard_normal(s).astype(np.float32) for s in shapes)
+    apply = {"+": lambda x, y: x + y, "-": lambda x, y: x - y, "*": lambda x, y: x * y}[op]
+    a = dtrain.nn.Parameter(a0)
+    b = dtrain.nn.Parameter(b0)
+    y = apply(a, b)
+    np.testing.assert_allclose(np.asarray(y), apply(a0, b0), rtol=1e-6)
+    weights = rng.standard_normal(np.broadcast_shapes(*shapes)).astype(np.float32)
+    (y * dtrain.tensor(weights)).sum().backward()  # a weighted sum: each output counts
+    loss = lambda x, z: float((apply(x.astype(np.float64), z.astype(np.float64)) * weights).sum())
+    np.testing.assert_allclose(np.asarray(a.grad), _numeric_grad(lambda x: loss(x, b0), a0), rtol=1e-3, atol=1e-3)
+    np.testing.assert_allclose(np.asarray(b.grad), _numeric_grad(lambda z: loss(a0, z), b0), rtol=1e-3, atol=1e-3)
+    assert a.grad.shape == a0.shape and b.grad.shape == b0.shape  # summed over broadcast axes
+
+
+def test_shapes_that_do_not_broadcast_name_both():
+    a = dtrain.tensor(np.zeros((32, 64), np.float32))
+    with pytest.raises(ValueError, match=r"could not be broadcast together with shapes \(32,64\) \(63,\)"):
+        a * dtrain.tensor(np.zeros(63, np.float32))
+    np.testing.assert_array_equal(np.asarray(F.add(a, dtrain.tensor(np.ones(64, np.float32)))), np.ones((32, 64)))

@@ -15,6 +15,9 @@
 # network namespaces are missing.
 #  5. dtrain plan --write-sbatch: the written script runs as it is and trains
 #     the configuration the plan chose.
+#  6. a node lost mid-job (every process in its namespace killed): the example
+#     script names it in one line and the node left resumes the last checkpoint
+#     at 2 ranks and finishes.
 #   slurm_test.sh SLURM_SH DTRAIN SBATCH_SCRIPT MACHINE_FILE
 set -uo pipefail
 slurm="$1" dtrain="$2" job="$3" machine="$4"
@@ -136,5 +139,33 @@ wait_state "$id" COMPLETED || fail "the written script's job $id did not complet
 got=$(result "$work/plan.out")
 [[ $(field "$got" workers) == 4 && $(field "$got" strategy) == "\"$chosen\"" && $(field "$got" steps) == 5 ]] ||
   fail "the written script did not train the plan's $chosen on 4 workers for 5 steps: $got"
+
+echo "--- a node lost mid-job (its slurmd and processes killed): one line naming it, the nodes left go on"
+id=$(sbatch --parsable --nodes 2 --ntasks-per-node 2 --cpus-per-task 1 \
+     --output "$work/lost.out" "$job" "${train[@]}" --max-steps $steps --checkpoint-every 10 \
+     --save "$work/lost.safetensors") || fail "sbatch (lost node)"
+first="$work/dtrain-ckpt-$id/step-000000010.safetensors"
+for ((i = 0; i < 1200; ++i)); do [[ -e "$first" ]] && break; sleep 0.25; done
+[[ -e "$first" ]] || fail "job $id wrote no checkpoint within 5 minutes: $(tail -n 5 "$work/lost.out")"
+bash "$netsim" kill 1  # every process in host 1's namespace: its slurmd, orted and ranks
+lost="dtrain${DTRAIN_NETSIM_ID}-h1"
+# Done once the result line is out: the job then stays COMPLETING until SLURM marks the
+# dead node down (SlurmdTimeout), which is SLURM's business, not the job's.
+for ((i = 0; i < 1200; ++i)); do
+  st=$(scontrol show job "$id" 2>/dev/null | grep -o 'JobState=[A-Z_]*' | cut -d= -f2)
+  [[ "$st" == COMPLETED || ("$st" == COMPLETING && -n "$(result "$work/lost.out")") ]] && break
+  [[ "$st" == FAILED || "$st" == CANCELLED ]] && break
+  sleep 0.25
+done
+[[ "$st" == COMPLETED || "$st" == COMPLETING ]] ||
+  fail "job $id did not complete on the node left ($st): $(tail -n 8 "$work/lost.out")"
+cat "$work/lost.out"
+[[ $(grep -c "^dtrain: node $lost lost (it does not answer): going on from the last checkpoint on dtrain${DTRAIN_NETSIM_ID}-h0:2$" \
+     "$work/lost.out") == 1 ]] || fail "no one line naming the lost node $lost"
+got=$(result "$work/lost.out")
+[[ $(field "$got" workers) == 2 && $(field "$got" steps) == $steps ]] ||
+  fail "the job did not finish on the node left at 2 workers: $got"
+grep -q "the checkpoint was taken by 4 workers, this run has 2" "$work/lost.out" ||
+  fail "the nodes left did not resume the 4 workers' checkpoint"
 
 echo "slurm test passed"

@@ -2,6 +2,8 @@
 #include "api/Schema.h"
 #include "api/groups/Conditions.h"
 #include "core/Error.h"
+#include "runtime/EarlyStopping.h"
+#include "runtime/StreamingData.h"
 
 namespace dtrain::api {
 
@@ -43,6 +45,35 @@ void addEvalOptions(Schema& s) {
       .train(&TrainConfig::evalDeferred)
       .when([](const RunConfig& rc) {
         return unlessThen(rc.train.evalEvery > 0, "applies with --eval-every N");
+      });
+  s.add("eval", "val_fraction", "--val-fraction",
+        "Hold out this fraction of the training set (drawn by --seed) as a validation split, "
+        "evaluated where the test set is: val_loss and val_accuracy")
+      .train(&TrainConfig::valFraction).above(0, 0.9)
+      .when([](const RunConfig& rc) {
+        if (isLanguageModel(rc))
+          return std::string("does not apply to the gpt-* models: they hold out validation "
+                             "windows of their own (val_loss; --eval-batches)");
+        if (runtime::streamingDataset(rc.train.dataset))
+          return "does not apply to --dataset " + rc.train.dataset +
+                 ": streamed samples cannot be split; give validation shards as --test-data";
+        return unlessThen(rc.train.strategy != "fedavg",
+                          "does not apply to --strategy fedavg (its clients hold the data)");
+      });
+  s.add("eval", "early_stop_patience", "--early-stop-patience",
+        "Stop once this many evaluations (--eval-every) in a row have not improved "
+        "--early-stop-metric (0: off); the result line says stopped_early and best_step")
+      .train(&TrainConfig::earlyStopPatience).range(0)
+      .when([](const RunConfig& rc) {
+        if (rc.train.evalDeferred) return std::string("does not combine with --eval-deferred");
+        return unlessThen(rc.train.evalEvery > 0, "needs --eval-every N (the evaluations it compares)");
+      });
+  s.add("eval", "early_stop_metric", "--early-stop-metric",
+        "What early stopping watches: val_loss (default), val_accuracy, val_bpb (gpt-*), "
+        "test_loss or test_accuracy")
+      .train(&TrainConfig::earlyStopMetric).oneOf(runtime::earlyStopMetricNames)
+      .when([](const RunConfig& rc) {
+        return unlessThen(rc.train.earlyStopPatience > 0, "applies with --early-stop-patience P");
       });
   s.add("eval", "batch", "--eval-batch", "Samples per evaluation batch (classifiers)")
       .train(&TrainConfig::evalBatch).range(1)
