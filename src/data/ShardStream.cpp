@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <numeric>
 
+#include "data/ImageSample.h"
+
 namespace dtrain::data {
 namespace {
 
@@ -38,6 +40,11 @@ ShardStream::ShardStream(std::shared_ptr<const ShardSet> set, ShardStreamConfig 
   DTRAIN_CHECK(config_.threads >= 1 && config_.worldSize >= 1 && config_.rank >= 0 &&
                    config_.rank < config_.worldSize,
                "shard stream: bad configuration");
+  decoding_.options = set_->imageOptions();
+  decoding_.options.resizedCrop = config_.resizedCrop;
+  decoding_.options.flip = config_.flip;
+  decoding_.seed = config_.seed;
+  decoding_.epoch = epoch;
   const auto shards = static_cast<int64_t>(set_->files().size());
   for (int t = 0; t < config_.threads; ++t) sources_.push_back(std::make_unique<Source>());
   active_ = sources_.size();
@@ -76,15 +83,17 @@ void ShardStream::readShards(size_t source, std::vector<int64_t> shards) {
   std::vector<Sample> chunk;
   try {
     for (int64_t index : shards) {
-      const std::string& path = set_->files()[static_cast<size_t>(index)].path;
-      ShardReader reader(path);
-      RawSample raw;
+      const ShardFile& file = set_->files()[static_cast<size_t>(index)];
+      auto samples = set_->open(static_cast<size_t>(index), decoding_);
       for (;;) {
         Sample s;
         try {
-          if (!reader.next(raw)) break;
-          s = reader.decode(raw);
-          set_->check(s, path);
+          if (!samples->next(s)) break;
+          set_->check(s, file.images.empty() ? file.path : s.key);
+        } catch (const UndecodableImage&) {
+          if (!set_->skipBad()) throw;
+          set_->countUndecodable();  // the scan read only its header
+          continue;
         } catch (const BadData&) {
           if (!set_->skipBad()) throw;
           continue;  // counted by the scan

@@ -41,6 +41,9 @@ struct ShardStreamConfig {
   int64_t queueSamples = 64;   // each thread's queue
   uint64_t seed = 0;
   bool shuffle = true;         // shard order and buffer
+  // Training augmentation of image samples at decoding (ImageOptions::resizedCrop, flip);
+  // the rest of the image transform is the set's.
+  bool resizedCrop = false, flip = false;
 };
 
 // The shard indices loader thread `thread` of `config.rank` reads in `epoch`, in order.
@@ -74,6 +77,7 @@ class ShardStream {
 
   std::shared_ptr<const ShardSet> set_;
   ShardStreamConfig config_;
+  ImageDecoding decoding_;
   Rng rng_;
   std::vector<Sample> buffer_;
   bool bufferFilled_ = false;
