@@ -42,6 +42,7 @@ struct Sample {
   std::vector<float> x;
   int32_t label = -1;
   bool image = false;  // x was decoded from an image
+  int64_t shard = -1;  // its shard's index in the set (set by data/ShardStream.h)
 };
 
 // How image members become samples: the transform, and what seeds its augmentation

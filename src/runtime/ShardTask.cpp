@@ -8,6 +8,7 @@
 // are dropped that epoch, as the sampler drops n mod G. Unlike the sampler, the global
 // batch of a step depends on the world size (each rank reads its own shards).
 #include <filesystem>
+#include <limits>
 #include <optional>
 
 #include "autograd/Ops.h"
@@ -74,6 +75,9 @@ std::shared_ptr<const data::ShardSet> scanValFolder(const TrainConfig& c, const 
   return data::ShardSet::scanFolder(folderPart(c, "val"), c.skipBadSamples, imageOptions(c),
                                     c.seed, &train);
 }
+
+// The checkpoint metadata key of dataPosition().
+constexpr const char* kPositionKey = "data_position";
 
 const SampleFiles kShardFiles{scanTrainShards, scanTestShards, hasTestShards,
                               "no test set (--test-data not given)"};
@@ -144,14 +148,34 @@ class ShardTask final : public Task {
   void beginEpoch(int64_t epoch, int64_t step) override {
     stream_.reset();
     epoch_ = epoch;
-    next_ = step - epoch * steps_;
-    stream_.emplace(train_, streamConfig(rank_, world_, config_.shuffle), epoch);
-    // Resume mid-epoch: the stream is a pure function of its configuration, so skipping
-    // what the finished steps took gives exactly the rest (at the same world size).
-    stream_->skip(next_ * localBatch_);
+    // Only the first epoch of a run may begin mid-way (a resume).
+    next_ = firstEpoch_ ? step - epoch * steps_ : 0;
+    firstEpoch_ = false;
+    epochSteps_ = steps_;
+    data::ShardStreamConfig sc = streamConfig(rank_, world_, config_.shuffle);
+    if (epoch != resumedEpoch_) {
+      segmentStart_ = 0;
+      before_.clear();
+      stream_.emplace(train_, sc, epoch);
+      // Resume mid-epoch at the same world size: the stream is a pure function of its
+      // configuration, so skipping what the finished steps took gives exactly the rest.
+      stream_->skip(next_ * localBatch_);
+      return;
+    }
+    // At another world size: this size's stream with every sample the interrupted segments
+    // gave out excluded, for as many steps as every rank can fill.
+    const data::EpochTaken taken = data::replayEpoch(train_, sc, epoch, before_);
+    int64_t fewest = std::numeric_limits<int64_t>::max();
+    for (int r = 0; r < world_; ++r)
+      fewest = std::min(fewest, data::samplesLeft(*train_, streamConfig(r, world_, config_.shuffle),
+                                                  epoch, taken));
+    epochSteps_ = std::min(steps_, next_ + fewest / localBatch_);
+    segmentStart_ = next_;
+    sc.exclude = taken.keys;
+    stream_.emplace(train_, sc, epoch);
   }
   bool nextBatch(data::Batch& b) override {
-    if (next_ >= steps_) return false;
+    if (next_ >= epochSteps_) return false;
     DTRAIN_CHECK(fillBatch(*stream_, train_->spec(), localBatch_, b) && b.size() == localBatch_,
                  "shards: rank ", rank_, " ran out of samples at step ", next_, " of ", steps_);
     if (augment_.any())
@@ -159,6 +183,45 @@ class ShardTask final : public Task {
                            epoch_, next_, rank_ * localBatch_);
     ++next_;
     return true;
+  }
+  // The epoch, the step in it, and the segments of the epoch so far (resumeStep reads it).
+  std::map<std::string, std::string> dataPosition() const override {
+    nlohmann::json segments = nlohmann::json::array();
+    for (const data::StreamSegment& g : before_)
+      segments.push_back({g.worldSize, g.threads, g.shuffleBuffer, g.samplesPerRank});
+    segments.push_back({world_, config_.loaderThreads, shuffleBufferUsed(),
+                        (next_ - segmentStart_) * localBatch_});
+    return {{kPositionKey,
+             nlohmann::json{{"epoch", epoch_}, {"step", next_}, {"segments", segments}}.dump()}};
+  }
+  int64_t resumeStep(const TrainState& state) override {
+    std::vector<data::StreamSegment> segments;
+    int64_t epoch = 0;
+    if (auto it = state.metadata.find(kPositionKey); it != state.metadata.end()) {
+      const auto j = nlohmann::json::parse(it->second);
+      epoch = j.at("epoch").get<int64_t>();
+      for (const auto& g : j.at("segments"))
+        segments.push_back({g[0].get<int>(), g[1].get<int>(), g[2].get<int64_t>(), g[3].get<int64_t>()});
+    } else {  // a checkpoint without it: one segment, when its world size and batch are known
+      const int64_t w = state.worldSize;
+      if (w <= 0 || w == world_ || state.globalBatch != w * localBatch_) return state.step;
+      const int64_t perEpoch = train_->minSamplesPerRank(static_cast<int>(w)) / localBatch_;
+      epoch = state.step / perEpoch;
+      segments.push_back({static_cast<int>(w), config_.loaderThreads, shuffleBufferUsed(),
+                          (state.step % perEpoch) * localBatch_});
+    }
+    int64_t taken = 0;  // samples over all ranks
+    for (const data::StreamSegment& g : segments) taken += g.samplesPerRank * g.worldSize;
+    const data::StreamSegment& last = segments.back();
+    const bool sameStream = segments.size() == 1 && last.worldSize == world_ &&
+                            last.threads == config_.loaderThreads &&
+                            last.shuffleBuffer == shuffleBufferUsed();
+    if (!sameStream) {
+      resumedEpoch_ = epoch;
+      before_ = segments;
+    }
+    // The step counter goes on as if this world size had taken those samples.
+    return epoch * steps_ + std::min(steps_, taken / (localBatch_ * world_));
   }
   void endEpoch() override { stream_.reset(); }
   autograd::Variable lossFromOutput(const autograd::Variable& output, const Tensor& y) override {
@@ -184,6 +247,8 @@ class ShardTask final : public Task {
   }
 
  private:
+  int64_t shuffleBufferUsed() const { return config_.shuffle ? config_.shuffleBuffer : 0; }
+
   data::ShardStreamConfig streamConfig(int rank, int world, bool shuffle) const {
     data::ShardStreamConfig s;
     s.rank = rank;
@@ -205,6 +270,11 @@ class ShardTask final : public Task {
   int64_t localBatch_;
   std::shared_ptr<const data::ShardSet> train_, test_;
   int64_t steps_ = 0, next_ = 0, epoch_ = 0;
+  // Resume at another world size: the epoch it happened in, the segments before this run's,
+  // the step this run's segment began at, and this epoch's steps (fewer when resumed).
+  int64_t resumedEpoch_ = -1, segmentStart_ = 0, epochSteps_ = 0;
+  std::vector<data::StreamSegment> before_;
+  bool firstEpoch_ = true;
   data::AugmentOptions augment_, decodeAugment_;
   std::optional<data::ShardStream> stream_;
 };

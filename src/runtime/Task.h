@@ -23,6 +23,7 @@
 #include "data/TextCorpus.h"
 #include "nn/ModelRegistry.h"
 #include "nn/Module.h"
+#include "runtime/Checkpoint.h"
 #include "runtime/TrainConfig.h"
 
 namespace dtrain::runtime {
@@ -93,6 +94,11 @@ class Task {
   virtual std::string describeEvaluation(const nlohmann::json& fields) const = 0;
   // Fields the final line adds besides the evaluation (e.g. tokens_per_s).
   virtual nlohmann::json finalFields(double samplesPerS) const { return nlohmann::json::object(); }
+  // Resuming from a checkpoint: the global step to go on from. A task whose epoch depends
+  // on the world size (streamed shards) maps a position taken at another one here.
+  virtual int64_t resumeStep(const TrainState& state) { return state.step; }
+  // Checkpoint metadata saying where in the data the last batch left off (with resumeStep).
+  virtual std::map<std::string, std::string> dataPosition() const { return {}; }
 };
 
 // The registered tasks' factories (Task.cpp maps the task names to them).

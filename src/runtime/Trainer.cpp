@@ -184,7 +184,8 @@ void restoreState(nn::Module& m, const std::vector<Tensor>& state) {
 // global step (data/DistributedSampler.h) and the optimizer state is whole in
 // the file, so the run goes on as one of this size would; only per-rank
 // strategy state (compression residuals) has no meaning for other ranks.
-void noteWorldChange(TrainState& state, int64_t replicas, int64_t globalBatch, bool reporter) {
+void noteWorldChange(TrainState& state, int64_t replicas, int64_t globalBatch, bool reporter,
+                     int64_t savedStep) {
   if (state.worldSize > 0 && state.worldSize != replicas) {
     // Per-rank state ("rank<r>.*") is dropped; state every rank shares (local
     // SGD's anchor and outer momentum, "outer.*") goes on.
@@ -202,7 +203,10 @@ void noteWorldChange(TrainState& state, int64_t replicas, int64_t globalBatch, b
                 replicas, perRank ? ": their per-rank compression residuals start again at zero"
                                   : std::string());
   }
-  if (state.globalBatch > 0 && state.globalBatch != globalBatch && reporter)
+  if (state.step != savedStep && reporter)  // the task mapped its data position (Task::resumeStep)
+    log::info("the checkpoint's step ", savedStep, " is step ", state.step, " at this world size: ",
+              "the epoch goes on with the samples it has not yet given out");
+  else if (state.globalBatch > 0 && state.globalBatch != globalBatch && reporter)
     log::warn("the checkpoint was taken with a global batch of ", state.globalBatch,
               " samples, this run's is ", globalBatch,
               ": it goes on from step ", state.step, ", so the samples it sees differ from the ",
@@ -262,7 +266,9 @@ TrainResult Trainer::run() {
                 total, ", so there is nothing more to train");
     else if (reporter)
       log::info("resumed from ", c.load, " at step ", state.step);
-    noteWorldChange(state, strategy_->dataReplicas(), task->globalBatch(), reporter);
+    const int64_t savedStep = state.step;
+    state.step = task->resumeStep(state);
+    noteWorldChange(state, strategy_->dataReplicas(), task->globalBatch(), reporter, savedStep);
   }
   strategy_->setup(*model_, *optimizer_);
   if (!state.strategyState.empty()) strategy_->loadCheckpointState(state.strategyState);
@@ -348,6 +354,7 @@ TrainResult Trainer::run() {
         const bool more = task->nextBatch(b);
         r.dataWaitSeconds += waited.seconds();
         if (!more) break;
+        for (auto& [k, v] : task->dataPosition()) state.metadata[k] = v;  // for a checkpoint
       }
       optimizer_->setLr(schedule->lrAt(step));
       strategy_->beginStep(step);
