@@ -151,7 +151,6 @@ class ShardTask final : public Task {
     // Only the first epoch of a run may begin mid-way (a resume).
     next_ = firstEpoch_ ? step - epoch * steps_ : 0;
     firstEpoch_ = false;
-    epochSteps_ = steps_;
     data::ShardStreamConfig sc = streamConfig(rank_, world_, config_.shuffle);
     if (epoch != resumedEpoch_) {
       segmentStart_ = 0;
@@ -163,19 +162,13 @@ class ShardTask final : public Task {
       return;
     }
     // At another world size: this size's stream with every sample the interrupted segments
-    // gave out excluded, for as many steps as every rank can fill.
-    const data::EpochTaken taken = data::replayEpoch(train_, sc, epoch, before_);
-    int64_t fewest = std::numeric_limits<int64_t>::max();
-    for (int r = 0; r < world_; ++r)
-      fewest = std::min(fewest, data::samplesLeft(*train_, streamConfig(r, world_, config_.shuffle),
-                                                  epoch, taken));
-    epochSteps_ = std::min(steps_, next_ + fewest / localBatch_);
+    // gave out excluded (resumeStep replayed them), for the steps left in the epoch.
     segmentStart_ = next_;
-    sc.exclude = taken.keys;
+    sc.exclude = resumedTaken_;
     stream_.emplace(train_, sc, epoch);
   }
   bool nextBatch(data::Batch& b) override {
-    if (next_ >= epochSteps_) return false;
+    if (next_ >= steps_) return false;
     DTRAIN_CHECK(fillBatch(*stream_, train_->spec(), localBatch_, b) && b.size() == localBatch_,
                  "shards: rank ", rank_, " ran out of samples at step ", next_, " of ", steps_);
     if (augment_.any())
@@ -194,7 +187,7 @@ class ShardTask final : public Task {
     return {{kPositionKey,
              nlohmann::json{{"epoch", epoch_}, {"step", next_}, {"segments", segments}}.dump()}};
   }
-  int64_t resumeStep(const TrainState& state) override {
+  ResumePoint resumeStep(const TrainState& state) override {
     std::vector<data::StreamSegment> segments;
     int64_t epoch = 0;
     if (auto it = state.metadata.find(kPositionKey); it != state.metadata.end()) {
@@ -204,7 +197,7 @@ class ShardTask final : public Task {
         segments.push_back({g[0].get<int>(), g[1].get<int>(), g[2].get<int64_t>(), g[3].get<int64_t>()});
     } else {  // a checkpoint without it: one segment, when its world size and batch are known
       const int64_t w = state.worldSize;
-      if (w <= 0 || w == world_ || state.globalBatch != w * localBatch_) return state.step;
+      if (w <= 0 || w == world_ || state.globalBatch != w * localBatch_) return {state.step, false};
       const int64_t perEpoch = train_->minSamplesPerRank(static_cast<int>(w)) / localBatch_;
       epoch = state.step / perEpoch;
       segments.push_back({static_cast<int>(w), config_.loaderThreads, shuffleBufferUsed(),
@@ -216,12 +209,10 @@ class ShardTask final : public Task {
     const bool sameStream = segments.size() == 1 && last.worldSize == world_ &&
                             last.threads == config_.loaderThreads &&
                             last.shuffleBuffer == shuffleBufferUsed();
-    if (!sameStream) {
-      resumedEpoch_ = epoch;
-      before_ = segments;
-    }
-    // The step counter goes on as if this world size had taken those samples.
-    return epoch * steps_ + std::min(steps_, taken / (localBatch_ * world_));
+    if (sameStream) return {epoch * steps_ + std::min(steps_, taken / (localBatch_ * world_)), true};
+    resumedEpoch_ = epoch;
+    before_ = segments;
+    return {epoch * steps_ + steps_ - stepsLeftAfter(segments, epoch), true};
   }
   void endEpoch() override { stream_.reset(); }
   autograd::Variable lossFromOutput(const autograd::Variable& output, const Tensor& y) override {
@@ -247,6 +238,20 @@ class ShardTask final : public Task {
   }
 
  private:
+  // Replays the epoch's interrupted segments (keeping what they gave out for beginEpoch) and
+  // returns the steps every rank of this world size can still fill in it. The step counter
+  // resumes that many steps before the epoch's end, so epochs stay steps_ long.
+  int64_t stepsLeftAfter(const std::vector<data::StreamSegment>& segments, int64_t epoch) {
+    const data::ShardStreamConfig sc = streamConfig(rank_, world_, config_.shuffle);
+    const data::EpochTaken taken = data::replayEpoch(train_, sc, epoch, segments);
+    resumedTaken_ = taken.keys;
+    int64_t fewest = std::numeric_limits<int64_t>::max();
+    for (int r = 0; r < world_; ++r)
+      fewest = std::min(fewest, data::samplesLeft(*train_, streamConfig(r, world_, config_.shuffle),
+                                                  epoch, taken));
+    return std::min(steps_, fewest / localBatch_);
+  }
+
   int64_t shuffleBufferUsed() const { return config_.shuffle ? config_.shuffleBuffer : 0; }
 
   data::ShardStreamConfig streamConfig(int rank, int world, bool shuffle) const {
@@ -270,10 +275,11 @@ class ShardTask final : public Task {
   int64_t localBatch_;
   std::shared_ptr<const data::ShardSet> train_, test_;
   int64_t steps_ = 0, next_ = 0, epoch_ = 0;
-  // Resume at another world size: the epoch it happened in, the segments before this run's,
-  // the step this run's segment began at, and this epoch's steps (fewer when resumed).
-  int64_t resumedEpoch_ = -1, segmentStart_ = 0, epochSteps_ = 0;
+  // Resume at another world size: the epoch it happened in, the segments before this run's
+  // and what they gave out, and the step this run's segment began at.
+  int64_t resumedEpoch_ = -1, segmentStart_ = 0;
   std::vector<data::StreamSegment> before_;
+  std::shared_ptr<const std::unordered_set<std::string>> resumedTaken_;
   bool firstEpoch_ = true;
   data::AugmentOptions augment_, decodeAugment_;
   std::optional<data::ShardStream> stream_;

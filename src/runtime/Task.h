@@ -94,9 +94,14 @@ class Task {
   virtual std::string describeEvaluation(const nlohmann::json& fields) const = 0;
   // Fields the final line adds besides the evaluation (e.g. tokens_per_s).
   virtual nlohmann::json finalFields(double samplesPerS) const { return nlohmann::json::object(); }
-  // Resuming from a checkpoint: the global step to go on from. A task whose epoch depends
+  // Resuming from a checkpoint: the global step to go on from, and whether the data go on
+  // exactly where the checkpoint left them at this world size. A task whose epoch depends
   // on the world size (streamed shards) maps a position taken at another one here.
-  virtual int64_t resumeStep(const TrainState& state) { return state.step; }
+  struct ResumePoint {
+    int64_t step = 0;
+    bool exactAtThisWorldSize = false;
+  };
+  virtual ResumePoint resumeStep(const TrainState& state) { return {state.step, false}; }
   // Checkpoint metadata saying where in the data the last batch left off (with resumeStep).
   virtual std::map<std::string, std::string> dataPosition() const { return {}; }
 };

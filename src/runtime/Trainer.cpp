@@ -185,7 +185,7 @@ void restoreState(nn::Module& m, const std::vector<Tensor>& state) {
 // the file, so the run goes on as one of this size would; only per-rank
 // strategy state (compression residuals) has no meaning for other ranks.
 void noteWorldChange(TrainState& state, int64_t replicas, int64_t globalBatch, bool reporter,
-                     int64_t savedStep) {
+                     int64_t savedStep, bool dataExact) {
   if (state.worldSize > 0 && state.worldSize != replicas) {
     // Per-rank state ("rank<r>.*") is dropped; state every rank shares (local
     // SGD's anchor and outer momentum, "outer.*") goes on.
@@ -203,7 +203,7 @@ void noteWorldChange(TrainState& state, int64_t replicas, int64_t globalBatch, b
                 replicas, perRank ? ": their per-rank compression residuals start again at zero"
                                   : std::string());
   }
-  if (state.step != savedStep && reporter)  // the task mapped its data position (Task::resumeStep)
+  if (dataExact && state.worldSize != replicas && reporter)  // the task mapped its position
     log::info("the checkpoint's step ", savedStep, " is step ", state.step, " at this world size: ",
               "the epoch goes on with the samples it has not yet given out");
   else if (state.globalBatch > 0 && state.globalBatch != globalBatch && reporter)
@@ -267,8 +267,10 @@ TrainResult Trainer::run() {
     else if (reporter)
       log::info("resumed from ", c.load, " at step ", state.step);
     const int64_t savedStep = state.step;
-    state.step = task->resumeStep(state);
-    noteWorldChange(state, strategy_->dataReplicas(), task->globalBatch(), reporter, savedStep);
+    const Task::ResumePoint resumed = task->resumeStep(state);
+    state.step = resumed.step;
+    noteWorldChange(state, strategy_->dataReplicas(), task->globalBatch(), reporter, savedStep,
+                    resumed.exactAtThisWorldSize);
   }
   strategy_->setup(*model_, *optimizer_);
   if (!state.strategyState.empty()) strategy_->loadCheckpointState(state.strategyState);

@@ -45,7 +45,7 @@ TrainState run(Resumable& d, int world, const TrainState& state, int64_t steps,
   TrainState out = state;
   int64_t ran = 0;
   for (auto& t : tasks) {
-    const int64_t step = state.step > 0 || !state.metadata.empty() ? t->resumeStep(state) : 0;
+    const int64_t step = state.step > 0 || !state.metadata.empty() ? t->resumeStep(state).step : 0;
     t->beginEpoch(0, step);
     ran = 0;
     for (data::Batch b; ran < steps && t->nextBatch(b); ++ran)
