@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Local SGD / DiLoCo against synchronous allreduce across emulated hosts.
+"""Local SGD / DiLoCo / gossip SGD against synchronous allreduce across emulated hosts.
 
 Brings up `scripts/netsim.sh up HOSTS --rate RATE` (and down at the end; hold
 /tmp/netsim.lock around it: `flock /tmp/netsim.lock bench/local_sgd.py ...`),
@@ -11,6 +11,7 @@ evaluation at or past it), the final metric, bytes sent per worker, syncs.
 
   mlp:  bench/local_sgd.py --rate 100mbit --only allreduce,h1,h4,h16,h64
   gpt:  bench/local_sgd.py --rate 100mbit --model gpt-tiny --only allreduce-adamw,diloco50 ...
+  gossip: bench/local_sgd.py --rate 100mbit --only allreduce,h4,gossip-ring,gossip-ring-k4,gossip-exp --csv /tmp/gossip.csv
 
 --plot PNG --runs LABEL=METRICS.jsonl,... draws the evaluations of finished runs
 (their --metrics files: these runs' or any `dtrain train --metrics` of local SGD
@@ -34,6 +35,11 @@ CONFIGS = {
     "allreduce-adamw": "--strategy allreduce",
     "diloco50": "--strategy local-sgd --sync-every 50 --outer-optimizer nesterov --outer-lr 0.7 --outer-momentum 0.9",
     "avg50": "--strategy local-sgd --sync-every 50",
+    # Decentralized SGD (docs/guide/gossip.md): neighbours on a graph, no allreduce of the model.
+    "gossip-ring": "--strategy gossip --topology ring",
+    "gossip-ring-k4": "--strategy gossip --topology ring --gossip-every 4",
+    "gossip-exp": "--strategy gossip --topology exponential",
+    "gossip-exp-k4": "--strategy gossip --topology exponential --gossip-every 4",
 }
 # PyTorch's PeriodicModelAverager (bench/torch_local_sgd.py, mlp only): slug -> period.
 TORCH = {"torch-h4": 4, "torch-h16": 16, "torch-h64": 64}

@@ -103,6 +103,14 @@ struct Option {
   Option& train(T runtime::TrainConfig::*m) { return bindTo(&RunConfig::train, m); }
   template <typename T>
   Option& fed(T federated::FederatedOptions::*m) { return bindTo(&RunConfig::federated, m); }
+  // A field of a strategy's own options struct (TrainConfig::strategyOptions).
+  template <typename S, typename T>
+  Option& strategy(T S::*m) {
+    kind = ValueTraits<T>::kind;
+    set = [m](RunConfig& r, const Value& v) { ValueTraits<T>::assign(r.train.strategyOptions.mut<S>().*m, v); };
+    get = [m](const RunConfig& r) { return ValueTraits<T>::read(r.train.strategyOptions.get<S>().*m); };
+    return *this;
+  }
   Option& range(double lo, std::optional<double> hi = std::nullopt) {
     min = lo;
     max = hi;

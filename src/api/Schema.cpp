@@ -6,6 +6,7 @@
 #include <limits>
 #include <sstream>
 
+#include "api/StrategyRegistry.h"
 #include "core/Error.h"
 
 namespace dtrain::api {
@@ -322,7 +323,6 @@ const Schema& schema() {
     addParallelOptions(s);
     addAllreduceOptions(s);
     addCompressOptions(s);
-    addLocalSgdOptions(s);
     addSandblasterOptions(s);
     addMemoryOptions(s);
     addLoraOptions(s);
@@ -332,6 +332,9 @@ const Schema& schema() {
     addEvalOptions(s);
     addLoggingOptions(s);
     addFaultOptions(s);
+    // The groups of strategies that declare their own (src/parallel/<name>/<Name>Spec.cpp).
+    for (const std::string& name : strategyNames())
+      if (const StrategyEntry& e = strategyEntry(name); e.addOptions) e.addOptions(s);
     return s;
   }();
   return s;

@@ -76,7 +76,6 @@ void addOptimizerOptions(Schema& s);
 void addParallelOptions(Schema& s);
 void addAllreduceOptions(Schema& s);
 void addCompressOptions(Schema& s);
-void addLocalSgdOptions(Schema& s);
 void addSandblasterOptions(Schema& s);
 void addMemoryOptions(Schema& s);
 void addLoraOptions(Schema& s);

@@ -10,7 +10,6 @@
 #include "optim/Factory.h"
 #include "parallel/allreduce/DataParallel.h"
 #include "parallel/compress/Compressor.h"
-#include "parallel/localsgd/LocalSgd.h"
 #include "parallel/pipeline/PipelineParallel.h"
 #include "parallel/ps/Server.h"
 #include "parallel/sandblaster/LbfgsShard.h"
@@ -23,9 +22,34 @@
 
 namespace dtrain::api {
 
+// The strategies whose spec lives in their folder (api/StrategyList.inc).
+#define DTRAIN_STRATEGY(spec) StrategyEntry spec();
+#include "api/StrategyList.inc"
+#undef DTRAIN_STRATEGY
+
+std::vector<std::string> trainerGroups(std::vector<std::string> more) {
+  std::vector<std::string> g{"model", "data",  "training", "optimizer", "memory", "lora",
+                             "checkpoint", "eval", "logging", "faults", "parallel"};
+  g.insert(g.end(), more.begin(), more.end());
+  return g;
+}
+
+std::map<std::string, std::string> noMesh(const std::string& name, std::map<std::string, std::string> ignores) {
+  ignores["parallel.pipeline_stages"] =
+      "runs its own strategy (data parallel across pipelines); drop --strategy " + name;
+  ignores["parallel.tensor_parallel"] =
+      "runs its own strategy (data parallel across tensor-parallel groups); drop --strategy " + name;
+  return ignores;
+}
+
 namespace {
 
 using runtime::TrainConfig;
+
+}  // namespace
+
+const char* const kZeroNotHere = "applies to the allreduce strategy and the data-parallel replicas of meshes";
+const char* const kOffloadNotHere = "applies to one worker and to the allreduce strategy";
 
 parallel::DataParallelOptions dataParallelOptions(const TrainConfig& c, comm::Communicator& comm) {
   parallel::DataParallelOptions o;
@@ -43,6 +67,8 @@ parallel::DataParallelOptions dataParallelOptions(const TrainConfig& c, comm::Co
                      " is not available on the ", comm.backend(), " backend");
   return o;
 }
+
+namespace {
 
 int workers(const TrainConfig& c) { return c.workers; }
 
@@ -96,12 +122,6 @@ std::unique_ptr<parallel::Strategy> makePs(const TrainConfig& c, comm::Communica
   return std::make_unique<parallel::ps::PsWorker>(comm, opts);
 }
 
-std::unique_ptr<parallel::Strategy> makeHogwild(const TrainConfig& c, comm::Communicator& comm,
-                                                const SharedRun& shared) {
-  DTRAIN_CHECK(shared.hogwild, "--strategy hogwild: no shared parameter set");
-  return std::make_unique<parallel::Hogwild>(comm, shared.hogwild);
-}
-
 // --pipeline-stages P (and --tensor-parallel T): world = dp x pp x tp; the dp
 // dimension averages gradients with the allreduce strategy (or shards them
 // with --zero 1|2) on its own sub-communicator.
@@ -133,24 +153,6 @@ std::unique_ptr<parallel::Strategy> makeTensor(const TrainConfig& c, comm::Commu
   o.gatherOptimizer = !c.save.empty();
   o.makeDataParallel = [&c](comm::Communicator& dp) { return makeDataParallel(c, dp); };
   return std::make_unique<parallel::tensor::TensorParallel>(comm, std::move(o));
-}
-
-// --strategy local-sgd: H local steps per worker, then the parameters' delta
-// averaged and an outer step (parallel/localsgd/; DiLoCo with nesterov).
-std::unique_ptr<parallel::Strategy> makeLocalSgd(const TrainConfig& c, comm::Communicator& comm,
-                                                 const SharedRun&) {
-  parallel::localsgd::LocalSgdOptions o;
-  o.syncEvery = c.syncEvery;
-  o.startStep = c.localSgdStartStep;
-  o.outer.nesterov = c.outerOptimizer == "nesterov";
-  o.outer.lr = c.outerLr;
-  o.outer.momentum = c.outerMomentum;
-  const parallel::DataParallelOptions dp = dataParallelOptions(c, comm);
-  o.fusionMb = dp.fusionMb;
-  o.overlap = dp.overlap;
-  o.algo = dp.algo;
-  o.compress = dp.compress;
-  return std::make_unique<parallel::localsgd::LocalSgd>(comm, std::move(o));
 }
 
 // A Sandblaster worker's batches (--sandblaster-data workers): the batch of a
@@ -220,28 +222,13 @@ std::unique_ptr<parallel::Strategy> makeSandblaster(const TrainConfig& c, comm::
   return nullptr;
 }
 
-// The option groups every trainer-driven strategy reads.
-std::vector<std::string> trainerGroups(std::vector<std::string> more) {
-  std::vector<std::string> g{"model", "data",  "training", "optimizer", "memory", "lora",
-                             "checkpoint", "eval", "logging", "faults", "parallel"};
-  g.insert(g.end(), more.begin(), more.end());
-  return g;
-}
+}  // namespace
 
-const char* const kZeroNotHere = "applies to the allreduce strategy and the data-parallel replicas of meshes";
-const char* const kOffloadNotHere = "applies to one worker and to the allreduce strategy";
 const char* const kNoPeriodicCheckpoints =
     "needs the single, allreduce, pipeline or tensor strategy (this strategy's state is not on "
     "one rank between steps)";
 
-// The refusals of a strategy without a mesh: the mesh options choose their own.
-std::map<std::string, std::string> noMesh(const std::string& name, std::map<std::string, std::string> ignores) {
-  ignores["parallel.pipeline_stages"] =
-      "runs its own strategy (data parallel across pipelines); drop --strategy " + name;
-  ignores["parallel.tensor_parallel"] =
-      "runs its own strategy (data parallel across tensor-parallel groups); drop --strategy " + name;
-  return ignores;
-}
+namespace {
 
 // Parameter servers: what sharded servers cannot do. (Which consistency mode
 // reads which [ps] option is the options' own condition, api/groups/PsGroups.cpp.)
@@ -272,9 +259,6 @@ const std::map<std::string, StrategyEntry>& registry() {
     entry("single").oneProcess = true;
     add({"allreduce", trainerGroups({"allreduce", "compress"}), noMesh("allreduce", {}), workers,
          makeAllreduce, nullptr});
-    add({"local-sgd", trainerGroups({"allreduce", "compress", "localsgd"}),
-         noMesh("local-sgd", {{"memory.zero", kZeroNotHere}, {"memory.offload", kOffloadNotHere}}),
-         workers, makeLocalSgd, nullptr});
     add({"ps", trainerGroups({"ps", "compress"}),
          noMesh("ps", {{"compress.collective", "applies to allreduce (ps pushes go to one server)"},
                        {"memory.zero", kZeroNotHere},
@@ -294,18 +278,6 @@ const std::map<std::string, StrategyEntry>& registry() {
            DTRAIN_CHECK_USAGE(rc.train.optimizer == "lbfgs", "--strategy sandblaster runs --optimizer lbfgs "
                               "(its workers compute batch gradients for the coordinator's line search)");
          }});
-    add({"hogwild", trainerGroups({}),
-         noMesh("hogwild", {{"memory.zero", kZeroNotHere},
-                            {"memory.offload", kOffloadNotHere},
-                            {"checkpoint.every", kNoPeriodicCheckpoints},
-                            {"training.accumulate", "applies to --strategy allreduce"},
-                            {"optimizer.scale_lr", "does not apply to --strategy hogwild (each "
-                             "worker's update is its own step of --batch-size samples)"}}),
-         workers, makeHogwild, [](const RunConfig& rc) {
-           DTRAIN_CHECK_USAGE(rc.train.backend == "local", "--strategy hogwild shares one parameter set "
-                              "between threads of one process: use --backend local");
-         }});
-    entry("hogwild").sharesParameters = true;
     entry("sandblaster").batchIsGlobal = true;
     std::map<std::string, std::string> meshIgnores{
         {"memory.offload", "cannot be combined with --pipeline-stages or --tensor-parallel yet"},
@@ -344,7 +316,10 @@ const std::map<std::string, StrategyEntry>& registry() {
           {"parallel.pipeline_stages", "does not apply to --strategy fedavg"},
           {"parallel.tensor_parallel", "does not apply to --strategy fedavg"}},
          nullptr, nullptr, [](const RunConfig& rc) { rc.federated.validate(); }});
-    for (const char* local : {"ps", "sandblaster", "hogwild", "fedavg"}) entry(local).sumsEveryStep = false;
+    for (const char* local : {"ps", "sandblaster", "fedavg"}) entry(local).sumsEveryStep = false;
+#define DTRAIN_STRATEGY(spec) add(spec());
+#include "api/StrategyList.inc"
+#undef DTRAIN_STRATEGY
     return r;
   }();
   return r;

@@ -1,8 +1,10 @@
 #pragma once
 // The strategies a run can use, by name: each entry says which option groups it
 // reads (a given option of another group is refused, not ignored), how many
-// ranks it needs, and builds one rank's part. A new strategy is one entry in
-// StrategyRegistry.cpp, not a branch in the trainer or the CLI.
+// ranks it needs, and builds one rank's part. A new strategy is a folder
+// src/parallel/<name>/ whose spec (<Name>Spec.cpp, built into this layer)
+// returns its entry, with its own option group, plus one line in
+// api/StrategyList.inc; not a branch in the trainer or the CLI.
 #include <functional>
 #include <map>
 #include <memory>
@@ -12,11 +14,13 @@
 #include "api/Option.h"
 #include "comm/Communicator.h"
 #include "parallel/Strategy.h"
+#include "parallel/allreduce/DataParallel.h"
 #include "runtime/TrainConfig.h"
 
 namespace dtrain::api {
 
 struct SharedRun;
+class Schema;
 
 struct StrategyEntry {
   std::string name;
@@ -47,6 +51,11 @@ struct StrategyEntry {
   // (Sandblaster), not each worker's.
   bool batchIsGlobal = false;
 
+  // One line for --strategy's help ("" for those the help names itself).
+  std::string summary;
+  // Declares its own option group (null: its options are in api/groups/).
+  std::function<void(Schema&)> addOptions;
+
   // "" when the strategy reads the option, else the refusal's text.
   std::string refuses(const Option& o) const;
 };
@@ -57,5 +66,16 @@ std::vector<std::string> strategyNames();
 // The strategy a configuration runs: --strategy, or the one its flags imply
 // (pipeline, tensor, allreduce with more than one worker or under mpi, single).
 std::string resolveStrategy(const runtime::TrainConfig& c);
+// The allreduce strategy's options of a configuration, for the strategies that
+// average with its buckets (checked against the backend).
+parallel::DataParallelOptions dataParallelOptions(const runtime::TrainConfig& c, comm::Communicator& comm);
+// Refusals several strategies share.
+extern const char* const kZeroNotHere;     // --zero
+extern const char* const kOffloadNotHere;  // --offload
+extern const char* const kNoPeriodicCheckpoints;  // --checkpoint-every
+// The option groups every strategy driven by the trainer reads, and `more`.
+std::vector<std::string> trainerGroups(std::vector<std::string> more);
+// The refusals of a strategy without a mesh (the mesh options choose their own), and `ignores`.
+std::map<std::string, std::string> noMesh(const std::string& name, std::map<std::string, std::string> ignores);
 
 }  // namespace dtrain::api

@@ -17,6 +17,7 @@
 #include "cli/BenchCommand.h"
 #include "cli/CalibrateCommand.h"
 #include "cli/DataCommand.h"
+#include "cli/dashboard/DashboardCommand.h"
 #include "cli/ExportCommand.h"
 #include "cli/GenerateCommand.h"
 #include "cli/LaunchCommand.h"
@@ -92,6 +93,7 @@ int main(int argc, char** argv) {
   dtrain::cli::addSimulateCommand(app);
   dtrain::cli::addPlanCommand(app);
   dtrain::cli::addDataCommand(app);
+  dtrain::cli::addDashboardCommand(app);
   try {
     checkCommand(app, argc, argv);
     app.parse(argc, argv);

@@ -11,6 +11,7 @@
 #include "api/ConfigFile.h"
 #include "api/Schema.h"
 #include "api/Train.h"
+#include "cli/RunDir.h"
 #include "cli/RunSummary.h"
 #include "core/StopSignal.h"
 #include "plan/Machine.h"
@@ -28,6 +29,7 @@ struct TrainFlags {
   std::vector<std::string> usedFlag;            // which of a boolean's two flags was given
   std::string configFile;
   bool printConfig = false;
+  RunDirRequest runDir;
 };
 
 void run(const TrainFlags& f) {
@@ -46,6 +48,11 @@ void run(const TrainFlags& f) {
     std::cout << api::configToToml(api::prepared(rc, src));
     return;
   }
+  // The configuration as given (before the run directory's own paths go in): a
+  // config.toml that reruns it writes its metrics where the new run says.
+  const std::string configToml =
+      f.runDir.dir.empty() ? std::string() : api::configToToml(api::prepared(rc, src));
+  const RunDir runDir(f.runDir, rc);
   // Ctrl-C / SIGTERM: the ranks finish the step, save and stop (core/StopSignal.h);
   // the reporter says where in one line, and main exits 128 + the signal.
   stop::SignalScope signals;
@@ -55,6 +62,7 @@ void run(const TrainFlags& f) {
   std::optional<plan::Prediction> predicted;
   if (!rc.train.machine.empty())
     predicted = plan::simulate(api::prepared(rc, src), plan::readMachine(rc.train.machine));
+  runDir.writeStart(configToml, rc.train.machine);
   nlohmann::json out = api::train(rc, src);
   if (const stop::Stopped s = stop::stopped(); s.stopped) {
     if (s.reporter) std::fprintf(stderr, "dtrain: %s\n", stop::describe(s).c_str());
@@ -65,6 +73,7 @@ void run(const TrainFlags& f) {
     out["predicted_samples_per_s"] = predicted->samplesPerS;
   }
   if (out.is_null()) return;
+  runDir.writeResult(out);
   std::fprintf(stderr, "%s\n", runSummary(out).c_str());  // for people
   std::cout << out.dump() << std::endl;  // the reporting rank's line, for machines
 }
@@ -95,6 +104,13 @@ void addTrainCommand(CLI::App& app) {
   sub->add_flag("--print-config", flags->printConfig,
                 "Print the effective configuration as TOML (a file that reproduces the run) "
                 "and exit without training");
+  sub->add_option("--run-dir", flags->runDir.dir,
+                  "Write the run into DIR: config.toml, metrics.jsonl (as it goes), result.json, "
+                  "machine.json with --machine; `dtrain dashboard DIR` shows it")
+      ->group("Logging and metrics");
+  sub->add_flag("--run-timeline", flags->runDir.timeline,
+                "With --run-dir: write the timeline (as --timeline) into DIR/timeline.json")
+      ->group("Logging and metrics");
   const auto& options = api::schema().options();
   flags->texts.resize(options.size());
   flags->usedFlag.resize(options.size());

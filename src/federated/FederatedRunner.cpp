@@ -25,6 +25,7 @@
 #include "runtime/Metrics.h"
 #include "runtime/ModelPipeline.h"
 #include "runtime/Progress.h"
+#include "runtime/TensorBoard.h"
 #include "runtime/ThreadCount.h"
 #include "tensor/cpu/Blas.h"
 
@@ -445,7 +446,8 @@ nlohmann::json FederatedRunner::run() {
                             o.rounds);
   const bool reporting = !(comm_ && comm_->rank() != 0);
   runtime::MetricsWriter metrics(reporting ? c.metrics : "",
-                                 reporting ? onMetrics_ : std::function<void(const nlohmann::json&)>{});
+                                 reporting ? runtime::withTensorBoard(c.tensorboard, onMetrics_)
+                                           : std::function<void(const nlohmann::json&)>{});
   progress.message(detail::concat(
       "fedavg: ", c.model, " (", server_->parameterCount(), " parameters) on ",
       task_->describeData(), ", ", o.clients, " clients (", o.partition, "), ",

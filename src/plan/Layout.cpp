@@ -19,7 +19,8 @@ Layout layoutFor(const api::RunConfig& rc, const AnalyticModel& profile, int hos
   // Every prediction (simulate, plan, train --machine) starts here: a strategy
   // without a cost model is refused, not predicted as something else.
   l.cost = &strategyCost(l.strategy);
-  l.ranks = api::strategyEntry(l.strategy).worldSize ? api::strategyEntry(l.strategy).worldSize(c) : c.workers;
+  const api::StrategyEntry& entry = api::strategyEntry(l.strategy);
+  l.ranks = entry.worldSize ? entry.worldSize(c) : c.workers;
   l.pp = c.pipelineStages;
   l.tp = c.tensorParallel;
   l.v = l.pp > 1 ? c.virtualStages : 1;

@@ -4,6 +4,8 @@
 #include <functional>
 #include <vector>
 
+#include "parallel/localsgd/LocalSgdConfig.h"
+
 namespace dtrain::plan {
 
 namespace {
@@ -39,7 +41,10 @@ const std::vector<LossyCost>& costs() {
        "-0.37 accuracy points (0.8504 vs 0.8541)" + kCompress4Hosts +
            "; gpt-small at rank 4: validation loss 0.17 nats higher after 250 steps"},
       {[](const auto& c) { return c.strategy == "local-sgd"; },
-       [](const auto& c) { return c.syncEvery == 4 ? std::string() : std::string("--sync-every 4"); },
+       [](const auto& c) {
+         return c.strategyOptions.template get<parallel::localsgd::LocalSgdConfig>().syncEvery == 4 ? std::string()
+                                                                                                 : std::string("--sync-every 4");
+       },
        "-0.09 accuracy points (0.8535 vs 0.8544; H = 16: -0.30, H = 64: -0.55) (mlp, 4 emulated "
        "hosts, 3 epochs; PERFORMANCE.md, \"Local SGD and DiLoCo\")"},
       {[](const auto& c) { return c.strategy == "hogwild"; }, none,

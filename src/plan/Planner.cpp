@@ -7,6 +7,7 @@
 #include "api/Train.h"
 #include "core/Error.h"
 #include "nn/Gpt.h"
+#include "parallel/localsgd/LocalSgdConfig.h"
 #include "plan/MemoryModel.h"
 
 namespace dtrain::plan {
@@ -191,7 +192,8 @@ struct PlanSearch {
       runtime::TrainConfig c = start(ranks);
       c.batchSize = req.globalBatch / ranks;
       c.strategy = "local-sgd";
-      consider(c, "local-sgd dp " + std::to_string(ranks) + ", sync every " + std::to_string(c.syncEvery));
+      consider(c, "local-sgd dp " + std::to_string(ranks) + ", sync every " +
+                      std::to_string(c.strategyOptions.get<parallel::localsgd::LocalSgdConfig>().syncEvery));
       if (req.hosts == 1) {
         c.strategy = "hogwild";
         consider(c, "hogwild " + std::to_string(ranks) + " threads");

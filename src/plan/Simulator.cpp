@@ -345,9 +345,14 @@ void pipelinePhase(Step& st, Prediction& r) {
   }
 }
 
-// Gradients across replicas (or to the parameter servers): the strategy's own
-// cost model. Returns the largest stage's parameters (the update's).
-double gradientSync(Step& st, Prediction& r, double* dpS, double* dpExposed) {
+// What the gradient sync adds to the step, and the parameters the update then touches.
+struct GradientSync {
+  double seconds = 0, exposedS = 0;  // its communication, and what the step waits for of it
+  double params = 0;                 // the largest stage's parameters (the update's)
+};
+
+// Gradients across replicas (or to the parameter servers): the strategy's own cost model.
+GradientSync gradientSync(Step& st, Prediction& r) {
   const Layout& l = st.l;
   double gradParams = 0;
   int gradStage = 0;
@@ -363,9 +368,7 @@ double gradientSync(Step& st, Prediction& r, double* dpS, double* dpExposed) {
   r.computeS = out.computeS;
   r.bytesPerRank = out.bytesPerRank;
   st.busyBytes = out.busyBytes;
-  *dpS = out.seconds;
-  *dpExposed = out.exposedS;
-  return gradParams;
+  return {out.seconds, out.exposedS, gradParams};
 }
 
 // The update: parameters, gradients and state read, parameters and state written.
@@ -404,7 +407,7 @@ double stepEndChecks(const Step& st) {
 }
 
 // The step's terms, its samples and FLOPs, memory, and why (the largest term).
-void finishStep(const Step& st, double dpS, double dpExposed, double checksS, Prediction& r) {
+void finishStep(const Step& st, const GradientSync& sync, double checksS, Prediction& r) {
   const auto& c = st.rc.train;
   const Layout& l = st.l;
   const Machine& m = st.m;
@@ -413,8 +416,8 @@ void finishStep(const Step& st, double dpS, double dpExposed, double checksS, Pr
   const double networkCoreS = m.sharedCores > 0 && st.coresAsked >= m.sharedCores
                                   ? m.link(LinkKind::InterHost).coreSPerByte * st.busyBytes / m.sharedCores
                                   : 0;
-  r.exposedCommS = st.tpExposed + st.p2pExposed + dpExposed + checksS + networkCoreS;
-  r.commS = st.tpExposed + st.p2pExposed + dpS + checksS + networkCoreS;
+  r.exposedCommS = st.tpExposed + st.p2pExposed + sync.exposedS + checksS + networkCoreS;
+  r.commS = st.tpExposed + st.p2pExposed + sync.seconds + checksS + networkCoreS;
   r.stepS = r.computeS + r.bubbleS + r.exposedCommS + r.optimizerS;
   const double samples = static_cast<double>(l.cost->hasServers ? c.batchSize * l.workers : l.samplesPerStep);
   r.samplesPerS = samples / r.stepS;
@@ -425,7 +428,7 @@ void finishStep(const Step& st, double dpS, double dpExposed, double checksS, Pr
   const std::pair<double, std::string> terms[] = {
       {r.computeS, "compute"},
       {r.bubbleS, "pipeline bubble"},
-      {dpExposed, l.cost->syncTerm},
+      {sync.exposedS, l.cost->syncTerm},
       {st.tpExposed, "tensor-parallel sums"},
       {st.p2pExposed, "pipeline messages"},
       {r.optimizerS, "optimizer"},
@@ -461,10 +464,9 @@ Prediction simulate(const api::RunConfig& rc, const Machine& m, const AnalyticMo
   st.partnerWait = m.sharedCores > 0 ? m.pairedSumWaitS(st.coresAsked / m.sharedCores) : 0;
   tensorSums(st, r);
   if (l.pp > 1) pipelinePhase(st, r);
-  double dpS = 0, dpExposed = 0;
-  const double gradParams = gradientSync(st, r, &dpS, &dpExposed);
-  r.optimizerS = optimizerSeconds(st, gradParams);
-  finishStep(st, dpS, dpExposed, stepEndChecks(st), r);
+  const GradientSync sync = gradientSync(st, r);
+  r.optimizerS = optimizerSeconds(st, sync.params);
+  finishStep(st, sync, stepEndChecks(st), r);
   return r;
 }
 

@@ -39,6 +39,13 @@ void checkOutputPaths(const TrainConfig& c) {
   for (const auto& [flag, path] : files)
     if (!path->empty()) checkWritableFile(flag, *path);
   if (!c.checkpointDir.empty()) prepareCheckpointDir(c.checkpointDir);
+  if (!c.tensorboard.empty()) {
+    std::error_code ec;
+    fs::create_directories(c.tensorboard, ec);
+    DTRAIN_CHECK_USAGE(fs::is_directory(c.tensorboard, ec), "--tensorboard ", c.tensorboard,
+                       ": cannot create the directory");
+    checkWritableFile("--tensorboard", (fs::path(c.tensorboard) / "events.out.tfevents").string());
+  }
 }
 
 }  // namespace dtrain::runtime

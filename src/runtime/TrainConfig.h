@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "core/OptionSet.h"
+
 namespace dtrain::runtime {
 
 struct TrainConfig {
@@ -76,6 +78,9 @@ struct TrainConfig {
   // Distributed training (docs/guide/data-parallelism.md).
   int workers = 1;                 // local backend: ranks as threads of this process
   std::string strategy = "";       // "" = allreduce when more than one worker, else single
+  // The options of strategies that declare them in their own folder (their spec,
+  // src/parallel/<name>/<Name>Spec.cpp): strategyOptions.get<GossipOptions>().
+  OptionSet strategyOptions;
   std::string backend = "local";   // local or mpi (one process per rank under mpirun)
   // mpi: seconds a peer may send no heartbeat before a wait on it fails naming it
   // (a dead, stopped or cut-off process); 0 = comm::defaultPeerTimeout() (30 s).
@@ -91,6 +96,7 @@ struct TrainConfig {
   int64_t accumulate = 1;          // micro-steps per optimizer step (gradient accumulation)
   bool scaleLr = false;            // linear scaling rule: lr x workers x accumulate
   std::string timeline;            // Chrome trace-event JSON output
+  std::string tensorboard;         // directory of TensorBoard event files (the metrics' scalars)
   std::string machine;             // machine file: the result line adds the simulator's prediction
   // Gradient compression (allreduce strategy; parallel/compress/Compressor.h).
   std::string compress = "none";
@@ -123,11 +129,6 @@ struct TrainConfig {
   // layers below the cut data-parallel within the group ("one weird trick").
   std::string tensorParallelStyle = "megatron";
   // Local SGD and DiLoCo (parallel/localsgd/, docs/guide/local-sgd.md).
-  int64_t syncEvery = 4;              // H: inner steps between parameter averages
-  int64_t localSgdStartStep = 0;      // S: synchronous allreduce steps first (post-local SGD)
-  std::string outerOptimizer = "sgd"; // sgd or nesterov, on the averaged delta
-  double outerLr = 1.0;               // sgd 1, no momentum: plain averaging
-  double outerMomentum = 0.0;
   // Sandblaster L-BFGS (parallel/sandblaster/, docs/guide/sandblaster.md).
   int64_t sandblasterServers = 0;     // parameter shards; 0: the coordinator holds all
   int64_t workUnits = 0;              // units per batch gradient; 0: 4 per worker

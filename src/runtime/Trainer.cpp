@@ -23,6 +23,8 @@
 #include "runtime/ModelPipeline.h"
 #include "runtime/Metrics.h"
 #include "runtime/Progress.h"
+#include "runtime/StragglerWatch.h"
+#include "runtime/TensorBoard.h"
 #include "runtime/ThreadCount.h"
 #include "tensor/cpu/Blas.h"
 
@@ -46,6 +48,7 @@ nlohmann::json TrainResult::toJson() const {
   for (const auto& [k, v] : strategyStats) j[k] = v;
   for (const auto& [k, v] : strategyReport.items()) j[k] = v;
   j["memory_per_rank"] = memoryPerRank;
+  if (stragglerWatched) j["straggler"] = straggler;
   j["rss_bytes"] = rssBytes;
   j["rss_peak_bytes"] = rssPeakBytes;
   return j;
@@ -296,7 +299,8 @@ TrainResult Trainer::run() {
   if (!reporter) mode = Progress::Mode::Off;
   Progress progress(mode, total);
   MetricsWriter metrics(reporter ? c.metrics : "",
-                        reporter ? data_.onMetrics : std::function<void(const nlohmann::json&)>{});
+                        reporter ? withTensorBoard(c.tensorboard, data_.onMetrics)
+                                 : std::function<void(const nlohmann::json&)>{});
   if (reporter)
     progress.message(detail::concat("training ", c.model, " (", model_->parameterCount(),
                                     " parameters) on ", task->describeData(), ": ", total,
@@ -332,6 +336,7 @@ TrainResult Trainer::run() {
   };
   work.spans = spans;
   StragglerDelay delay(c, strategy_->rank());
+  StragglerWatch stragglers(*strategy_);  // the slow rank, named (StragglerWatch.h)
   struct Deferred {
     int64_t step, epoch;
     double seconds;
@@ -350,6 +355,7 @@ TrainResult Trainer::run() {
         stopped = true;
         break;
       }
+      stragglers.beginStep();
       {
         SpanScope s(spans, "data");
         Timer waited;
@@ -376,7 +382,9 @@ TrainResult Trainer::run() {
         SpanScope s(spans, "straggler delay");
         delay.sleep();
       }
+      stragglers.arrived();
       strategy_->finishGradients();
+      stragglers.synced();
       if (c.clipGradNorm > 0) gradNorm = clipGradNorm(*model_, *strategy_, c.clipGradNorm);
       if (optimizer_->needsLossClosure()) {
         // L-BFGS's line search: the loss and gradients of this step's batch at
@@ -441,6 +449,7 @@ TrainResult Trainer::run() {
         if (logNow) {
           SpanScope s(spans, "loss sum");
           meanLoss = strategy_->reduceMetric(meanLoss);
+          stragglers.atLog(step);
         }
         progress.update(step, epoch, meanLoss, rate, logNow);
         if (logNow) {
@@ -448,8 +457,14 @@ TrainResult Trainer::run() {
           if (reporter) {
             nlohmann::json rec{{"step", step},   {"epoch", epoch + 1},
                                {"loss", meanLoss}, {"lr", optimizer_->lr()},
-                               {"samples_per_s", rate}, {"data_wait_s", r.dataWaitSeconds}};
+                               {"samples_per_s", rate}, {"data_wait_s", r.dataWaitSeconds},
+                               // training time so far, as the evaluations' (loss against time)
+                               {"time_s", clock.seconds() - evalSeconds}};
             if (c.clipGradNorm > 0) rec["grad_norm"] = gradNorm;
+            if (!stragglers.rankWorkMs().empty()) {  // per rank: work, then the wait for the others
+              rec["rank_work_ms"] = stragglers.rankWorkMs();
+              rec["rank_wait_ms"] = stragglers.rankWaitMs();
+            }
             for (auto& [k, v] : strategy_->stats()) rec[k] = v;
             metrics.write(rec);
           }
@@ -481,6 +496,8 @@ TrainResult Trainer::run() {
   }
   r.seconds = clock.seconds() - evalSeconds;
   r.steps = step;
+  r.stragglerWatched = stragglers.watching();
+  r.straggler = stragglers.result();
   r.epochsCompleted = step / perEpoch;
   state.worldSize = strategy_->dataReplicas();
   state.globalBatch = globalBatch;

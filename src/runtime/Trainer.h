@@ -50,6 +50,8 @@ struct TrainResult {
   // optimizer state's bytes on this rank.
   int64_t parameters = 0, trainableParameters = 0, optimizerStateBytes = 0;
   nlohmann::json memoryPerRank = nlohmann::json::array();    // parallel/MemoryGather.h
+  bool stragglerWatched = false;  // runtime/StragglerWatch.h: the result line has "straggler"
+  nlohmann::json straggler;       // {rank, host, excess_s, share_of_step} or null
   // The process's resident set when training ended, and its peak (all ranks
   // of a local run together; --offload is judged by these).
   int64_t rssBytes = 0, rssPeakBytes = 0;

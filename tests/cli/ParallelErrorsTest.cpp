@@ -25,7 +25,7 @@ TEST(ParallelErrors, WorkersBelowOne) {
 }
 
 TEST(ParallelErrors, UnknownStrategyBackendAlgorithm) {
-  expectUsage(runDtrain(kQuick + "--workers 2 --strategy gossip"), "unknown --strategy 'gossip'");
+  expectUsage(runDtrain(kQuick + "--workers 2 --strategy butterfly"), "unknown --strategy 'butterfly'");
   expectUsage(runDtrain(kQuick + "--workers 2 --backend nccl"), "unknown --backend 'nccl'");
   expectUsage(runDtrain(kQuick + "--workers 2 --allreduce-algo butterfly"),
               "unknown --allreduce-algo 'butterfly'");

@@ -63,6 +63,9 @@ void addLoggingOptions(Schema& s) {
       .train(&TrainConfig::metrics);
   s.add("logging", "timeline", "--timeline", "Write a Chrome trace-event JSON timeline to FILE")
       .train(&TrainConfig::timeline);
+  s.add("logging", "tensorboard", "--tensorboard",
+        "Write the metrics' scalars as TensorBoard event files into DIR (tensorboard --logdir DIR)")
+      .train(&TrainConfig::tensorboard);
   s.add("logging", "machine", "--machine",
         "Machine file (dtrain calibrate's): the result line adds dtrain simulate's predicted_step_s "
         "and predicted_samples_per_s for this run")

@@ -10,10 +10,13 @@ using runtime::TrainConfig;
 
 void addParallelOptions(Schema& s) {
   s.addGroup("parallel", "Parallelism: strategy, ranks and mesh");
+  std::string strategies =
+      "allreduce (default with more than one worker), ps (parameter servers), "
+      "fedavg (federated learning), sandblaster (L-BFGS over work units), single";
+  for (const std::string& name : strategyNames())
+    if (const StrategyEntry& e = strategyEntry(name); !e.summary.empty()) strategies += ", " + e.summary;
   s.add("parallel", "strategy", "--strategy",
-        "allreduce (default with more than one worker), ps (parameter servers), hogwild, "
-        "fedavg (federated learning), local-sgd (periodic averaging, DiLoCo), sandblaster (L-BFGS over work units) or single; --pipeline-stages and --tensor-parallel choose "
-        "pipeline and tensor")
+        strategies + "; --pipeline-stages and --tensor-parallel choose pipeline and tensor")
       .train(&TrainConfig::strategy)
       .oneOf(strategyNames);
   s.add("parallel", "workers", "--workers",

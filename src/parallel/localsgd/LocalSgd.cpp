@@ -7,6 +7,7 @@
 #include "core/Log.h"
 #include "core/Timer.h"
 #include "parallel/MemoryGather.h"
+#include "parallel/RankState.h"
 
 namespace dtrain::parallel::localsgd {
 
@@ -182,7 +183,7 @@ void LocalSgd::finish(nn::Module&, optim::Optimizer&) {
   if (pending_ > 0) synchronize();
 }
 
-std::vector<std::pair<std::string, Tensor*>> LocalSgd::perRankState(bool withParams) {
+NamedState LocalSgd::perRankState(bool withParams) {
   std::vector<std::pair<std::string, Tensor*>> out;
   if (withParams)
     for (auto& [name, p] : params_) out.emplace_back("local." + name, &p.data());
@@ -197,17 +198,7 @@ std::map<std::string, Tensor> LocalSgd::checkpointState() {
   // Between steps, on every rank. Every rank's state has the same names,
   // dtypes and shapes: one allgather of their bytes.
   const bool between = pending_ > 0;  // the replicas differ
-  auto mine = perRankState(between);
-  std::vector<uint8_t> flat;
-  for (auto& [name, t] : mine) {
-    const Tensor c = t->contiguous();
-    const auto* b = static_cast<const uint8_t*>(c.rawData());
-    flat.insert(flat.end(), b, b + c.nbytes());
-  }
-  std::vector<uint8_t> all(flat.size() * static_cast<size_t>(comm_.size()));
-  comm::Options o;
-  o.tag = kRankStateTag;
-  if (!flat.empty()) comm_.allgather(flat.data(), all.data(), flat.size(), DType::U8, o);
+  std::map<std::string, Tensor> out = gatherRankState(comm_, perRankState(between), kRankStateTag);
   // The workers' mean parameters: where a resume with another number of workers starts.
   std::vector<Tensor> average;
   if (between) {
@@ -222,17 +213,7 @@ std::map<std::string, Tensor> LocalSgd::checkpointState() {
       average.push_back(std::move(t));
     }
   }
-  std::map<std::string, Tensor> out;
   if (!isReporter()) return out;
-  for (int r = 0; r < comm_.size(); ++r) {
-    const uint8_t* src = all.data() + flat.size() * static_cast<size_t>(r);
-    for (auto& [name, t] : mine) {
-      Tensor copy = Tensor::empty(t->shape(), t->dtype());
-      std::memcpy(copy.rawData(), src, copy.nbytes());
-      src += copy.nbytes();
-      out.emplace("rank" + std::to_string(r) + "." + name, std::move(copy));
-    }
-  }
   for (size_t i = 0; i < params_.size(); ++i) {
     out.emplace(kAnchor + params_[i].first, anchor_[i].clone());
     if (!momentum_.empty()) out.emplace(kMomentum + params_[i].first, momentum_[i].clone());

@@ -6,6 +6,7 @@
 
 #include "parallel/allreduce/SufficientFactors.h"
 #include "parallel/compress/Compressor.h"
+#include "parallel/localsgd/LocalSgdConfig.h"
 #include "plan/Collectives.h"
 #include "plan/Layout.h"
 #include "plan/MemoryModel.h"
@@ -221,7 +222,8 @@ SyncCost allreduceSync(const SyncContext& x, SyncCost out, const AllreduceSyncOp
   if (c.compress == "powersgd") out.seconds += powerSgdEncodeSeconds(c, m, x.p, x.computeShare);
   out.bytesPerRank += sfb.bytesPerRank;
   out.computeS += sfb.rebuildS;
-  if (o.periodic) out.seconds /= static_cast<double>(std::max<int64_t>(1, c.syncEvery));
+  if (o.periodic)
+    out.seconds /= static_cast<double>(std::max<int64_t>(1, c.strategyOptions.get<parallel::localsgd::LocalSgdConfig>().syncEvery));
   // Overlapped with backward (buckets as gradients are ready), all but the
   // last bucket; not where the emulated hosts' ranks keep every shared core
   // computing: the transfers then wait for cores (TCP and MPI's progress run

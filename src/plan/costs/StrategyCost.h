@@ -69,6 +69,7 @@ struct AllreduceSyncOptions {
 SyncCost allreduceSync(const SyncContext& x, SyncCost step, const AllreduceSyncOptions& o);
 SyncCost parameterServerSync(const SyncContext& x, SyncCost step);
 SyncCost sandblasterSync(const SyncContext& x, SyncCost step);
+SyncCost gossipSync(const SyncContext& x, SyncCost step);
 
 // Shown by the planner too: the bytes a gradient compressor sends for the
 // model's fp32 gradients, as a fraction (1 = none): the compressor's own

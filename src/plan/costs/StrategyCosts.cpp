@@ -41,6 +41,10 @@ const std::map<std::string, StrategyCost>& costs() {
     StrategyCost& sandblaster = t["sandblaster"];
     sandblaster.sync = sandblasterSync;
     sandblaster.workersOnlyCompute = true;
+    StrategyCost& gossip = t["gossip"];
+    gossip.sync = gossipSync;
+    gossip.syncTerm = "gossip rounds";
+    gossip.lossy = [](const runtime::TrainConfig&) { return std::string("--strategy gossip"); };
     return t;
   }();
   return table;
