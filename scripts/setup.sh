@@ -11,7 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(build-essential cmake ninja-build pkg-config libopenblas-dev libdnnl-dev libsodium-dev zlib1g-dev
+packages=(build-essential cmake ninja-build pkg-config libopenblas-dev libdnnl-dev libsodium-dev zlib1g-dev libturbojpeg0-dev libpng-dev
           nlohmann-json3-dev libcli11-dev libtomlplusplus-dev libcpp-httplib-dev python3-dev python3-pybind11 python3-numpy libopenmpi-dev openmpi-bin dataset-fashion-mnist bible-kjv
           ${DTRAIN_EXTRA_PACKAGES:-})
 missing=()

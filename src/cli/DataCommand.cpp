@@ -16,14 +16,15 @@ namespace dtrain::cli {
 namespace {
 
 struct PackFlags {
-  std::string idx, split, npy, text, labels, out;
+  std::string idx, split, npy, text, labels, imageFolder, out;
   int64_t shardSize = 0;  // 0: the kind's default
 };
 
 // The data set the flags name, loaded whole (packing reads every sample once).
 std::shared_ptr<const data::Dataset> packSource(const PackFlags& f) {
   DTRAIN_CHECK_USAGE(f.idx.empty() != f.npy.empty(),
-                     "dtrain data pack: give one source: --idx DIR or --npy FEATURES.npy --labels LABELS.npy");
+                     "dtrain data pack: give one source: --idx DIR, --npy FEATURES.npy --labels "
+                     "LABELS.npy, --image-folder DIR or --text FILE");
   if (!f.idx.empty()) {
     DTRAIN_CHECK_USAGE(f.labels.empty(), "dtrain data pack: --labels applies to --npy (IDX "
                        "directories hold their labels)");
@@ -55,8 +56,16 @@ void packText(const PackFlags& f) {
 void pack(const PackFlags& f) {
   DTRAIN_CHECK_USAGE(!f.out.empty(), "dtrain data pack needs --out PREFIX (files PREFIX-000000.tar ...)");
   if (!f.text.empty()) return packText(f);
-  const auto ds = packSource(f);
-  const data::PackResult r = data::packShards(*ds, f.out, f.shardSize ? f.shardSize : 10000);
+  const int64_t shardSize = f.shardSize ? f.shardSize : 10000;
+  data::PackResult r;
+  if (!f.imageFolder.empty()) {
+    DTRAIN_CHECK_USAGE(f.idx.empty() && f.npy.empty() && f.labels.empty() && f.split.empty(),
+                       "dtrain data pack: --image-folder takes no other source (--idx, --npy, "
+                       "--labels, --split); pack DIR/train and DIR/val one after the other");
+    r = data::packImageFolder(f.imageFolder, f.out, shardSize);
+  } else {
+    r = data::packShards(*packSource(f), f.out, shardSize);
+  }
   std::cout << nlohmann::json{{"shards", r.files.size()},
                               {"samples", r.samples},
                               {"bytes", r.bytes},
@@ -76,6 +85,9 @@ void addDataCommand(CLI::App& app) {
   p->add_option("--split", flags->split, "--idx: train (default) or test")->check(CLI::IsMember({"train", "test"}));
   p->add_option("--npy", flags->npy, "Features [N, ...] (.npy: float32, float64 or uint8)");
   p->add_option("--labels", flags->labels, "Labels [N] (.npy, with --npy)");
+  p->add_option("--image-folder", flags->imageFolder,
+                 "A folder of class folders (DIR/<class>/*.jpg, .png): the images as they are, "
+                 "decoded in training (--image-size)");
   p->add_option("--text", flags->text, "A text file: its bytes as token shards PREFIX-000000.bin ... (--dataset tokens)");
   p->add_option("--out", flags->out, "Output prefix: PREFIX-000000.tar, PREFIX-000001.tar, ...");
   p->add_option("--shard-size", flags->shardSize, "Samples per shard (default 10000; --text: tokens per file, default 2^26)")

@@ -20,15 +20,19 @@ AugmentOptions parseAugment(const std::string& spec) {
       o.crop = true;
     else if (name == "flip")
       o.flip = true;
+    else if (name == "resized-crop")
+      o.resizedCrop = true;
     else
       throw UsageError(dtrain::detail::concat("unknown --augment '", name,
-                                              "' (known: crop, flip, crop,flip, none)"));
+                                              "' (known: crop, flip, crop,flip, resized-crop, none)"));
     start = comma + 1;
   }
   return o;
 }
 
 void checkAugmentable(const AugmentOptions& o, const Shape& s) {
+  DTRAIN_CHECK_USAGE(!o.resizedCrop, "--augment resized-crop applies to images the loader "
+                     "decodes (--dataset imagefolder, shards of .jpg/.png)");
   if (!o.any()) return;
   DTRAIN_CHECK_USAGE(s.size() == 3, "--augment needs image samples [C, H, W]; this data set's are ",
                      shapeStr(s));

@@ -4,6 +4,9 @@
 //   crop  pad each side with `padding` zeros, take a random H x W window
 //         (offsets 0..2*padding in each direction), as CIFAR's RandomCrop(32, 4)
 //   flip  mirror left-right with probability 1/2
+//   resized-crop  images decoded by the loader (--dataset imagefolder, image shards):
+//         torchvision's RandomResizedCrop at decoding (data/ImageTransform.h); their flip
+//         is made there too
 // The random choices of a sample are a pure function of (seed, epoch, step,
 // position in the global batch), so the global-batch rule holds: the samples
 // of step t get the same augmentation whatever the number of workers (a rank's
@@ -19,16 +22,18 @@ namespace dtrain::data {
 struct AugmentOptions {
   bool crop = false;
   bool flip = false;
+  bool resizedCrop = false;  // made by the image decoder, not augmentSamples
   int64_t padding = 4;
   uint64_t seed = 0;
   bool any() const { return crop || flip; }
 };
 
-// "", "none", "crop", "flip", "crop,flip" (any order); UsageError naming
+// "", "none", or a list of crop, flip, resized-crop (any order); UsageError naming
 // --augment and the choices otherwise.
 AugmentOptions parseAugment(const std::string& spec);
 
-// Throws UsageError unless `sampleShape` is an image [C, H, W].
+// Throws UsageError unless `sampleShape` is an image [C, H, W] (and for resized-crop,
+// which only decoded images take).
 void checkAugmentable(const AugmentOptions& options, const Shape& sampleShape);
 
 // Augments `count` samples of `sampleShape` in place in x (contiguous), the

@@ -3,8 +3,13 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include "core/Error.h"
+#include "core/Rng.h"
+#include "data/ImageCodec.h"
+#include "data/ImageFolder.h"
 #include "data/TarFile.h"
 
 namespace dtrain::data {
@@ -45,12 +50,58 @@ std::string shardName(const std::string& prefix, int64_t index) {
   return prefix + "-" + digits + ".tar";
 }
 
-PackResult packShards(const Dataset& ds, const std::string& prefix, int64_t shardSize) {
+namespace {
+
+void makeOutputDir(const std::string& prefix, int64_t shardSize) {
   DTRAIN_CHECK_USAGE(shardSize >= 1, "--shard-size must be >= 1, got ", shardSize);
   const std::filesystem::path dir = std::filesystem::path(prefix).parent_path();
   std::error_code ec;
   if (!dir.empty()) std::filesystem::create_directories(dir, ec);
   DTRAIN_CHECK_USAGE(!ec, "--out ", prefix, ": cannot create ", dir.string(), " (", ec.message(), ")");
+}
+
+std::string packPattern(const std::string& prefix, const std::vector<std::string>& files) {
+  return files.size() == 1
+             ? files[0]
+             : prefix + "-{000000.." + shardName("", static_cast<int64_t>(files.size()) - 1).substr(1, 6) + "}.tar";
+}
+
+}  // namespace
+
+PackResult packImageFolder(const std::string& dir, const std::string& prefix, int64_t shardSize) {
+  makeOutputDir(prefix, shardSize);
+  std::vector<FolderImage> images = listImageFolder(dir).images;
+  Rng rng(0x7061636bULL);  // "pack": the same shards from the same folder
+  for (size_t i = images.size() - 1; i > 0; --i) std::swap(images[i], images[rng.below(i + 1)]);
+  PackResult r;
+  for (size_t begin = 0; begin < images.size(); begin += static_cast<size_t>(shardSize)) {
+    r.files.push_back(shardName(prefix, static_cast<int64_t>(r.files.size())));
+    TarWriter tar(r.files.back());
+    for (size_t i = begin; i < std::min(images.size(), begin + static_cast<size_t>(shardSize)); ++i) {
+      std::ifstream in(images[i].path, std::ios::binary);
+      const std::vector<uint8_t> bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+      try {
+        readImageSize(bytes.data(), bytes.size());
+      } catch (const ImageError& e) {
+        throw BadData(images[i].path, "", e.what());
+      }
+      char key[16];
+      std::snprintf(key, sizeof key, "%09zu", i);
+      const bool png = sniffImage(bytes.data(), bytes.size()) == ImageFormat::Png;
+      tar.add(std::string(key) + (png ? ".png" : ".jpg"), bytes.data(), bytes.size());
+      const std::string cls = std::to_string(images[i].label);
+      tar.add(std::string(key) + ".cls", cls.data(), cls.size());
+      ++r.samples;
+    }
+    tar.close();
+    r.bytes += static_cast<int64_t>(std::filesystem::file_size(r.files.back()));
+  }
+  r.pattern = packPattern(prefix, r.files);
+  return r;
+}
+
+PackResult packShards(const Dataset& ds, const std::string& prefix, int64_t shardSize) {
+  makeOutputDir(prefix, shardSize);
   const std::string u8 = npyHeader("|u1", ds.sampleShape()), f32 = npyHeader("<f4", ds.sampleShape());
   const int64_t numel = ds.sampleNumel();
   std::vector<float> x(static_cast<size_t>(numel));
@@ -77,9 +128,7 @@ PackResult packShards(const Dataset& ds, const std::string& prefix, int64_t shar
     tar.close();
     r.bytes += static_cast<int64_t>(std::filesystem::file_size(r.files.back()));
   }
-  r.pattern = r.files.size() == 1
-                  ? r.files[0]
-                  : prefix + "-{000000.." + shardName("", static_cast<int64_t>(r.files.size()) - 1).substr(1, 6) + "}.tar";
+  r.pattern = packPattern(prefix, r.files);
   return r;
 }
 

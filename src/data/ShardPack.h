@@ -21,6 +21,12 @@ struct PackResult {
 
 PackResult packShards(const Dataset& dataset, const std::string& prefix, int64_t shardSize);
 
+// An image folder (data/ImageFolder.h: DIR/<class>/*) as shards of its files' bytes as they
+// are (members "<i>.jpg" or ".png", and ".cls"), in a seeded random order so that every
+// shard mixes the classes; the loader decodes them (--image-size). Each image's header is
+// checked first: BadData naming a file that is not a JPEG or PNG.
+PackResult packImageFolder(const std::string& dir, const std::string& prefix, int64_t shardSize);
+
 // The name of shard `index` of `prefix`.
 std::string shardName(const std::string& prefix, int64_t index);
 

@@ -4,6 +4,7 @@
 #include <map>
 #include <utility>
 
+#include "data/ImageSample.h"
 #include "data/NpyFile.h"
 
 namespace dtrain::data {
@@ -30,6 +31,7 @@ struct Decoding {
   const std::string& file;
   std::string member;
   bool checkOnly;
+  const ImageDecoding* images;
   Sample& out;
   bool haveX = false, haveLabel = false;
 };
@@ -72,20 +74,28 @@ void decodeClass(const ShardMember& m, Decoding& d) {
 
 void readPast(const ShardMember&, Decoding&) {}
 
-void notDecodedYet(const ShardMember& m, Decoding& d) {
-  throw BadData(d.file, d.member, "images (." + m.extension +
-                                      ") are not decoded yet; pack the pixels as .npy arrays");
+void decodeImageMember(const ShardMember& m, Decoding& d) {
+  DTRAIN_CHECK_USAGE(d.images, d.file, ": member ", d.member, ": an image, and images are not "
+                     "read here");
+  const bool whole = static_cast<int64_t>(m.bytes.size()) == m.size;
+  decodeImageSample(m.bytes.data(), m.bytes.size(), whole, *d.images, d.checkOnly, d.file,
+                    d.member, d.out);
+  d.haveX = true;
 }
 
 const std::map<std::string, MemberDecoder>& decoders() {
   static const std::map<std::string, MemberDecoder> kDecoders{
       {"npy", decodeNpy},     {"cls", decodeClass},     {"txt", readPast},
-      {"json", readPast},     {"jpg", notDecodedYet},   {"jpeg", notDecodedYet},
-      {"png", notDecodedYet}};
+      {"json", readPast},     {"jpg", decodeImageMember},   {"jpeg", decodeImageMember},
+      {"png", decodeImageMember}};
   return kDecoders;
 }
 
-bool keepsAll(const std::string& extension) { return extension != "npy"; }
+// A scan keeps labels and metadata whole, features (arrays, images) only as far as their header.
+bool keepsAll(const std::string& extension) {
+  auto it = decoders().find(extension);
+  return it == decoders().end() || it->second == readPast || it->second == decodeClass;
+}
 
 }  // namespace
 
@@ -101,7 +111,7 @@ bool ShardReader::readMember() {
   pending_.size = e.size;
   // Labels and metadata are small; a feature member's header is all a scan needs.
   if (headersOnly_ && !keepsAll(pending_.extension))
-    tar_.readPrefix(pending_.bytes, kHeaderBytes);
+    tar_.readPrefix(pending_.bytes, pending_.extension == "npy" ? kHeaderBytes : kImageHeaderBytes);
   else if (pending_.size > (int64_t{1} << 30))
     throw BadData(tar_.path(), e.name, detail::concat("a member of ", e.size, " bytes"));
   else
@@ -142,22 +152,23 @@ bool ShardReader::next(RawSample& sample) {
   return true;
 }
 
-Sample ShardReader::decode(const RawSample& raw, bool checkOnly) const {
+Sample ShardReader::decode(const RawSample& raw, bool checkOnly, const ImageDecoding* images) const {
   Sample s;
   s.key = tar_.path() + ":" + raw.key;
-  Decoding d{tar_.path(), "", checkOnly, s};
+  Decoding d{tar_.path(), "", checkOnly, images, s};
   for (const ShardMember& m : raw.members) {
     d.member = raw.key + "." + m.extension;
     auto it = decoders().find(m.extension);
     if (it == decoders().end())
       throw BadData(tar_.path(), d.member,
                     "member type '." + m.extension +
-                        "' is not one dtrain reads (.npy features, .cls labels, .txt/.json metadata)");
+                        "' is not one dtrain reads (.npy, .jpg or .png features, .cls labels, "
+                        ".txt/.json metadata)");
     it->second(m, d);
   }
   if (!d.haveX || !d.haveLabel)
     throw BadData(tar_.path(), raw.key,
-                  std::string("sample without ") + (d.haveX ? "a .cls label" : "a .npy array"));
+                  std::string("sample without ") + (d.haveX ? "a .cls label" : "a .npy array or an image"));
   return s;
 }
 

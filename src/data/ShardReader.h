@@ -4,8 +4,10 @@
 // member's extension naming what it holds:
 //   .npy   the features: a NumPy array (float32, float64, or uint8 scaled to x / 255)
 //   .cls   the class label: a decimal integer in text ("7")
+//   .jpg, .jpeg, .png   the features: an image, decoded and transformed to [3, S, S]
+//                 (data/ImageSample.h; needs --image-size S)
 //   .txt, .json   metadata, read past
-// Other extensions (.jpg and .png among them: not decoded yet) are bad samples.
+// Other extensions are bad samples.
 //
 // Two kinds of failure, both BadData naming the file and the member:
 //  - a broken archive (truncated, bad header): the rest of the shard is unreadable, so
@@ -18,6 +20,7 @@
 #include <vector>
 
 #include "data/TarFile.h"
+#include "data/ImageTransform.h"
 #include "tensor/Tensor.h"
 
 namespace dtrain::data {
@@ -38,6 +41,17 @@ struct Sample {
   Shape shape;           // of x
   std::vector<float> x;
   int32_t label = -1;
+  bool image = false;  // x was decoded from an image
+  int64_t shard = -1;  // its shard's index in the set (set by data/ShardStream.h)
+};
+
+// How image members become samples: the transform, and what seeds its augmentation
+// (the seed, the epoch and the sample's key, so a sample's crop does not depend on which
+// loader thread decoded it).
+struct ImageDecoding {
+  ImageOptions options;
+  uint64_t seed = 0;
+  int64_t epoch = 0;
 };
 
 class ShardReader {
@@ -51,7 +65,9 @@ class ShardReader {
 
   // The decoded sample; BadData when it is not one. `checkOnly` (headers only) checks
   // everything checkable from the headers and the sizes, and leaves x empty.
-  Sample decode(const RawSample& sample, bool checkOnly = false) const;
+  // `images` configures image members (none: they are refused).
+  Sample decode(const RawSample& sample, bool checkOnly = false,
+                const ImageDecoding* images = nullptr) const;
 
   const std::string& path() const { return tar_.path(); }
 

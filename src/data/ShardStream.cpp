@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <numeric>
 
+#include "data/ImageSample.h"
+
 namespace dtrain::data {
 namespace {
 
@@ -38,6 +40,11 @@ ShardStream::ShardStream(std::shared_ptr<const ShardSet> set, ShardStreamConfig 
   DTRAIN_CHECK(config_.threads >= 1 && config_.worldSize >= 1 && config_.rank >= 0 &&
                    config_.rank < config_.worldSize,
                "shard stream: bad configuration");
+  decoding_.options = set_->imageOptions();
+  decoding_.options.resizedCrop = config_.resizedCrop;
+  decoding_.options.flip = config_.flip;
+  decoding_.seed = config_.seed;
+  decoding_.epoch = epoch;
   const auto shards = static_cast<int64_t>(set_->files().size());
   for (int t = 0; t < config_.threads; ++t) sources_.push_back(std::make_unique<Source>());
   active_ = sources_.size();
@@ -76,15 +83,19 @@ void ShardStream::readShards(size_t source, std::vector<int64_t> shards) {
   std::vector<Sample> chunk;
   try {
     for (int64_t index : shards) {
-      const std::string& path = set_->files()[static_cast<size_t>(index)].path;
-      ShardReader reader(path);
-      RawSample raw;
+      const ShardFile& file = set_->files()[static_cast<size_t>(index)];
+      auto samples = set_->open(static_cast<size_t>(index), decoding_, config_.keysOnly);
       for (;;) {
         Sample s;
         try {
-          if (!reader.next(raw)) break;
-          s = reader.decode(raw);
-          set_->check(s, path);
+          if (!samples->next(s)) break;
+          if (config_.exclude && config_.exclude->count(s.key)) continue;
+          s.shard = index;
+          set_->check(s, file.images.empty() ? file.path : s.key);
+        } catch (const UndecodableImage&) {
+          if (!set_->skipBad()) throw;
+          set_->countUndecodable();  // the scan read only its header
+          continue;
         } catch (const BadData&) {
           if (!set_->skipBad()) throw;
           continue;  // counted by the scan
@@ -159,6 +170,42 @@ void ShardStream::skip(int64_t count) {
   Sample s;
   for (int64_t i = 0; i < count && next(s); ++i) {
   }
+}
+
+EpochTaken replayEpoch(std::shared_ptr<const ShardSet> set, const ShardStreamConfig& base,
+                       int64_t epoch, const std::vector<StreamSegment>& segments) {
+  EpochTaken taken{std::make_shared<std::unordered_set<std::string>>(),
+                   std::vector<int64_t>(set->files().size(), 0)};
+  for (const StreamSegment& seg : segments) {
+    // The segment's streams excluded what the segments before it took, not its own.
+    auto before = std::make_shared<const std::unordered_set<std::string>>(*taken.keys);
+    for (int rank = 0; rank < seg.worldSize; ++rank) {
+      ShardStreamConfig c = base;
+      c.rank = rank;
+      c.worldSize = seg.worldSize;
+      c.threads = seg.threads;
+      c.shuffleBuffer = seg.shuffleBuffer;
+      c.exclude = before->empty() ? nullptr : before;
+      c.keysOnly = true;
+      ShardStream stream(set, c, epoch);
+      Sample s;
+      for (int64_t i = 0; i < seg.samplesPerRank && stream.next(s); ++i) {
+        taken.keys->insert(s.key);
+        ++taken.perShard[static_cast<size_t>(s.shard)];
+      }
+    }
+  }
+  return taken;
+}
+
+int64_t samplesLeft(const ShardSet& set, const ShardStreamConfig& config, int64_t epoch,
+                    const EpochTaken& taken) {
+  int64_t left = 0;
+  const auto shards = static_cast<int64_t>(set.files().size());
+  for (int t = 0; t < config.threads; ++t)
+    for (int64_t index : streamShards(shards, config, epoch, t))
+      left += set.files()[static_cast<size_t>(index)].samples - taken.perShard[static_cast<size_t>(index)];
+  return left;
 }
 
 }  // namespace dtrain::data

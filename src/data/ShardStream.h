@@ -26,6 +26,7 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <unordered_set>
 #include <vector>
 
 #include "core/Rng.h"
@@ -41,11 +42,43 @@ struct ShardStreamConfig {
   int64_t queueSamples = 64;   // each thread's queue
   uint64_t seed = 0;
   bool shuffle = true;         // shard order and buffer
+  // Training augmentation of image samples at decoding (ImageOptions::resizedCrop, flip);
+  // the rest of the image transform is the set's.
+  bool resizedCrop = false, flip = false;
+  // Samples (by key) read past: those an interrupted epoch already gave out (a resume at
+  // another world size, runtime/ShardTask.cpp). Null: none.
+  std::shared_ptr<const std::unordered_set<std::string>> exclude;
+  // Keys, labels and shards only, nothing decoded (replaying an epoch's order).
+  bool keysOnly = false;
 };
 
 // The shard indices loader thread `thread` of `config.rank` reads in `epoch`, in order.
 std::vector<int64_t> streamShards(int64_t shardCount, const ShardStreamConfig& config,
                                   int64_t epoch, int thread);
+
+// Resuming an epoch at another world size: the epoch so far as segments, each a run of
+// `worldSize` ranks (with its loader threads and shuffle buffer) whose every rank took
+// `samplesPerRank` samples, the keys taken in the segments before it excluded.
+struct StreamSegment {
+  int worldSize = 1;
+  int threads = 1;
+  int64_t shuffleBuffer = 0;
+  int64_t samplesPerRank = 0;
+};
+
+struct EpochTaken {
+  std::shared_ptr<std::unordered_set<std::string>> keys;  // every sample taken
+  std::vector<int64_t> perShard;                          // how many of each shard's
+};
+
+// Replays the segments' streams (keys only, nothing decoded). `base` gives the seed and
+// shuffle; its rank, world size, threads and buffer are the segments'.
+EpochTaken replayEpoch(std::shared_ptr<const ShardSet> set, const ShardStreamConfig& base,
+                       int64_t epoch, const std::vector<StreamSegment>& segments);
+
+// The samples rank `config.rank` can still be given in `epoch` when `taken` are excluded.
+int64_t samplesLeft(const ShardSet& set, const ShardStreamConfig& config, int64_t epoch,
+                    const EpochTaken& taken);
 
 class ShardStream {
  public:
@@ -74,6 +107,7 @@ class ShardStream {
 
   std::shared_ptr<const ShardSet> set_;
   ShardStreamConfig config_;
+  ImageDecoding decoding_;
   Rng rng_;
   std::vector<Sample> buffer_;
   bool bufferFilled_ = false;

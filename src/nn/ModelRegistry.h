@@ -31,7 +31,7 @@ struct ModelOverrides {
 // What a classifier is built for: the data's sample shape and class count. The
 // default is Fashion-MNIST's, the shape the built-ins were designed for; the
 // mlp takes any (its first Linear gets the features, its last the classes),
-// lenet only 1x28x28 images; the language models ignore it.
+// lenet only 1x28x28 or 3x28x28 images; the language models ignore it.
 struct DataShape {
   Shape sample{1, 28, 28};
   int64_t classes = 10;

@@ -26,11 +26,13 @@ std::shared_ptr<Sequential> makeModel(const std::string& name, uint64_t seed,
     }
     m->append(std::make_shared<Linear>(width, data.classes, rng));
   } else if (name == "lenet") {
-    DTRAIN_CHECK_USAGE(data.sample == Shape({1, 28, 28}),
-                       "--model lenet takes 1x28x28 images; "
+    // Colour images too (--dataset imagefolder decodes to 3 channels).
+    DTRAIN_CHECK_USAGE(data.sample.size() == 3 && (data.sample[0] == 1 || data.sample[0] == 3) &&
+                           data.sample[1] == 28 && data.sample[2] == 28,
+                       "--model lenet takes 1x28x28 or 3x28x28 images; "
                        "the data's samples have shape ",
                        shapeStr(data.sample), " (--model mlp takes any shape)");
-    m->append(std::make_shared<Conv2d>(1, 6, 5, rng, 1, 2));
+    m->append(std::make_shared<Conv2d>(data.sample[0], 6, 5, rng, 1, 2));
     m->append(std::make_shared<ReLU>());
     m->append(std::make_shared<MaxPool2d>(2));
     m->append(std::make_shared<Conv2d>(6, 16, 5, rng));

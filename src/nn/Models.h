@@ -8,7 +8,7 @@
 //   lenet: Conv2d(1,6,5,pad 2), ReLU, MaxPool2d(2), Conv2d(6,16,5), ReLU, MaxPool2d(2),
 //          Flatten, Linear(400,120), ReLU, Linear(120,84), ReLU, Linear(84,10)
 //          -> 0.weight [6,1,5,5], 3.weight [16,6,5,5], 7.weight [120,400], 9, 11
-//          (1x28x28 images only; Linear(84,classes) last)
+//          (1x28x28 or 3x28x28 images; Linear(84,classes) last)
 #include <memory>
 #include <string>
 #include <vector>

@@ -97,6 +97,7 @@ void bindConfig(py::module_& m) {
              api::loadConfigFile(path, c.rc, c.src);
              return c;
            }, "A configuration from a TOML file")
+      .def("__copy__", [](const Config& c) { return c; })
       .def("update", [](Config& c, py::kwargs groups) { update(c, groups); return c; },
            "Sets more options (later values win)")
       .def("to_toml", [](const Config& c) { return api::configToToml(api::prepared(c.rc, c.src)); },

@@ -7,6 +7,7 @@ namespace {
 
 const std::map<std::string, StreamingDataset>& registry() {
   static const std::map<std::string, StreamingDataset> kKinds{{"shards", shardsDataset()},
+                                                                      {"imagefolder", imageFolderDataset()},
                                                                       {"tokens", tokensDataset()}};
   return kKinds;
 }

@@ -29,6 +29,8 @@ std::vector<std::string> streamingDatasetNames();
 
 // --dataset shards (runtime/ShardTask.cpp).
 StreamingDataset shardsDataset();
+// --dataset imagefolder (runtime/ShardTask.cpp).
+StreamingDataset imageFolderDataset();
 // --dataset tokens (runtime/TokenTask.cpp).
 StreamingDataset tokensDataset();
 

@@ -23,6 +23,7 @@
 #include "data/TextCorpus.h"
 #include "nn/ModelRegistry.h"
 #include "nn/Module.h"
+#include "runtime/Checkpoint.h"
 #include "runtime/TrainConfig.h"
 
 namespace dtrain::runtime {
@@ -93,6 +94,16 @@ class Task {
   virtual std::string describeEvaluation(const nlohmann::json& fields) const = 0;
   // Fields the final line adds besides the evaluation (e.g. tokens_per_s).
   virtual nlohmann::json finalFields(double samplesPerS) const { return nlohmann::json::object(); }
+  // Resuming from a checkpoint: the global step to go on from, and whether the data go on
+  // exactly where the checkpoint left them at this world size. A task whose epoch depends
+  // on the world size (streamed shards) maps a position taken at another one here.
+  struct ResumePoint {
+    int64_t step = 0;
+    bool exactAtThisWorldSize = false;
+  };
+  virtual ResumePoint resumeStep(const TrainState& state) { return {state.step, false}; }
+  // Checkpoint metadata saying where in the data the last batch left off (with resumeStep).
+  virtual std::map<std::string, std::string> dataPosition() const { return {}; }
 };
 
 // The registered tasks' factories (Task.cpp maps the task names to them).

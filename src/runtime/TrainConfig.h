@@ -55,6 +55,11 @@ struct TrainConfig {
   int loaderThreads = 1;
   int64_t shuffleBuffer = 1000;
   bool skipBadSamples = false;
+  // Images (--dataset imagefolder, .jpg/.png shard members; data/ImageTransform.h): the
+  // side S of the [3, S, S] input they are resized and cropped to, and --normalize's
+  // "mean,std" (or three means, three stds).
+  int64_t imageSize = 0;
+  std::string normalize;
   std::string augment;  // training-set augmentation: "", "crop", "flip", "crop,flip" (data/Augment.h)
   std::string save, load, metrics;
   // Periodic checkpoints (runtime/CheckpointDir.h): every N steps into the

@@ -188,7 +188,8 @@ void restoreState(nn::Module& m, const std::vector<Tensor>& state) {
 // global step (data/DistributedSampler.h) and the optimizer state is whole in
 // the file, so the run goes on as one of this size would; only per-rank
 // strategy state (compression residuals) has no meaning for other ranks.
-void noteWorldChange(TrainState& state, int64_t replicas, int64_t globalBatch, bool reporter) {
+void noteWorldChange(TrainState& state, int64_t replicas, int64_t globalBatch, bool reporter,
+                     int64_t savedStep, bool dataExact) {
   if (state.worldSize > 0 && state.worldSize != replicas) {
     // Per-rank state ("rank<r>.*") is dropped; state every rank shares (local
     // SGD's anchor and outer momentum, "outer.*") goes on.
@@ -206,7 +207,10 @@ void noteWorldChange(TrainState& state, int64_t replicas, int64_t globalBatch, b
                 replicas, perRank ? ": their per-rank compression residuals start again at zero"
                                   : std::string());
   }
-  if (state.globalBatch > 0 && state.globalBatch != globalBatch && reporter)
+  if (dataExact && state.worldSize != replicas && reporter)  // the task mapped its position
+    log::info("the checkpoint's step ", savedStep, " is step ", state.step, " at this world size: ",
+              "the epoch goes on with the samples it has not yet given out");
+  else if (state.globalBatch > 0 && state.globalBatch != globalBatch && reporter)
     log::warn("the checkpoint was taken with a global batch of ", state.globalBatch,
               " samples, this run's is ", globalBatch,
               ": it goes on from step ", state.step, ", so the samples it sees differ from the ",
@@ -273,7 +277,11 @@ TrainResult Trainer::run() {
                 total, ", so there is nothing more to train");
     else if (reporter)
       log::info("resumed from ", c.load, " at step ", state.step);
-    noteWorldChange(state, strategy_->dataReplicas(), task->globalBatch(), reporter);
+    const int64_t savedStep = state.step;
+    const Task::ResumePoint resumed = task->resumeStep(state);
+    state.step = resumed.step;
+    noteWorldChange(state, strategy_->dataReplicas(), task->globalBatch(), reporter, savedStep,
+                    resumed.exactAtThisWorldSize);
   }
   strategy_->setup(*model_, *optimizer_);
   if (!state.strategyState.empty()) strategy_->loadCheckpointState(state.strategyState);
@@ -363,6 +371,7 @@ TrainResult Trainer::run() {
         const bool more = task->nextBatch(b);
         r.dataWaitSeconds += waited.seconds();
         if (!more) break;
+        for (auto& [k, v] : task->dataPosition()) state.metadata[k] = v;  // for a checkpoint
       }
       optimizer_->setLr(schedule->lrAt(step));
       strategy_->beginStep(step);

@@ -125,7 +125,7 @@ TEST(YourData, IdxDirectoryWrittenByTheTest) {
   EXPECT_GT(j["test_accuracy"].get<double>(), 0.9) << r.lastLine();
   // lenet is built for 28x28 images only.
   expectError(runDtrain("train --model lenet --progress off --dataset idx --data-dir " + dir), 2,
-              "--model lenet takes 1x28x28 images; the data's samples have shape [1, 9, 9]");
+              "--model lenet takes 1x28x28 or 3x28x28 images; the data's samples have shape [1, 9, 9]");
 }
 
 TEST(YourData, FlagsThatDoNotGoTogether) {
@@ -142,7 +142,7 @@ TEST(YourData, FlagsThatDoNotGoTogether) {
   expectError(runDtrain("train --progress off --model gpt-tiny " + f.flags()), 2,
               "--model gpt-tiny is a language model");
   expectError(runDtrain("train --progress off --model lenet " + f.flags()), 2,
-              "--model lenet takes 1x28x28 images; the data's samples have shape [2]");
+              "--model lenet takes 1x28x28 or 3x28x28 images; the data's samples have shape [2]");
 }
 
 // NaN or infinity in the features: named at load (the file and the first bad

@@ -39,8 +39,8 @@ void addDataOptions(Schema& s) {
   s.addGroup("data", "Data");
   s.add("data", "name", "--dataset",
         "fashion-mnist, synthetic, idx (any MNIST-format --data-dir), npy (your .npy files: "
-        "--train-data ...) or shards (tar shards streamed: --train-data 'DIR/train-{0000..0127}.tar') "
-        "for classifiers; text (gpt-*: their default) or tokens (uint16 .bin token shards)")
+        "--train-data ...), shards (tar shards streamed: --train-data 'DIR/train-{0000..0127}.tar') "
+        "or imagefolder (--data-dir D: D/train/<class>/*.jpg, D/val/<class>/*.jpg) for classifiers; text (gpt-*: their default) or tokens (uint16 .bin token shards)")
       .train(&runtime::TrainConfig::dataset)
       .oneOf([] {
         std::vector<std::string> names{"fashion-mnist", "synthetic", "idx", "npy", "text"};
@@ -48,12 +48,26 @@ void addDataOptions(Schema& s) {
         return names;
       })
       .result("dataset");
-  s.add("data", "dir", "--data-dir", "Directory of the IDX files (fashion-mnist, idx)")
+  s.add("data", "dir", "--data-dir",
+        "Directory of the IDX files (fashion-mnist, idx) or of the train and val image folders (imagefolder)")
       .train(&runtime::TrainConfig::dataDir)
       .when([](const RunConfig& rc) {
         const auto& d = rc.train.dataset;
-        return unlessThen(d == "fashion-mnist" || d == "idx", "applies to --dataset fashion-mnist and idx");
+        return unlessThen(d == "fashion-mnist" || d == "idx" || d == "imagefolder",
+                          "applies to --dataset fashion-mnist, idx and imagefolder");
       });
+  auto imagesRead = [](const RunConfig& rc) {
+    const auto& d = rc.train.dataset;
+    return unlessThen(d == "imagefolder" || d == "shards", "applies to images: --dataset imagefolder and shards");
+  };
+  s.add("data", "image_size", "--image-size",
+        "Images: the side S of the [3, S, S] input they become (resize the shorter side, centre "
+        "crop; training with --augment resized-crop: a random region)")
+      .train(&runtime::TrainConfig::imageSize).range(0, 8192).result("image_size").when(imagesRead);
+  s.add("data", "normalize", "--normalize",
+        "Images: (x / 255 - mean) / std, as mean,std or three means then three stds "
+        "(0.485,0.456,0.406,0.229,0.224,0.225); default x / 255")
+      .train(&runtime::TrainConfig::normalize).when(imagesRead);
   // --dataset npy (docs/guide/your-data.md): the model's input and classes come from these.
   auto npyOnly = [](const RunConfig& rc) {
     return unlessThen(rc.train.dataset == "npy", "applies to --dataset npy");
@@ -64,7 +78,7 @@ void addDataOptions(Schema& s) {
   };
   auto streamedOnly = [](const RunConfig& rc) {
     const runtime::StreamingDataset* kind = runtime::streamingDataset(rc.train.dataset);
-    return unlessThen(kind && kind->streamsSamples, "applies to --dataset shards");
+    return unlessThen(kind && kind->streamsSamples, "applies to --dataset shards and imagefolder");
   };
   s.add("data", "train_data", "--train-data",
         "npy: training features [N, ...], float32/float64 (kept as they are) or uint8 (scaled to "
@@ -115,7 +129,8 @@ void addDataOptions(Schema& s) {
   s.add("data", "augment", "--augment",
         "Training images: crop (random crop of the 4-pixel zero-padded image), flip "
         "(horizontal, p 1/2), or crop,flip; seeded by --seed, the step and the sample's place "
-        "in the global batch")
+        "in the global batch. Decoded images (imagefolder, .jpg/.png shards): resized-crop "
+        "(RandomResizedCrop), flip; seeded by --seed, the epoch and the file")
       .train(&runtime::TrainConfig::augment)
       .when([](const RunConfig& rc) {
         return unlessThen(!isLanguageModel(rc), "applies to image classification, not language models");

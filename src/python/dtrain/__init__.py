@@ -11,9 +11,10 @@ if not _os.environ.get("OMP_WAIT_POLICY") and not _os.environ.get("GOMP_SPINCOUN
 
 from . import _dtrain
 from ._dtrain import Config, Tensor, load, save, tensor, manual_seed, generate
-from . import nn, models
+from . import nn, models, data as _data_sources
+data = _data_sources  # dtrain.data.Shards, dtrain.data.ImageFolder
 
-__all__ = ["Config", "Tensor", "tensor", "train", "load", "save", "generate", "manual_seed", "nn", "models"]
+__all__ = ["Config", "Tensor", "tensor", "train", "load", "save", "generate", "manual_seed", "nn", "models", "data"]
 
 
 def train(model=None, data=None, test=None, config=None, on_metrics=None):
@@ -23,9 +24,19 @@ def train(model=None, data=None, test=None, config=None, on_metrics=None):
     train(model, data=(x, y), test=(x, y), config=cfg, on_metrics=print): trains the
     given model (a dtrain.nn module or dtrain.models.build's); afterwards it holds
     the trained parameters. train(cfg, data=...): the configuration's model by name.
-    data: (features [N, ...], integer labels [N]) NumPy arrays, or text (str/bytes)
-    for a language model; None: the configuration's [data]. on_metrics: called with
-    each metrics record (dict), on one thread, with the GIL held."""
+    data: (features [N, ...], integer labels [N]) NumPy arrays, text (str/bytes)
+    for a language model, a streamed source (dtrain.data.Shards, ImageFolder:
+    its options go into a copy of the configuration); None: the configuration's
+    [data]. on_metrics: called with each metrics record (dict), on one thread,
+    with the GIL held."""
+    if isinstance(data, _data_sources._Source):
+        if test is not None:
+            raise ValueError("train: a streamed source names its own test set (Shards(test=...), ImageFolder's val folder)")
+        if isinstance(model, Config):
+            model = data._configured(model)
+        else:
+            config = data._configured(config if config is not None else Config())
+        data = None
     if isinstance(model, Config):
         if config is not None:
             raise ValueError("train: give the configuration once (train(cfg, ...) or train(model, config=cfg))")
