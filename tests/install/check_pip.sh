@@ -55,7 +55,8 @@ grep -q "test_accuracy" train.out
 cd "$work"
 
 step "python -m build --wheel --no-isolation"
-(cd src && ../v/bin/python -m build -q --wheel --no-isolation --outdir "$work/dist" . >/dev/null)
+(cd src && ../v/bin/python -m build --wheel --no-isolation --outdir "$work/dist" . >"$work/build.log" 2>&1) ||
+  { tail -20 "$work/build.log" >&2; exit 1; }
 wheel=$(ls dist/dtrain-"$version"-*.whl)
 /usr/bin/python3 -m venv --system-site-packages v2
 v2/bin/pip install -q --no-index "$wheel"
