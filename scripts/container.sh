@@ -62,7 +62,7 @@ mountInto() {  # mountInto ROOT: /proc, /sys, /dev and DNS for apt and builds in
   done
   cp /etc/resolv.conf "$1/etc/resolv.conf"
 }
-inRoot() { local root=$1; shift; chroot "$root" env -i PATH=/usr/local/bin:/usr/bin:/bin HOME=/root LANG=C.UTF-8 "$@"; }
+inRoot() { local root=$1; shift; chroot "$root" env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 "$@"; }
 
 bootstrap() {  # bootstrap ROOT: a minimal Debian 12, once
   if [ ! -f "$1/.bootstrapped" ]; then
@@ -97,8 +97,9 @@ rm -rf "$build/out"
 inRoot "$build" "${ccache[@]}" CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" \
   DTRAIN_CMAKE_ARGS="${DTRAIN_CMAKE_ARGS:--DDTRAIN_NATIVE=OFF}" \
   bash -c 'cd /src && pip install -q --no-index --no-build-isolation --break-system-packages --no-warn-script-location \
-           --root /out --prefix /usr/local .'
+           --root /out --prefix /usr .'
 
+# (Debian's pip installs --prefix /usr into /usr/local, away from the packages' files.)
 # Runtime packages: those that own the libraries the program and the module link
 # (through alternatives' links: libopenblas.so.0 is one).
 linked=$(inRoot "$build" bash -s <<'EOF'
@@ -127,6 +128,7 @@ runtime=$work/runtime
 rm -rf "$runtime"
 cp -a "$base" "$runtime"
 rm -f "$runtime/.bootstrapped" "$runtime/.packages"
+rm -f "$runtime"/etc/ssh/ssh_host_*  # no host key shared by every container of the image
 rm -rf "$runtime"/var/lib/apt/lists/* "$runtime"/var/cache/apt/* "$runtime"/usr/share/doc/* "$runtime"/usr/share/man/*
 cp -a "$build/out/usr/local/." "$runtime/usr/local/"
 mkdir -p "$runtime/usr/local/share/dtrain"
