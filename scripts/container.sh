@@ -55,9 +55,12 @@ cleanup() {
   for ((i = ${#mounted[@]} - 1; i >= 0; i--)); do umount -l "${mounted[i]}" 2>/dev/null || true; done
 }
 trap cleanup EXIT
-mountInto() {  # mountInto ROOT: /proc, /sys, /dev and DNS for apt and builds inside
+# mountInto ROOT: /proc, /sys and DNS for apt and builds inside. Not the host's
+# /dev: the root keeps the device nodes debootstrap made, so that nothing run
+# inside (a compiler's or ccache's -o /dev/null as root) can replace the host's.
+mountInto() {
   local d
-  for d in proc sys dev; do
+  for d in proc sys; do
     mount --bind "/$d" "$1/$d" && mounted+=("$1/$d")
   done
   cp /etc/resolv.conf "$1/etc/resolv.conf"

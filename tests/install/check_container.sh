@@ -27,11 +27,12 @@ inImage() {
     podman --cgroup-manager cgroupfs run --rm --read-only --user 1000 --network none \
       $envFlags -v "$run:/workspace" "$image" "$@"
   else
-    mount --bind /proc "$rootfs/proc" && mount --bind /dev "$rootfs/dev" && mount --bind "$run" "$rootfs/workspace"
+    # Its own /dev (debootstrap's nodes), not the host's.
+    mount --bind /proc "$rootfs/proc" && mount --bind "$run" "$rootfs/workspace"
     local rc=0
     chroot --userspec=1000:1000 "$rootfs" env -i PATH=/usr/local/bin:/usr/bin:/bin HOME=/home/dtrain \
       OMP_WAIT_POLICY=passive $(sed 's/-e //g' <<<"$envFlags") sh -c 'cd /workspace && exec "$@"' sh "$@" || rc=$?
-    umount "$rootfs/workspace" "$rootfs/dev" "$rootfs/proc"
+    umount -l "$rootfs/workspace" "$rootfs/proc"
     return $rc
   fi
 }
