@@ -82,7 +82,7 @@ namespace dtrain::cli {
 
 int main(int argc, char** argv) {
   CLI::App app{"dtrain: distributed and parallel deep-learning training", "dtrain"};
-  app.set_version_flag("--version", "dtrain 0.1.0");
+  app.set_version_flag("--version", "dtrain " DTRAIN_VERSION);
   app.require_subcommand(1);
   dtrain::cli::addTrainCommand(app);
   dtrain::cli::addBenchCommand(app);

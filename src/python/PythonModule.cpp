@@ -9,6 +9,7 @@ PYBIND11_MODULE(_dtrain, m) {
   using namespace dtrain;
   namespace py = pybind11;
   m.doc() = "dtrain: distributed and parallel deep-learning training (C++), from Python";
+  m.attr("__version__") = DTRAIN_VERSION;
   // One-line errors: bad usage, configuration, shapes or dtypes -> ValueError, the rest -> RuntimeError.
   py::register_exception_translator([](std::exception_ptr p) {
     try {

@@ -168,7 +168,7 @@ def test_mpirun_with_two_processes(tmp_path):
         "r = dtrain.train(cfg, data=(x, y))\n"
         "if r is not None: print(json.dumps({'workers': r['workers'], 'backend': r['backend']}))\n")
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-    out = subprocess.run(["mpirun", "-np", "2", "--oversubscribe", "/usr/bin/python3", str(script)],
+    out = subprocess.run(["mpirun", "-np", "2", "--oversubscribe", sys.executable, str(script)],
                          capture_output=True, text=True, env=env, timeout=120)
     assert out.returncode == 0, out.stderr
     lines = [json.loads(l) for l in out.stdout.splitlines() if l.startswith("{")]

@@ -4,6 +4,7 @@ refusals."""
 import json
 import os
 import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -111,7 +112,7 @@ def test_mpirun_two_processes_train_a_python_model(tmp_path):
         "    print(json.dumps({'workers': r['workers'], 'backend': r['backend'], 'acc': r['test_accuracy'],\n"
         "                      'changed': bool((model.state_dict()['a.weight'] != before).any())}))\n")
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-    out = subprocess.run(["mpirun", "-np", "2", "--oversubscribe", "/usr/bin/python3", str(script)],
+    out = subprocess.run(["mpirun", "-np", "2", "--oversubscribe", sys.executable, str(script)],
                          capture_output=True, text=True, env=env, timeout=180)
     assert out.returncode == 0, out.stderr
     lines = [json.loads(l) for l in out.stdout.splitlines() if l.startswith("{")]

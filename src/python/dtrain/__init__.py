@@ -10,7 +10,7 @@ if not _os.environ.get("OMP_WAIT_POLICY") and not _os.environ.get("GOMP_SPINCOUN
     _os.environ["OMP_WAIT_POLICY"] = "passive"
 
 from . import _dtrain
-from ._dtrain import Config, Tensor, load, save, tensor, manual_seed, generate
+from ._dtrain import __version__, Config, Tensor, load, save, tensor, manual_seed, generate
 from . import nn, models, data as _data_sources
 data = _data_sources  # dtrain.data.Shards, dtrain.data.ImageFolder
 
