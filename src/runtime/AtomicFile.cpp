@@ -1,6 +1,7 @@
 #include "runtime/AtomicFile.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,6 +17,11 @@ namespace dtrain::runtime {
 namespace {
 std::string osError() { return std::strerror(errno); }
 
+bool existsAsNonRegularFile(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
+}
+
 // Test seam: DTRAIN_TEST_WRITE_LIMIT=N makes every atomic file's writes fail
 // with ENOSPC after N bytes, as a disk that fills during the write would.
 size_t writeLimitForTests() {
@@ -29,13 +35,20 @@ size_t writeLimitForTests() {
 
 AtomicFile::AtomicFile(std::string target, std::string what)
     : path_(target + ".tmp"), target_(std::move(target)), what_(std::move(what)) {
+  if (existsAsNonRegularFile(target_)) {
+    inPlace_ = true;
+    path_ = target_;
+    fd_ = ::open(path_.c_str(), O_WRONLY | O_CLOEXEC);
+    DTRAIN_CHECK(fd_ >= 0, what_, " ", target_, ": cannot open it (", osError(), ")");
+    return;
+  }
   fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   DTRAIN_CHECK(fd_ >= 0, what_, " ", target_, ": cannot create ", path_, " (", osError(), ")");
 }
 
 AtomicFile::~AtomicFile() {
   if (fd_ >= 0) ::close(fd_);
-  if (!committed_) ::unlink(path_.c_str());
+  if (!committed_ && !inPlace_) ::unlink(path_.c_str());
 }
 
 void AtomicFile::write(const void* data, size_t bytes) {
@@ -60,6 +73,13 @@ void AtomicFile::write(const void* data, size_t bytes) {
 }
 
 void AtomicFile::commit() {
+  if (inPlace_) {  // nothing to make durable or rename
+    const int rc = ::close(fd_);
+    fd_ = -1;
+    DTRAIN_CHECK(rc == 0, what_, " ", target_, ": close failed (", osError(), ")");
+    committed_ = true;
+    return;
+  }
   DTRAIN_CHECK(::fsync(fd_) == 0, what_, " ", target_, ": fsync of ", path_, " failed (", osError(), ")");
   const int rc = ::close(fd_);
   fd_ = -1;

@@ -6,6 +6,9 @@
 // one dtrain::Error line naming `what` `target`, the step that failed and the OS
 // error ("saving ckpt/step-9.safetensors: write to ...tmp failed (No space left
 // on device)"). Checkpoints (Safetensors) and timelines use it.
+// A target that exists and is not a regular file (/dev/null, /dev/stdout, a
+// FIFO) is written in place: renaming over it would replace the device with a
+// file (as root, even /dev/null).
 #include <cstddef>
 #include <string>
 
@@ -26,6 +29,7 @@ class AtomicFile {
 
  private:
   std::string path_, target_, what_;
+  bool inPlace_ = false;  // the target is a device or a pipe: no temporary file
   int fd_ = -1;
   bool committed_ = false;
   size_t written_ = 0;
