@@ -114,8 +114,11 @@ WaitingSharing measureWaitingSharing(const CoreSharingConfig& c, int cores) {
   DTRAIN_CHECK(c.aloneStepS > 0, "calibrate: waiting beside compute needs the model's step alone");
   char window[32];
   std::snprintf(window, sizeof window, "%g", c.windowS);
-  // The transport and the waiting netsim.sh mpirun gives emulated hosts' ranks.
+  // The transport and the waiting netsim.sh mpirun gives emulated hosts' ranks,
+  // over the loopback only: an emulated host's bridge that goes away while the
+  // ranks run (another job's netsim.sh down) must not be one of their routes.
   const std::string command = "mpirun --allow-run-as-root --oversubscribe --bind-to none --mca btl tcp,self "
+                              "--mca btl_tcp_if_include lo --mca oob_tcp_if_include lo "
                               "--mca mpi_yield_when_idle 1 -np " + std::to_string(r.processes) + " " +
                               shellQuote(c.self) + " calibrate --internal-wait-share ";
   std::vector<double> shared;
