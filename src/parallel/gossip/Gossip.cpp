@@ -7,6 +7,7 @@
 #include "core/Log.h"
 #include "core/Timer.h"
 #include "parallel/MemoryGather.h"
+#include "parallel/RankSums.h"
 #include "parallel/allreduce/DataParallel.h"
 #include "parallel/gossip/Topology.h"
 
@@ -149,11 +150,7 @@ std::vector<memory::RankMemory> Gossip::gatherMemory(const memory::RankMemory& m
 }
 
 double Gossip::reduceMetric(double localValue) {
-  float v = static_cast<float>(localValue);
-  comm::Options o;
-  o.tag = kMetricTag;
-  comm_.allreduce(&v, &v, 1, DType::F32, o);
-  return static_cast<double>(v) / comm_.size();
+  return sumOverRanks(comm_, localValue, kMetricTag) / comm_.size();
 }
 
 std::map<std::string, double> Gossip::stats() const {
