@@ -142,7 +142,10 @@ TEST(Federated, TimelineHasRoundsAggregationAndClients) {
   EXPECT_EQ(rounds, 3);
   EXPECT_EQ(aggregates, 3);
   EXPECT_EQ(clients, 3 * 5);  // 5 clients a round, none dropped
-  EXPECT_EQ(clientLanes.size(), 2u);
+  // The workers take clients from a shared counter: on a busy machine one of
+  // them may take every client, so the lanes are at most the workers, not exactly.
+  EXPECT_GE(clientLanes.size(), 1u);
+  EXPECT_LE(clientLanes.size(), 2u);
 }
 
 // The result line has the fields every strategy's has.
