@@ -42,14 +42,13 @@ std::map<std::string, std::string> noMesh(const std::string& name, std::map<std:
   return ignores;
 }
 
-namespace {
-
 using runtime::TrainConfig;
-
-}  // namespace
 
 const char* const kZeroNotHere = "applies to the allreduce strategy and the data-parallel replicas of meshes";
 const char* const kOffloadNotHere = "applies to one worker and to the allreduce strategy";
+const char* const kNoPeriodicCheckpoints =
+    "needs the single, allreduce, pipeline or tensor strategy (this strategy's state is not on "
+    "one rank between steps)";
 
 parallel::DataParallelOptions dataParallelOptions(const TrainConfig& c, comm::Communicator& comm) {
   parallel::DataParallelOptions o;
@@ -221,14 +220,6 @@ std::unique_ptr<parallel::Strategy> makeSandblaster(const TrainConfig& c, comm::
       o, o.workersRead ? parallel::sandblaster::BatchReader(std::ref(batches)) : nullptr);
   return nullptr;
 }
-
-}  // namespace
-
-const char* const kNoPeriodicCheckpoints =
-    "needs the single, allreduce, pipeline or tensor strategy (this strategy's state is not on "
-    "one rank between steps)";
-
-namespace {
 
 // Parameter servers: what sharded servers cannot do. (Which consistency mode
 // reads which [ps] option is the options' own condition, api/groups/PsGroups.cpp.)

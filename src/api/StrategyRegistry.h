@@ -28,9 +28,11 @@ struct StrategyEntry {
   // Options (or whole groups) it does not read, with the refusal's text: option
   // id or group -> "does not apply to --strategy fedavg (use --local-batch)".
   std::map<std::string, std::string> ignores;
-  // Ranks of the communicator the strategy needs (workers, plus servers for ps);
+  // Ranks of the communicator the strategy needs (by default its workers; plus servers for ps);
   // null for a strategy that runs its own loop (fedavg).
-  std::function<int(const runtime::TrainConfig&)> worldSize;
+  std::function<int(const runtime::TrainConfig&)> worldSize = [](const runtime::TrainConfig& c) {
+    return c.workers;
+  };
   // This rank's strategy, or null when the rank does not train (a parameter
   // server: the factory runs its loop to the end before returning).
   std::function<std::unique_ptr<parallel::Strategy>(const runtime::TrainConfig&,

@@ -37,7 +37,6 @@ StrategyEntry gossipStrategy() {
   e.ignores = noMesh("gossip", {{"memory.zero", kZeroNotHere},
                                 {"memory.offload", kOffloadNotHere},
                                 {"training.accumulate", "applies to --strategy allreduce"}});
-  e.worldSize = [](const runtime::TrainConfig& c) { return c.workers; };
   e.make = [](const runtime::TrainConfig& c, comm::Communicator& comm, const SharedRun&) {
     return std::make_unique<parallel::gossip::Gossip>(comm, c.strategyOptions.get<GossipOptions>());
   };

@@ -19,7 +19,6 @@ StrategyEntry hogwildStrategy() {
                                  {"training.accumulate", "applies to --strategy allreduce"},
                                  {"optimizer.scale_lr", "does not apply to --strategy hogwild (each "
                                   "worker's update is its own step of --batch-size samples)"}});
-  e.worldSize = [](const runtime::TrainConfig& c) { return c.workers; };
   e.make = [](const runtime::TrainConfig&, comm::Communicator& comm, const SharedRun& shared) {
     DTRAIN_CHECK(shared.hogwild, "--strategy hogwild: no shared parameter set");
     return std::make_unique<parallel::Hogwild>(comm, shared.hogwild);

@@ -57,7 +57,6 @@ StrategyEntry localSgdStrategy() {
   e.summary = "local-sgd (periodic averaging, DiLoCo)";
   e.groups = trainerGroups({"allreduce", "compress", "localsgd"});
   e.ignores = noMesh("local-sgd", {{"memory.zero", kZeroNotHere}, {"memory.offload", kOffloadNotHere}});
-  e.worldSize = [](const runtime::TrainConfig& c) { return c.workers; };
   e.make = makeLocalSgd;
   e.addOptions = addLocalSgdOptions;
   return e;
