@@ -48,6 +48,7 @@ void Gossip::setup(nn::Module& model, optim::Optimizer& optimizer) {
   for (auto& [name, t] : tensors_) numel_ += t->numel();
   mine_.resize(static_cast<size_t>(numel_));
   theirs_.resize(static_cast<size_t>(numel_) * peers_.size());
+  mean_.resize(static_cast<size_t>(numel_));
 }
 
 void Gossip::pack(float* out) const {
@@ -86,11 +87,11 @@ void Gossip::round() {
     else if (next < peers_.size() && peers_[next] == r) terms.push_back(theirs_.data() + n * next++);
   }
   const float w = 1.0f / static_cast<float>(terms.size());
-  std::vector<float> mean(n, 0.0f);
+  std::fill(mean_.begin(), mean_.end(), 0.0f);
   for (const float* t : terms)
-    for (size_t k = 0; k < n; ++k) mean[k] += t[k];
-  for (float& v : mean) v *= w;
-  unpack(mean.data());
+    for (size_t k = 0; k < n; ++k) mean_[k] += t[k];
+  for (float& v : mean_) v *= w;
+  unpack(mean_.data());
   ++rounds_;
   const double t1 = nowMicros();
   commUs_ += t1 - t0;

@@ -77,6 +77,7 @@ class Gossip final : public Strategy {
   std::vector<std::pair<std::string, Tensor*>> tensors_;  // their data, then the float buffers
   int64_t numel_ = 0;
   std::vector<float> mine_, theirs_;  // this rank's packed model, the neighbours' (one after another)
+  std::vector<float> mean_;           // a round's sum, then mean
   int64_t step_ = 0, steps_ = 0, rounds_ = 0;
   double commUs_ = 0, consensus_ = 0;
 };
