@@ -66,6 +66,15 @@ std::string packPattern(const std::string& prefix, const std::vector<std::string
              : prefix + "-{000000.." + shardName("", static_cast<int64_t>(files.size()) - 1).substr(1, 6) + "}.tar";
 }
 
+// One sample as a WebDataset key's two members: <key>.<ext> (the payload) and <key>.cls.
+void addSample(TarWriter& tar, int64_t index, const char* ext, const uint8_t* data, size_t size, int label) {
+  char key[16];
+  std::snprintf(key, sizeof key, "%09lld", static_cast<long long>(index));
+  tar.add(std::string(key) + ext, data, size);
+  const std::string cls = std::to_string(label);
+  tar.add(std::string(key) + ".cls", cls.data(), cls.size());
+}
+
 }  // namespace
 
 PackResult packImageFolder(const std::string& dir, const std::string& prefix, int64_t shardSize) {
@@ -85,12 +94,8 @@ PackResult packImageFolder(const std::string& dir, const std::string& prefix, in
       } catch (const ImageError& e) {
         throw BadData(images[i].path, "", e.what());
       }
-      char key[16];
-      std::snprintf(key, sizeof key, "%09zu", i);
       const bool png = sniffImage(bytes.data(), bytes.size()) == ImageFormat::Png;
-      tar.add(std::string(key) + (png ? ".png" : ".jpg"), bytes.data(), bytes.size());
-      const std::string cls = std::to_string(images[i].label);
-      tar.add(std::string(key) + ".cls", cls.data(), cls.size());
+      addSample(tar, static_cast<int64_t>(i), png ? ".png" : ".jpg", bytes.data(), bytes.size(), images[i].label);
       ++r.samples;
     }
     tar.close();
@@ -118,11 +123,7 @@ PackResult packShards(const Dataset& ds, const std::string& prefix, int64_t shar
       member.assign(header.begin(), header.end());
       const auto* data = small ? bytes.data() : reinterpret_cast<const uint8_t*>(x.data());
       member.insert(member.end(), data, data + (small ? numel : numel * 4));
-      char key[16];
-      std::snprintf(key, sizeof key, "%09lld", static_cast<long long>(i));
-      tar.add(std::string(key) + ".npy", member.data(), member.size());
-      const std::string cls = std::to_string(label);
-      tar.add(std::string(key) + ".cls", cls.data(), cls.size());
+      addSample(tar, i, ".npy", member.data(), member.size(), label);
       ++r.samples;
     }
     tar.close();
