@@ -55,7 +55,7 @@ void prepare(RunConfig& rc, const Sources& src, bool workersKnown) {
   // A pipeline or tensor-parallel group without --workers: one replica.
   if (!src.givenFlag("--workers")) c.workers = std::max(c.workers, c.pipelineStages * c.tensorParallel);
   c.strategy = resolveStrategy(c);
-  const StrategyEntry& entry = strategyEntry(c.strategy);  // an unknown name is refused here
+  strategyEntry(c.strategy);  // an unknown name is refused here
   for (const Option& o : schema().options()) {
     const std::string why = unusedBecause(o, rc);
     DTRAIN_CHECK_USAGE(why.empty() || !src.given(o), src.of(o), " ", why);
@@ -66,8 +66,7 @@ void prepare(RunConfig& rc, const Sources& src, bool workersKnown) {
     }
   }
   try {
-    c.validate(workersKnown);
-    if (entry.validate) entry.validate(rc);
+    validateRun(rc, workersKnown);
   } catch (const UsageError& e) {
     throw located(e, src);
   }

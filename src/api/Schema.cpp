@@ -323,11 +323,9 @@ const Schema& schema() {
     addParallelOptions(s);
     addAllreduceOptions(s);
     addCompressOptions(s);
-    addSandblasterOptions(s);
     addMemoryOptions(s);
     addLoraOptions(s);
     addPsOptions(s);
-    addFederatedOptions(s);
     addCheckpointOptions(s);
     addEvalOptions(s);
     addLoggingOptions(s);

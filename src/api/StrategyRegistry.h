@@ -40,6 +40,10 @@ struct StrategyEntry {
       make;
   // Checks of the options only this strategy reads (null: none beyond the trainer's).
   std::function<void(const RunConfig&)> validate;
+  // Checks --straggler's keys, which name workers 0..W-1 unless the strategy
+  // delays ranks of its own layout (Sandblaster's coordinator and workers).
+  std::function<void(const runtime::TrainConfig&, bool workersKnown)> checkStragglers =
+      [](const runtime::TrainConfig& c, bool workersKnown) { c.validateStragglers(workersKnown); };
   // Runs as one process without a communicator (no ranks to start).
   bool oneProcess = false;
   // Its ranks (threads of one process) share one parameter set (Hogwild!).
@@ -53,15 +57,18 @@ struct StrategyEntry {
   // (Sandblaster), not each worker's.
   bool batchIsGlobal = false;
 
-  // One line for --strategy's help ("" for those the help names itself).
+  // Its name and a few words for --strategy's help.
   std::string summary;
-  // Declares its own option group (null: its options are in api/groups/).
+  // Declares its own option group (null: it reads only the trainer's groups, api/groups/).
   std::function<void(Schema&)> addOptions;
 
   // "" when the strategy reads the option, else the refusal's text.
   std::string refuses(const Option& o) const;
 };
 
+// The configuration's checks: the trainer's, then the strategy's (UsageError).
+// workersKnown false: under mpi before MPI is up (the rank checks again).
+void validateRun(const RunConfig& rc, bool workersKnown);
 // Throws UsageError naming the known strategies on an unknown name.
 const StrategyEntry& strategyEntry(const std::string& name);
 std::vector<std::string> strategyNames();
@@ -71,6 +78,20 @@ std::string resolveStrategy(const runtime::TrainConfig& c);
 // The allreduce strategy's options of a configuration, for the strategies that
 // average with its buckets (checked against the backend).
 parallel::DataParallelOptions dataParallelOptions(const runtime::TrainConfig& c, comm::Communicator& comm);
+// The allreduce strategy (or ZeRO's, with --zero) on `comm`: also the dp
+// dimension of a pipeline or tensor-parallel mesh (parallel/allreduce/AllreduceSpec.cpp).
+std::unique_ptr<parallel::Strategy> makeDataParallel(const runtime::TrainConfig& c, comm::Communicator& comm);
+// The refusals of the meshes (pipeline, tensor).
+std::map<std::string, std::string> meshIgnores();
+// What the meshes' options share: placement, when the whole model is gathered,
+// and their dp dimension (the allreduce strategy). `c` must outlive the strategy.
+template <typename MeshOptions>
+void setMeshOptions(MeshOptions& o, const runtime::TrainConfig& c) {
+  o.spread = c.placement == "spread";
+  o.gatherEvery = c.evalEvery;
+  o.gatherOptimizer = !c.save.empty();
+  o.makeDataParallel = [&c](comm::Communicator& dp) { return makeDataParallel(c, dp); };
+}
 // Refusals several strategies share.
 extern const char* const kZeroNotHere;     // --zero
 extern const char* const kOffloadNotHere;  // --offload

@@ -79,7 +79,7 @@ nlohmann::json runMpiRank(RunConfig rc, bool workersGiven, Data data) {
                        servers ? detail::concat(" minus ", servers, " servers") : std::string(),
                        " (with --backend mpi, mpirun -np sets the workers)");
     c.workers = comm.size() - servers;
-    c.validate();
+    validateRun(rc, true);
     runtime::Timeline timeline;
     comm.barrier();  // aligns the ranks' timeline clocks
     timeline.setOrigin(nowMicros());

@@ -8,6 +8,7 @@
 #include "core/Error.h"
 #include "nn/Gpt.h"
 #include "parallel/localsgd/LocalSgdConfig.h"
+#include "parallel/sandblaster/SandblasterConfig.h"
 #include "plan/MemoryModel.h"
 
 namespace dtrain::plan {
@@ -182,7 +183,7 @@ struct PlanSearch {
         if (workers < 1 || req.globalBatch % workers != 0) continue;
         runtime::TrainConfig c = start(workers);
         c.strategy = "sandblaster";
-        c.sandblasterServers = shards;
+        c.strategyOptions.mut<parallel::sandblaster::SandblasterConfig>().servers = shards;
         c.batchSize = req.globalBatch / workers;
         consider(c, "sandblaster " + std::to_string(workers) + " workers" +
                         (shards ? ", " + std::to_string(shards) + " shards" : ""));

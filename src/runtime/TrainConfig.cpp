@@ -92,21 +92,6 @@ void TrainConfig::validate(bool workersKnown) const {
   DTRAIN_CHECK_USAGE(offload != "none" || offloadDir.empty(), "--offload-dir needs --offload");
   DTRAIN_CHECK_USAGE(backupWorkers >= 0 && (!workersKnown || backupWorkers < workers), "--backup-workers must be in [0, ",
                      workers - 1, "] with --workers ", workers, " (got ", backupWorkers, ")");
-  for (const auto& [w, ms] : stragglerMs) {
-    if (strategy == "sandblaster") {
-      // Comm ranks there: 0 the coordinator, 1..S the shards, then the workers.
-      const int64_t first = 1 + sandblasterServers, last = sandblasterServers + workers;
-      DTRAIN_CHECK_USAGE(w == 0 || (w >= first && (!workersKnown || w <= last)), "--straggler ", w, ":", ms,
-                         ": rank ", w, " is not the coordinator (0) or a worker (", first, "..", last,
-                         sandblasterServers ? "; ranks 1.." + std::to_string(sandblasterServers) + " are shards" : "",
-                         ")");
-    } else {
-      DTRAIN_CHECK_USAGE(w >= 0 && (!workersKnown || w < workers), "--straggler ", w, ":", ms, ": worker ", w,
-                         " does not exist (workers are 0..", workers - 1, ")");
-    }
-    DTRAIN_CHECK_USAGE(std::isfinite(ms) && ms >= 0, "--straggler ", w, ":", ms,
-                       ": the delay must be >= 0 ms");
-  }
   for (const auto& [w, step] : killWorker) {
     DTRAIN_CHECK_USAGE(w >= 1 && (!workersKnown || w < workers), "--kill-worker ", w, ":", step, ": worker ", w,
                        " cannot be killed (workers are 0..", workers - 1,
@@ -166,6 +151,15 @@ void TrainConfig::validate(bool workersKnown) const {
     DTRAIN_CHECK_USAGE(!optim::needsWholeLayerNorms(optimizer) || zero == 0, "--tensor-parallel with "
                        "--zero does not support --optimizer ", optimizer, " yet (its trust ratio needs "
                        "norms over both the slices and the pieces; use one of them, or adam/adamw)");
+  }
+}
+
+void TrainConfig::validateStragglers(bool workersKnown) const {
+  for (const auto& [w, ms] : stragglerMs) {
+    DTRAIN_CHECK_USAGE(w >= 0 && (!workersKnown || w < workers), "--straggler ", w, ":", ms, ": worker ", w,
+                       " does not exist (workers are 0..", workers - 1, ")");
+    DTRAIN_CHECK_USAGE(std::isfinite(ms) && ms >= 0, "--straggler ", w, ":", ms,
+                       ": the delay must be >= 0 ms");
   }
 }
 

@@ -136,11 +136,6 @@ struct TrainConfig {
   // layers below the cut data-parallel within the group ("one weird trick").
   std::string tensorParallelStyle = "megatron";
   // Local SGD and DiLoCo (parallel/localsgd/, docs/guide/local-sgd.md).
-  // Sandblaster L-BFGS (parallel/sandblaster/, docs/guide/sandblaster.md).
-  int64_t sandblasterServers = 0;     // parameter shards; 0: the coordinator holds all
-  int64_t workUnits = 0;              // units per batch gradient; 0: 4 per worker
-  bool backupTasks = true;            // re-issue the last pending units to free workers
-  std::string sandblasterData = "workers";  // who reads a unit's samples: workers, coordinator
 
   // Memory: activation recomputation and LoRA (runtime/LoraSetup.h, docs/guide/memory.md).
   std::string recompute = "none";    // none, blocks, all (nn/RecomputeModes.h)
@@ -171,6 +166,9 @@ struct TrainConfig {
   // workers are known only once MPI is up: workersKnown false skips the checks
   // that depend on their number (the rank validates again then).
   void validate(bool workersKnown = true) const;
+  // --straggler's keys as worker indices 0..workers-1 (the strategies whose
+  // entry says otherwise check them themselves: api::StrategyEntry::checkStragglers).
+  void validateStragglers(bool workersKnown = true) const;
 };
 
 }  // namespace dtrain::runtime

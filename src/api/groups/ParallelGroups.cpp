@@ -10,13 +10,10 @@ using runtime::TrainConfig;
 
 void addParallelOptions(Schema& s) {
   s.addGroup("parallel", "Parallelism: strategy, ranks and mesh");
-  std::string strategies =
-      "allreduce (default with more than one worker), ps (parameter servers), "
-      "fedavg (federated learning), sandblaster (L-BFGS over work units), single";
+  std::string strategies;
   for (const std::string& name : strategyNames())
-    if (const StrategyEntry& e = strategyEntry(name); !e.summary.empty()) strategies += ", " + e.summary;
-  s.add("parallel", "strategy", "--strategy",
-        strategies + "; --pipeline-stages and --tensor-parallel choose pipeline and tensor")
+    strategies += (strategies.empty() ? "" : ", ") + strategyEntry(name).summary;
+  s.add("parallel", "strategy", "--strategy", strategies)
       .train(&TrainConfig::strategy)
       .oneOf(strategyNames);
   s.add("parallel", "workers", "--workers",

@@ -3,6 +3,7 @@
 // out work units; parameters and unit gradients through it or its shards).
 #include <algorithm>
 
+#include "parallel/sandblaster/SandblasterConfig.h"
 #include "plan/Layout.h"
 #include "plan/costs/StrategyCost.h"
 
@@ -57,8 +58,9 @@ SyncCost sandblasterSync(const SyncContext& x, SyncCost out) {
   // --sandblaster-data workers (the default) only unit headers: the workers
   // read the samples themselves. L-BFGS's line search evaluates the batch
   // more than once per iteration.
-  const double W = l.workers, S = static_cast<double>(c.sandblasterServers);
-  const double K = c.workUnits > 0 ? static_cast<double>(c.workUnits) : 4 * W;
+  const auto& o = c.strategyOptions.get<parallel::sandblaster::SandblasterConfig>();
+  const double W = l.workers, S = static_cast<double>(o.servers);
+  const double K = o.workUnits > 0 ? static_cast<double>(o.workUnits) : 4 * W;
   const double evals = kSandblasterEvaluationsPerIteration;
   const double paramBytes = 4.0 * static_cast<double>(p.params());
   // A unit's samples: a language model's input and target windows of int64
@@ -66,7 +68,7 @@ SyncCost sandblasterSync(const SyncContext& x, SyncCost out) {
   // Fashion-MNIST's travel as 1 byte each, 4x less).
   const double sampleBytes = p.languageModel ? 2.0 * 8.0 * static_cast<double>(p.tokensPerSample)
                                              : 4.0 * static_cast<double>(p.width);
-  const double samples = c.sandblasterData == "workers" ? 0.0 : static_cast<double>(l.samplesPerStep);
+  const double samples = o.data == "workers" ? 0.0 : static_cast<double>(l.samplesPerStep);
   const LinkCost link = x.m.link(l.placement.threads ? LinkKind::SameProcess
                                  : l.placement.hosts > 1 ? LinkKind::InterHost : LinkKind::IntraHost);
   const double coordinatorOut = samples * sampleBytes + (S > 0 ? 0 : W * paramBytes);

@@ -1,12 +1,17 @@
-// [federated]: --strategy fedavg's clients, rounds, server optimizer, privacy,
-// robustness and secure aggregation (federated/FederatedOptions.h).
+// --strategy fedavg as the run configuration sees it: its option group
+// [federated] (clients, rounds, server optimizer, privacy, robustness and secure
+// aggregation: federated/FederatedOptions.h) and the trainer's options it does
+// not read (built into the api layer; registered by one line in api/StrategyList.inc).
 #include "api/Schema.h"
+#include "api/StrategyRegistry.h"
 #include "federated/Aggregators.h"
 #include "federated/Attacks.h"
 
 namespace dtrain::api {
 
 using federated::FederatedOptions;
+
+namespace {
 
 void addFederatedOptions(Schema& s) {
   s.addGroup("federated", "Federated learning (--strategy fedavg)");
@@ -84,6 +89,38 @@ void addFederatedOptions(Schema& s) {
   add("secagg_threshold", "--secagg-threshold",
       "secure aggregation: Shamir threshold t (0: ceil(2m/3) of the m selected)")
       .fed(&FederatedOptions::secaggThreshold).range(0);
+}
+
+}  // namespace
+
+// Federated learning runs its own rounds (federated/FederatedRunner.h, started
+// by api/FederatedRun.h, not by a rank's trainer): the step loop's options mean
+// nothing there; say which options do.
+StrategyEntry fedavgStrategy() {
+  StrategyEntry e;
+  e.name = "fedavg";
+  e.summary = "fedavg (federated learning)";
+  e.groups = {"model", "data", "training", "optimizer", "federated", "checkpoint", "eval", "logging", "parallel"};
+  e.ignores = {
+      {"training.batch_size", "does not apply to --strategy fedavg (use --local-batch)"},
+      {"training.epochs", "does not apply to --strategy fedavg (use --local-epochs and --rounds)"},
+      {"training.max_steps", "does not apply to --strategy fedavg (use --rounds)"},
+      {"training.accumulate", "does not apply to --strategy fedavg (use --local-batch)"},
+      {"data.augment", "does not apply to --strategy fedavg (clients read their own batches)"},
+      {"optimizer.schedule", "does not apply to --strategy fedavg (clients train at a constant --lr)"},
+      {"optimizer.warmup_steps", "does not apply to --strategy fedavg (clients train at a constant --lr)"},
+      {"optimizer.scale_lr", "does not apply to --strategy fedavg (the server's step is --server-lr)"},
+      {"checkpoint.every", "does not apply to --strategy fedavg (--save writes the global model at the end)"},
+      {"checkpoint.dir", "does not apply to --strategy fedavg (--save writes the global model at the end)"},
+      {"checkpoint.resume", "does not apply to --strategy fedavg (--load starts from a global model)"},
+      {"eval.deferred", "does not apply to --strategy fedavg (it evaluates between rounds)"},
+      {"parallel.pipeline_stages", "does not apply to --strategy fedavg"},
+      {"parallel.tensor_parallel", "does not apply to --strategy fedavg"}};
+  e.worldSize = nullptr;  // no communicator: its clients are threads of the runner
+  e.validate = [](const RunConfig& rc) { rc.federated.validate(); };
+  e.sumsEveryStep = false;
+  e.addOptions = addFederatedOptions;
+  return e;
 }
 
 }  // namespace dtrain::api
