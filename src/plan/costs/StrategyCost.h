@@ -12,6 +12,7 @@
 
 #include "api/RunConfig.h"
 #include "plan/AnalyticModel.h"
+#include "plan/LossyCosts.h"
 #include "plan/Machine.h"
 
 namespace dtrain::plan {
@@ -54,6 +55,8 @@ struct StrategyCost {
   bool hasServers = false;
   // What it changes in what is learned ("--strategy hogwild"), "" where nothing.
   std::function<std::string(const runtime::TrainConfig&)> lossy = [](const runtime::TrainConfig&) { return ""; };
+  // That choice's price in accuracy where PERFORMANCE.md measured it.
+  MeasuredCost measured;
 };
 
 // Throws UsageError for a strategy that has no cost model.
