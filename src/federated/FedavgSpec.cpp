@@ -114,6 +114,7 @@ StrategyEntry fedavgStrategy() {
       {"checkpoint.dir", "does not apply to --strategy fedavg (--save writes the global model at the end)"},
       {"checkpoint.resume", "does not apply to --strategy fedavg (--load starts from a global model)"},
       {"eval.deferred", "does not apply to --strategy fedavg (it evaluates between rounds)"},
+      {"eval.val_fraction", "does not apply to --strategy fedavg (its clients hold the data)"},
       {"parallel.pipeline_stages", "does not apply to --strategy fedavg"},
       {"parallel.tensor_parallel", "does not apply to --strategy fedavg"}};
   e.worldSize = nullptr;  // no communicator: its clients are threads of the runner

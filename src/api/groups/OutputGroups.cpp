@@ -57,8 +57,7 @@ void addEvalOptions(Schema& s) {
         if (runtime::streamingDataset(rc.train.dataset))
           return "does not apply to --dataset " + rc.train.dataset +
                  ": streamed samples cannot be split; give validation shards as --test-data";
-        return unlessThen(rc.train.strategy != "fedavg",
-                          "does not apply to --strategy fedavg (its clients hold the data)");
+        return std::string();
       });
   s.add("eval", "early_stop_patience", "--early-stop-patience",
         "Stop once this many evaluations (--eval-every) in a row have not improved "

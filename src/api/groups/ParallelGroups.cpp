@@ -39,9 +39,11 @@ void addParallelOptions(Schema& s) {
       .train(&TrainConfig::callTimeoutS).range(0)
       .when([](const RunConfig& rc) {
         const TrainConfig& c = rc.train;
-        if (c.strategy == "fedavg")
-          return unlessThen(c.backend == "mpi", "applies to --strategy fedavg under --backend mpi");
-        return unlessThen(c.workers > 1 || c.backend == "mpi" || c.strategy == "ps",
+        const std::string name = resolveStrategy(c);
+        // A strategy without ranks of its own (fedavg's clients are threads) has ranks under mpi only.
+        const auto& ranks = strategyEntry(name).worldSize;
+        if (!ranks) return c.backend == "mpi" ? std::string() : "applies to --strategy " + name + " under --backend mpi";
+        return unlessThen(ranks(c) > 1 || c.backend == "mpi",
                           "applies to runs of several ranks (--workers N or --backend mpi)");
       });
   s.add("parallel", "pipeline_stages", "--pipeline-stages",
