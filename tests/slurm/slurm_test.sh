@@ -125,6 +125,27 @@ grep -q "stopped by SIGUSR1 after step" "$work/preempt.out" || fail "the ranks d
 grep -q "requeueing job $id" "$work/preempt.out" || fail "the script did not requeue the job"
 [[ $(scontrol show job "$id" | grep -o 'Restarts=[0-9]*') == Restarts=1 ]] || fail "job $id was not restarted once"
 same_file "$work/preempt.safetensors" "$work/mpirun.safetensors" "preempted and requeued against uninterrupted"
+
+echo "--- a plain scancel (SIGTERM to every process of the job) under mpirun, then submitted again"
+# mpirun's daemons kill the ranks 2 x odls_base_sigkill_timeout after SIGTERM (the script's
+# default 10 s): 5 s keeps the test short; the ranks stop well within it.
+id=$(OMPI_MCA_odls_base_sigkill_timeout=5 DTRAIN_CHECKPOINT_DIR="$work/term-ckpt" sbatch --parsable --nodes 2 \
+     --ntasks-per-node 2 --cpus-per-task 1 --output "$work/term.out" "$job" "${train[@]}" --max-steps $steps \
+     --log-every 1 --metrics "$work/term.jsonl") || fail "sbatch (scancel)"
+wait_progress "$work/term.jsonl" || fail "job $id made no progress within 5 minutes: $(tail -n 5 "$work/term.out")"
+scancel "$id" || fail "scancel $id"
+for ((i = 0; i < 240; ++i)); do [[ -z "$(squeue -h -j "$id" 2>/dev/null)" ]] && break; sleep 0.5; done
+cat "$work/term.out"
+grep -q "stopped by SIGTERM after step [0-9]*: checkpoint $work/term-ckpt/step-" "$work/term.out" ||
+  fail "the ranks did not stop on SIGTERM with a checkpoint"
+[[ $(scontrol show job "$id" | grep -o 'ExitCode=[0-9:]*') == ExitCode=143:0 ]] ||
+  fail "job $id did not exit 143: $(scontrol show job "$id" | grep -o 'JobState=[A-Z]* .*ExitCode=[0-9:]*')"
+id=$(DTRAIN_CHECKPOINT_DIR="$work/term-ckpt" sbatch --parsable --nodes 2 --ntasks-per-node 2 --cpus-per-task 1 \
+     --output "$work/term2.out" "$job" "${train[@]}" --max-steps $steps --save "$work/term.safetensors") ||
+  fail "sbatch (after scancel)"
+wait_state "$id" COMPLETED || fail "job $id did not complete from the checkpoint: $(tail -n 8 "$work/term2.out")"
+grep -q "resumed from $work/term-ckpt/step-" "$work/term2.out" || fail "job $id did not resume: $(head -n 5 "$work/term2.out")"
+same_file "$work/term.safetensors" "$work/mpirun.safetensors" "cancelled and submitted again against uninterrupted"
 echo "--- dtrain plan --write-sbatch, the script as written"
 printf '[data]\nname = "synthetic"\nsynthetic_size = 2048\n\n[training]\nmax_steps = 5\n\n[logging]\nprogress = "off"\n' \
   > "$work/base.toml"
