@@ -95,6 +95,14 @@ for f in test_loss test_accuracy; do  # (train_loss: the last logged window, whi
 done
 same_file "$work/sbatch.safetensors" "$work/mpirun.safetensors" "sbatch against plain mpirun"
 
+echo "--- sbatch examples/slurm/train.sbatch, 2 nodes x 1 task x 2 CPUs: each rank computes with 2 threads"
+# (mpirun alone binds each rank to one core, and --threads auto would then take 1.)
+sbatch --wait --nodes 2 --ntasks-per-node 1 --cpus-per-task 2 --output "$work/cpus.out" "$job" "${train[@]}" \
+  --max-steps 2 >/dev/null || fail "the 2 x 1 x 2 CPUs job failed: $(tail -n 5 "$work/cpus.out")"
+got=$(result "$work/cpus.out")
+[[ $(field "$got" workers) == 2 && $(field "$got" threads) == 2 ]] ||
+  fail "the ranks of tasks of 2 CPUs did not have 2 threads each: $got"
+
 echo "--- srun --mpi=pmix, 2 nodes x 2 tasks"
 timeout 300 srun --mpi=pmix --nodes 2 --ntasks-per-node 2 --cpus-per-task 1 \
   "$dtrain" train --backend mpi "${train[@]}" --max-steps $steps --save "$work/srun.safetensors" \
