@@ -5,12 +5,15 @@
 #     suspended and resumed (scontrol) on the way, ends with the same
 #     parameters, loss and accuracy as the same run under plain mpirun on the
 #     same emulated hosts (netsim.sh mpirun);
+#     2 nodes x 1 task x 2 CPUs: each rank computes with 2 threads;
 #  2. srun --mpi=pmix launches the ranks as SLURM tasks: the same parameters;
 #  3. --threads above --cpus-per-task, srun without --mpi=pmix: one line, exit 2;
 #  4. SIGUSR1 to the batch script (what --signal=B:USR1@60 sends), once training
 #     is under way: the ranks save one checkpoint, the script requeues the job,
 #     the next run resumes (--resume auto) and ends with the uninterrupted run's
-#     parameters, byte for byte.
+#     parameters, byte for byte; a plain scancel (SIGTERM to every process)
+#     stops the ranks with a checkpoint and the job exits 143; submitted again,
+#     it ends with the uninterrupted run's parameters, byte for byte.
 # No timing checks. Exit 77 (CTest SKIP_RETURN_CODE) where slurm, munge or
 # network namespaces are missing.
 #  5. dtrain plan --write-sbatch: the written script runs as it is and trains
@@ -191,10 +194,10 @@ done
 cat "$work/lost.out"
 [[ $(grep -c "^dtrain: node $lost lost (it does not answer): going on from the last checkpoint on dtrain${DTRAIN_NETSIM_ID}-h0:2$" \
      "$work/lost.out") == 1 ]] || fail "no one line naming the lost node $lost"
-got=$(result "$work/lost.out")
-[[ $(field "$got" workers) == 2 && $(field "$got" steps) == $steps ]] ||
-  fail "the job did not finish on the node left at 2 workers: $got"
+# (Not the result line: mpirun may cut it with the ranks' other output, as it did once here.)
 grep -q "the checkpoint was taken by 4 workers, this run has 2" "$work/lost.out" ||
   fail "the nodes left did not resume the 4 workers' checkpoint"
+grep -q "dtrain: mlp, $steps steps" "$work/lost.out" && [[ -e "$work/dtrain-ckpt-$id/step-0000000$steps.safetensors" ]] ||
+  fail "the job did not finish its $steps steps on the node left"
 
 echo "slurm test passed"
