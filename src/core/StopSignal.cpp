@@ -78,6 +78,8 @@ int signalNumber() {
   return sig ? sig : gRequested.load();
 }
 
+int receivedSignal() { return gSignal.load(); }
+
 // Kept apart from gSignal: a signal that arrives after a peer's vote (mpirun or
 // srun forwards it to every rank, not all at once) is this process's first,
 // not a second one that ends it without its part of the checkpoint; and it then

@@ -39,6 +39,8 @@ bool requested();
 // The signal that asked (SIGINT, SIGTERM, SIGUSR1): the first one this process
 // received, else request()'s (SIGINT when it named none); 0 when none.
 int signalNumber();
+// The signal this process itself received first (not a request()), 0 when none.
+int receivedSignal();
 // Asks for a stop as the first signal would (a rank that learnt from its peers
 // that they stop; dtrain launch's stop file; tests). A signal that comes after
 // it still counts as the first: it names the stop, and does not end the process.

@@ -21,6 +21,7 @@
 #include "comm/mpi/NodeShm.h"
 #include "comm/mpi/Watchdog.h"
 #include "core/Error.h"
+#include "core/StopSignal.h"
 
 namespace dtrain::comm::mpi {
 
@@ -29,11 +30,22 @@ using dtrain::detail::concat;
 namespace {
 
 bool gStartedMpi = false;
+bool gLeftWithoutFinalize = false;
+
+// A rank of mpirun's that got SIGTERM itself leaves without MPI_Finalize.
+// SIGTERM is how SLURM (scancel, a time limit) and mpirun end a job, and mpirun
+// and its daemons get it too: they tear the job down (SIGTERM, then SIGKILL,
+// odls_base_sigkill_timeout seconds apart, asleep in between) and no longer
+// answer the fence MPI_Finalize waits for, so the ranks, their checkpoint
+// written, hung there until killed, without their result line.
+bool mpirunIsEndingTheJob() {
+  return stop::receivedSignal() == SIGTERM && std::getenv("OMPI_MCA_orte_hnp_uri") != nullptr;
+}
 
 void atExitFinalize() {
   int done = 0;
   MPI_Finalized(&done);
-  if (done) return;
+  if (done || gLeftWithoutFinalize) return;
   stopHeartbeat();
   MPI_Finalize();
 }
@@ -249,6 +261,10 @@ void finalize(int exitCode, const std::string& message) {
   // Beats stop first (no MPI call may run beside MPI_Finalize); every rank has
   // passed its last collective, so none waits on this one's beats any more.
   stopHeartbeat();
+  if (mpirunIsEndingTheJob()) {
+    gLeftWithoutFinalize = true;
+    return;
+  }
   BlockingScope blocking("MPI_Finalize", "every rank to finish");
   MPI_Finalize();
 }
