@@ -337,8 +337,12 @@ bool MpiCommunicator::supports(Algorithm algo) const {
 }
 
 Algorithm MpiCommunicator::chooseAllreduce(size_t bytes) const {
-  // Across nodes: by size and ranks per node (autoAllreduce).
-  if (!oneNode_) return autoAllreduce(bytes, size(), nodeGroup_);
+  // Across nodes: by size and ranks per node (autoAllreduce); hosts with
+  // different numbers of ranks have no shared-memory hier: the ring there.
+  if (!oneNode_) {
+    const Algorithm a = autoAllreduce(bytes, size(), nodeGroup_);
+    return a == Algorithm::Hier && !uniformNodes_ ? Algorithm::Ring : a;
+  }
   // On one node shm moves each byte the fewest times. Its hand-offs involve every
   // rank, which costs context switches when ranks outnumber cores: then up to 16
   // KiB a tree (half its ranks idle each step), above it what autoAllreduce
