@@ -317,6 +317,12 @@ Algorithm Communicator::autoAllreduce(size_t bytes, int ranks, int ranksPerHost)
   // link is shared by all of them in every step.
   if (ranksPerHost <= 1 && bytes <= std::min<size_t>(size_t{1} << 20, size_t{16384} * std::max(1, ranks)))
     return Algorithm::Rhd;
+  // Several ranks on each of several hosts: the hierarchical allreduce (mpi:
+  // through each host's shared memory, every local rank ringing its slice
+  // between hosts) sends (hosts - 1) / hosts of the bytes across a host's link
+  // twice, the flat ring (ranks - 1) / ranks, and it leaves the host's loopback
+  // TCP idle; it won from 16 KiB on emulated hosts.
+  if (ranksPerHost > 1 && ranks > ranksPerHost) return Algorithm::Hier;
   return Algorithm::Ring;
 }
 

@@ -1,6 +1,7 @@
 #include "plan/Collectives.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "comm/Communicator.h"
 
@@ -38,11 +39,19 @@ double treeAllreduceTime(int n, double bytes, const LinkCost& link) {
   return 2.0 * levels * link.time(bytes);  // reduce up, broadcast down, the whole message per level
 }
 
-double hierarchicalAllreduceTime(int hosts, int perHost, double bytes, const LinkCost& intra,
+double hierarchicalAllreduceTime(int hosts, int perHost, double bytes, const LinkCost& shm,
                                  const LinkCost& inter) {
-  // Reduce to the host's leader and broadcast back: each a reduce-scatter's traffic.
-  const double local = perHost > 1 ? 2 * reduceScatterTime(perHost, bytes, intra) : 0;
-  return local + ringAllreduceTime(hosts, bytes, inter);
+  // comm/mpi/MpiHier.cpp, block by block: a block is staged, reduced and
+  // copied out in the host's shared memory (a reduce-scatter's and an
+  // allgather's traffic), while the previous block's slices ring between hosts
+  // (each local rank rings its slice, together the whole block over the
+  // host's link). A two-stage pipeline: the slower stage per block, plus one
+  // block of the other to fill and drain it.
+  const double block = std::min(bytes, kHierBlockBytes);
+  const double blocks = std::ceil(bytes / kHierBlockBytes);
+  const double local = perHost > 1 ? 2 * reduceScatterTime(perHost, block, shm) : 0;
+  const double cross = ringAllreduceTime(hosts, block, inter);
+  return blocks * std::max(local, cross) + std::min(local, cross);
 }
 
 namespace {
@@ -75,9 +84,9 @@ double allreduceTime(const Machine& m, const Placement& p, const RankGroup& g, d
   const LinkKind kind = g.hostsSpanned > 1 ? LinkKind::InterHost
                         : p.threads        ? LinkKind::SameProcess
                                            : LinkKind::IntraHost;
-  // The trainer's auto: across hosts comm::Communicator::autoAllreduce (never
-  // the hierarchical one); within a host it moves the data through shared
-  // memory, for which the ring's fit stands.
+  // The trainer's auto: across hosts comm::Communicator::autoAllreduce (the
+  // hierarchical one for large messages with several ranks a host); within a
+  // host it moves the data through shared memory, for which the ring's fit stands.
   std::string a = algo;
   if (a == "auto")
     a = g.hostsSpanned > 1 ? comm::algorithmName(comm::Communicator::autoAllreduce(static_cast<size_t>(bytes), g.size,
@@ -97,8 +106,9 @@ double allreduceTime(const Machine& m, const Placement& p, const RankGroup& g, d
     LinkCost inter = m.link(LinkKind::InterHost);
     // One leader per group and host: the groups on a host still share its link.
     inter.bytesPerS /= std::max(1, g.concurrentPerHost);
-    return hierarchicalAllreduceTime(g.hostsSpanned, g.perHost, bytes,
-                                     m.link(p.threads ? LinkKind::SameProcess : LinkKind::IntraHost), inter);
+    // Inside a host it moves data through shared memory as threads of one process
+    // do (on emulated hosts the intra-host link is TCP over loopback).
+    return hierarchicalAllreduceTime(g.hostsSpanned, g.perHost, bytes, m.link(LinkKind::SameProcess), inter);
   }
   if (a == "rhd" && g.hostsSpanned > 1) {
     LinkCost inter = m.link(LinkKind::InterHost);

@@ -19,8 +19,11 @@ double reduceScatterTime(int n, double bytes, const LinkCost& link);  // = allga
 // consecutive ranks on each host; a tree (reduce, then broadcast).
 double rhdAllreduceTime(int n, int perHost, double bytes, const LinkCost& intra, const LinkCost& inter);
 double treeAllreduceTime(int n, double bytes, const LinkCost& link);
-// Two-level: reduce on each host, ring over `hosts` leaders, broadcast back.
-double hierarchicalAllreduceTime(int hosts, int perHost, double bytes, const LinkCost& intra,
+// Two-level, pipelined by blocks of kHierBlockBytes (comm/mpi/MpiHier.cpp):
+// each block reduced in each host's shared memory (`shm`: the cost of moving
+// data there), its slices rung between `hosts` by every local rank, copied out.
+constexpr double kHierBlockBytes = 2 << 20;  // comm/mpi/NodeShm.h kBlockBytes
+double hierarchicalAllreduceTime(int hosts, int perHost, double bytes, const LinkCost& shm,
                                  const LinkCost& inter);
 
 // Where ranks run: `hosts` x `ranksPerHost` (rank r on host r / ranksPerHost,

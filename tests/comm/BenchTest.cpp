@@ -148,9 +148,12 @@ TEST(AllreduceAuto, RecursiveHalvingOnlyWhereItsSavedLatencyCounts) {
   EXPECT_EQ(a(1048576, 64, 1), "rhd");
   EXPECT_EQ(a(1048576, 128, 1), "rhd");
   EXPECT_EQ(a(1048580, 128, 1), "ring");
-  // Several ranks a host: the tree up to 16 KiB, then the ring (halving's
-  // first steps all cross at once).
+  // Several ranks a host: the tree up to 16 KiB, then the hierarchical
+  // allreduce (halving's first steps all cross at once, the flat ring sends
+  // more across each host's link); all on one host, the ring.
   EXPECT_EQ(a(4100, 8, 2), "tree");
   EXPECT_EQ(a(16384, 8, 2), "tree");
-  EXPECT_EQ(a(32768, 8, 2), "ring");
+  EXPECT_EQ(a(16388, 8, 2), "hier");
+  EXPECT_EQ(a(64 << 20, 16, 4), "hier");
+  EXPECT_EQ(a(32768, 2, 2), "ring");
 }

@@ -33,6 +33,28 @@ TEST(MpiConformance, HierarchicalGroupSizes) {
       allreduceCase(world(), Algorithm::Hier, 1003, op, g == 2, g);
 }
 
+// Across emulated hosts (tests/netsim/hier_sweep_test.sh) with as many ranks on
+// each, hier runs through each host's shared segment: empty, smaller than the
+// ranks of a host, odd, and several pipelined 2 MiB blocks with an odd tail.
+TEST(MpiConformance, HierarchicalSizes) {
+  for (size_t count : {0, 1, 3, 1003})
+    for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Avg, ReduceOp::Min, ReduceOp::Max})
+      for (bool inPlace : {false, true}) allreduceCase(world(), Algorithm::Hier, count, op, inPlace);
+  const size_t blocksAndTail = 3 * (size_t{2} << 20 >> 2) + 5;  // floats
+  allreduceCase(world(), Algorithm::Hier, blocksAndTail, ReduceOp::Sum, true);
+  allreduceCase(world(), Algorithm::Hier, blocksAndTail, ReduceOp::Avg, false);
+  const int n = world().size();
+  std::vector<int32_t> v(1003, world().rank() + 1);
+  world().allreduce(v.data(), v.data(), v.size(), DType::I32, {.algo = Algorithm::Hier});
+  for (int32_t x : v) ASSERT_EQ(x, n * (n + 1) / 2);
+}
+
+// 64 MiB (32 blocks): only where tests/netsim/hier_sweep_test.sh asks for it
+// (--gtest_also_run_disabled_tests), too slow for the oversubscribed comm_mpi_N.
+TEST(MpiConformance, DISABLED_HierarchicalLarge) {
+  allreduceCase(world(), Algorithm::Hier, size_t{16} << 20, ReduceOp::Sum, true);
+}
+
 TEST(MpiConformance, EveryRankOfThisMachineIsCounted) {
   // mpirun starts every rank here: each counts all of them (the boot ids match).
   EXPECT_EQ(mpi::ranksOnThisMachine(), world().size());

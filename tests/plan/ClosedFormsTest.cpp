@@ -24,6 +24,19 @@ TEST(PlanClosedForms, RingAllreduceSendsTwoNMinusOneOverNBytes) {
   EXPECT_EQ(ringAllreduceTime(1, 1e6, {1e-3, 1e6}), 0);
 }
 
+TEST(PlanClosedForms, HierarchicalAllreducePipelinesItsBlocks) {
+  const LinkCost shm{0, 1e9}, link{1e-3, 1e6};
+  const double block = kHierBlockBytes;
+  // 4 blocks, the ring between 2 hosts the slower stage: 4 rings of a block, and
+  // one block's staging and copying in shared memory (2 ranks a host) to fill.
+  const double cross = ringAllreduceTime(2, block, link), local = 2 * (block / 2) / 1e9;
+  EXPECT_NEAR(hierarchicalAllreduceTime(2, 2, 4 * block, shm, link), 4 * cross + local, 1e-12);
+  // A partial block: one of each; with 1 rank a host, the ring between hosts alone.
+  EXPECT_NEAR(hierarchicalAllreduceTime(4, 2, 1000, shm, link),
+              ringAllreduceTime(4, 1000, link) + 2 * 500 / 1e9, 1e-12);
+  EXPECT_NEAR(hierarchicalAllreduceTime(4, 1, 3 * block, shm, link), 3 * ringAllreduceTime(4, block, link), 1e-12);
+}
+
 TEST(PlanClosedForms, BubbleIsPMinusOneOverMForGpipeAnd1f1b) {
   for (const char* schedule : {"gpipe", "1f1b"})
     for (int p : {2, 4, 8})

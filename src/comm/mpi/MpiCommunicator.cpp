@@ -16,6 +16,7 @@
 #include "comm/detail/Check.h"
 #include "comm/detail/ReduceKernels.h"
 #include "comm/detail/Traffic.h"
+#include "comm/mpi/HostHier.h"
 #include "comm/mpi/Liveness.h"
 #include "comm/mpi/MpiBackend.h"
 #include "comm/mpi/NodeShm.h"
@@ -280,11 +281,14 @@ MpiCommunicator::MpiCommunicator(MPI_Comm comm, Millis timeout)
   MPI_Comm node;
   check(MPI_Comm_split_type(internal_, MPI_COMM_TYPE_SHARED, rank(), MPI_INFO_NULL, &node),
         "MPI_Comm_split_type");
-  int nodeSize = commSize(node), minNode = 0;
+  int nodeSize = commSize(node);
   MPI_Comm_free(&node);
-  check(MPI_Allreduce(&nodeSize, &minNode, 1, MPI_INT, MPI_MIN, internal_), "MPI_Allreduce");
+  int sizes[2] = {nodeSize, -nodeSize}, extremes[2] = {0, 0};  // the smallest node, minus the largest
+  check(MPI_Allreduce(sizes, extremes, 2, MPI_INT, MPI_MIN, internal_), "MPI_Allreduce");
+  const int minNode = extremes[0];
   oneNode_ = minNode == size();
   nodeGroup_ = minNode;
+  uniformNodes_ = minNode == -extremes[1];
   // Ranks that outnumber this machine's cores wait without spinning, whether
   // MPI calls their host one node or several.
   spin_ = comm::detail::spinTime(std::max(nodeSize, gRanksOnMachine.load()));
@@ -298,8 +302,14 @@ MpiCommunicator::~MpiCommunicator() {
   if (done) return;
   // Freeing the shared window synchronizes all ranks: skip it while unwinding an
   // error (the peers may never come), the OS reclaims the memory.
-  if (shm_ && std::uncaught_exceptions() == 0) shm_.reset();  // watched (NodeShm)
-  else (void)shm_.release();
+  if (std::uncaught_exceptions() == 0) {
+    shm_.reset();  // watched (NodeShm)
+    hosts_.reset();
+  } else {
+    (void)shm_.release();
+    if (hosts_) hosts_->abandon();
+    hosts_.reset();
+  }
   MPI_Comm_free(&internal_);
   MPI_Comm_free(&user_);
 }
@@ -343,8 +353,12 @@ bool MpiCommunicator::supports(Algorithm algo) const {
 }
 
 Algorithm MpiCommunicator::chooseAllreduce(size_t bytes) const {
-  // Across nodes: by size and ranks per node (autoAllreduce).
-  if (!oneNode_) return autoAllreduce(bytes, size(), nodeGroup_);
+  // Across nodes: by size and ranks per node (autoAllreduce); hosts with
+  // different numbers of ranks have no shared-memory hier: the ring there.
+  if (!oneNode_) {
+    const Algorithm a = autoAllreduce(bytes, size(), nodeGroup_);
+    return a == Algorithm::Hier && !uniformNodes_ ? Algorithm::Ring : a;
+  }
   // On one node shm moves each byte the fewest times. Its hand-offs involve every
   // rank, which costs context switches when ranks outnumber cores: then up to 16
   // KiB a tree (half its ranks idle each step), above it what autoAllreduce
@@ -368,6 +382,7 @@ void MpiCommunicator::execute(Call& call) {
       }
       if (a == Algorithm::Native) return native(call);
       if (a == Algorithm::Shm) return size() == 1 ? native(call) : shmAllreduce(call);
+      if (a == Algorithm::Hier && hierThroughHosts(call)) return hostHierAllreduce(call);
       return Communicator::execute(call);
     }
     case OpKind::ReduceScatter:
@@ -384,6 +399,42 @@ void MpiCommunicator::execute(Call& call) {
     case OpKind::Split: return;
     default: return largeForLibnbc(call) ? Communicator::execute(call) : native(call);
   }
+}
+
+bool MpiCommunicator::hierThroughHosts(const Call& call) const {
+  // Groups other than the hosts (an explicit groupSize) keep the generic
+  // algorithm over sub-communicators.
+  const int g = call.desc.groupSize;
+  return !oneNode_ && uniformNodes_ && nodeGroup_ > 1 && (g == 0 || g == nodeGroup_);
+}
+
+std::unique_ptr<HostGroups> MpiCommunicator::makeHostGroups(const Call& call) {
+  auto h = std::make_unique<HostGroups>();
+  {
+    BlockingScope blocking("MPI_Comm_split_type (" + call.name(rank()) + ")", othersOf(rank(), size()),
+                           call.opts.timeout, worldPeers_);
+    check(MPI_Comm_split_type(internal_, MPI_COMM_TYPE_SHARED, rank(), MPI_INFO_NULL, &h->node),
+          "MPI_Comm_split_type");
+  }
+  h->localRank = commRank(h->node);
+  h->localSize = commSize(h->node);
+  h->shm = std::make_unique<NodeShm>(h->node);
+  Options o;
+  o.timeout = comm::detail::remaining(call);
+  h->cross = split(h->localRank, rank(), o);
+  h->cross->setCallChecks(false);  // its calls are parts of one call checked here
+  return h;
+}
+
+void MpiCommunicator::hostHierAllreduce(Call& call) {
+  if (!hosts_) hosts_ = makeHostGroups(call);
+  // Inside the host: the direct shm allreduce's data flow among the local ranks.
+  auto t = comm::detail::shmTraffic(call, hosts_->localRank, hosts_->localSize);
+  const uint64_t crossSent = hosts_->cross->bytesSent(), crossReceived = hosts_->cross->bytesReceived();
+  hostAllreduce(*hosts_, call, size(), spin_);
+  // Between hosts: what the cross communicator moved (its rings are all done).
+  countSent(t.sent + hosts_->cross->bytesSent() - crossSent);
+  countReceived(t.received + hosts_->cross->bytesReceived() - crossReceived);
 }
 
 bool MpiCommunicator::largeForLibnbc(const Call& call) const {

@@ -10,6 +10,7 @@
 namespace dtrain::comm::mpi {
 
 class NodeShm;
+struct HostGroups;
 
 class MpiCommunicator : public Communicator {
  public:
@@ -38,6 +39,11 @@ class MpiCommunicator : public Communicator {
   void waitRequest(MPI_Request& req, const Call& call);
   void shmAllreduce(Call& call);  // MpiShm.cpp: staged through the shared window
   void cmaAllreduce(Call& call);  // MpiShm.cpp: direct, with process_vm_readv
+  // Whether a `hier` call runs through each host's shared memory (HostHier.h):
+  // ranks on several hosts, as many on each, grouped by host.
+  bool hierThroughHosts(const Call& call) const;
+  void hostHierAllreduce(Call& call);
+  std::unique_ptr<HostGroups> makeHostGroups(const Call& call);
 
   MPI_Comm user_, internal_;  // user point-to-point; collectives and algorithms
   std::vector<int> worldRanks_;  // MPI_COMM_WORLD rank of each rank (heartbeats)
@@ -45,8 +51,10 @@ class MpiCommunicator : public Communicator {
   bool oneNode_ = false;      // every rank shares this node's memory
   bool oversubscribed_ = false;  // more ranks on this node than cores
   int nodeGroup_ = 1;         // ranks per node (the hierarchical default)
+  bool uniformNodes_ = false;  // as many ranks on every node
   std::chrono::microseconds spin_{0};  // busy-wait before yielding (detail::spinTime)
   std::unique_ptr<NodeShm> shm_;
+  std::unique_ptr<HostGroups> hosts_;  // made by the first `hier` across hosts
 };
 
 }  // namespace dtrain::comm::mpi

@@ -154,6 +154,11 @@ void waitFlag(NodeShm& shm, int peer, NodeShm::Flag f, uint64_t want, const Call
 
 }  // namespace
 
+void waitShmFlags(NodeShm& shm, NodeShm::Flag f, uint64_t want, int lo, int hi, const Call& call,
+                  int rank, std::chrono::microseconds spin) {
+  waitRange(shm, f, want, lo, hi, call, rank, spin);
+}
+
 namespace {
 
 // Copies `bytes` from address `src` of process `pid` into `dst`.

@@ -5,15 +5,19 @@
 #include <mpi.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <vector>
+
+#include "comm/Communicator.h"
 
 namespace dtrain::comm::mpi {
 
 class NodeShm {
  public:
   static constexpr size_t kBlockBytes = 2 << 20;  // one pipeline block (all slices)
-  enum Flag { kStaged = 0, kReduced = 1, kCopied = 2 };
+  // kCrossed: the hierarchical allreduce's slice is final (its hosts' ring done).
+  enum Flag { kStaged = 0, kReduced = 1, kCopied = 2, kCrossed = 3 };
 
   // Collective over `comm`, whose ranks must all share this node's memory.
   explicit NodeShm(MPI_Comm comm);
@@ -57,5 +61,11 @@ class NodeShm {
   std::vector<int> worldPeers_;  // the same without this rank (the watchdog's scopes)
   std::vector<char> tmp_;
 };
+
+// Waits until flag `f` of every rank in [lo, hi) of the segment reaches `want`:
+// spins for `spin`, then yields, then naps; throws at the call's deadline naming
+// the lagging ranks (and at --comm-timeout when one of them stopped beating).
+void waitShmFlags(NodeShm& shm, NodeShm::Flag f, uint64_t want, int lo, int hi, const Call& call,
+                  int rank, std::chrono::microseconds spin);
 
 }  // namespace dtrain::comm::mpi
