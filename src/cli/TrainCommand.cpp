@@ -13,6 +13,7 @@
 #include "api/Train.h"
 #include "cli/RunDir.h"
 #include "cli/RunSummary.h"
+#include "comm/HangReport.h"
 #include "core/StopSignal.h"
 #include "plan/Machine.h"
 #include "plan/Simulator.h"
@@ -63,6 +64,8 @@ void run(const TrainFlags& f) {
   if (!rc.train.machine.empty())
     predicted = plan::simulate(api::prepared(rc, src), plan::readMachine(rc.train.machine));
   runDir.writeStart(configToml, rc.train.machine);
+  // A hang (or SIGUSR2) writes each rank's last calls here (comm/HangReport.h).
+  comm::flight::enableReports(!f.runDir.dir.empty() ? f.runDir.dir : rc.train.checkpointDir);
   nlohmann::json out = api::train(rc, src);
   if (const stop::Stopped s = stop::stopped(); s.stopped) {
     if (s.reporter) std::fprintf(stderr, "dtrain: %s\n", stop::describe(s).c_str());
