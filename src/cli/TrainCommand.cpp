@@ -63,9 +63,10 @@ void run(const TrainFlags& f) {
   std::optional<plan::Prediction> predicted;
   if (!rc.train.machine.empty())
     predicted = plan::simulate(api::prepared(rc, src), plan::readMachine(rc.train.machine));
-  runDir.writeStart(configToml, rc.train.machine);
-  // A hang (or SIGUSR2) writes each rank's last calls here (comm/HangReport.h).
+  // A hang (or SIGUSR2) writes each rank's last calls here (comm/HangReport.h);
+  // SIGUSR2's handler is in place once the run directory has its config.
   comm::flight::enableReports(!f.runDir.dir.empty() ? f.runDir.dir : rc.train.checkpointDir);
+  runDir.writeStart(configToml, rc.train.machine);
   nlohmann::json out = api::train(rc, src);
   if (const stop::Stopped s = stop::stopped(); s.stopped) {
     if (s.reporter) std::fprintf(stderr, "dtrain: %s\n", stop::describe(s).c_str());

@@ -144,6 +144,7 @@ FlightCall FlightRecorder::view(const Entry& e, double nowUs) const {
   c.open = e.endUs == 0;
   copyName(c.phase, e.phase);
   c.ageS = static_cast<float>((nowUs - (c.open ? e.postUs : e.endUs)) / 1e6);
+  c.postedAgeS = static_cast<float>((nowUs - e.postUs) / 1e6);
   return c;
 }
 

@@ -42,6 +42,7 @@ struct FlightCall {
   uint8_t open = 0;     // still running
   char phase[16]{};     // the phase it was issued in ("backward")
   float ageS = 0;       // open: since it was posted; else since it ended
+  float postedAgeS = 0; // since it was posted
 };
 
 // What a rank is doing, as one fixed-size record: enough to say which call it

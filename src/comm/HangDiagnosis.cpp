@@ -25,6 +25,8 @@ std::string ranksWord(const std::vector<int>& ranks) {
   return (ranks.size() == 1 ? "rank " : "ranks ") + rankRanges(ranks);
 }
 
+std::string waitWord(const std::vector<int>& ranks) { return ranks.size() == 1 ? " waits" : " wait"; }
+
 // The call's identity across ranks (each rank numbers a communicator's calls alike).
 using CallKey = std::tuple<uint32_t, uint64_t, int>;
 CallKey keyOf(const FlightCall& c) { return {c.commId, c.seq, static_cast<int>(c.kind)}; }
@@ -38,8 +40,9 @@ std::string lastActivity(const FlightState& s) {
   if (s.hasOpen)
     return prefix + concat(s.silent ? "it waited in " : "waits in ", describeCall(s.oldestOpen), " since ",
                            seconds(s.oldestOpen.ageS), " s");
-  // The later of the last call's end and the phase's start.
-  if (s.hasLatest && s.latest.ageS < s.phaseAgeS)
+  // A call issued in the phase it is in says more than the phase; one issued
+  // before (an async allreduce of backward ending in the next phase) less.
+  if (s.hasLatest && s.latest.postedAgeS < s.phaseAgeS)
     return prefix + concat(s.silent ? "it had ended " : "last: ", describeCall(s.latest), ", ",
                            s.silent ? "" : "ended ", seconds(s.latest.ageS), " s ago");
   std::string what = s.step >= 0 ? concat(s.phase, " of step ", s.step) : std::string(s.phase);
@@ -80,7 +83,7 @@ std::string diagnoseHang(const std::vector<FlightState>& ranks) {
   std::map<CallKey, std::vector<int>> waiting;
   for (const FlightState& s : ranks)
     if (s.known && s.hasOpen) waiting[keyOf(s.oldestOpen)].push_back(s.rank);
-  if (waiting.empty()) return "no rank waits in a call";
+  if (waiting.empty()) return {};
   auto hung = std::max_element(waiting.begin(), waiting.end(), [](const auto& a, const auto& b) {
     return a.second.size() < b.second.size();  // first maximum: the smallest key
   });
@@ -92,13 +95,20 @@ std::string diagnoseHang(const std::vector<FlightState>& ranks) {
   std::vector<int> unknown;
   for (const FlightState& s : ranks) {
     if (!s.known) {
-      unknown.push_back(static_cast<int>(&s - ranks.data()));
+      // Every rank is a member of the world; of a sub-communicator, unknown.
+      if (commId != 1) unknown.push_back(static_cast<int>(&s - ranks.data()));
+      else
+        culprits.push_back(concat("rank ", &s - ranks.data(), " never entered ", describeCall(*call), " (",
+                                  s.silent ? concat("no heartbeat for ", seconds(s.silentS),
+                                                    " s: stopped, dead or cut off; ")
+                                           : std::string(),
+                                  "none of its calls is known)"));
       continue;
     }
     if (!s.member(commId) || (s.hasOpen && keyOf(s.oldestOpen) == hung->first)) continue;
     const bool entered = s.enteredCall(commId, seq);
-    if (s.hasOpen && entered) {
-      others.push_back(concat("rank ", s.rank, " is past it and waits in ", describeCall(s.oldestOpen)));
+    if (entered) {
+      others.push_back(concat("rank ", s.rank, " is past it (", lastActivity(s), ")"));
       continue;
     }
     culprits.push_back(concat(whoIs(s), " never entered ", describeCall(*call), " (", lastActivity(s), ")"));
@@ -106,12 +116,13 @@ std::string diagnoseHang(const std::vector<FlightState>& ranks) {
   std::string out;
   for (size_t i = 0; i < culprits.size(); ++i) out += (i ? "; " : "") + culprits[i];
   if (culprits.empty() && call->kind != FlightKind::Split && pointToPoint(call->kind))
-    out = concat(ranksWord(hung->second), " wait in ", describeCall(*call), "; rank ", call->peer,
+    out = concat(ranksWord(hung->second), waitWord(hung->second), " in ", describeCall(*call), "; rank ", call->peer,
                  " never matched it");
   else if (culprits.empty())
-    out = concat("every rank known entered ", describeCall(*call), "; ", ranksWord(hung->second), " wait in it");
+    out = concat("every rank known entered ", describeCall(*call), "; ", ranksWord(hung->second),
+                 waitWord(hung->second), " in it");
   else
-    out += concat("; ", ranksWord(hung->second), " wait in it");
+    out += concat("; ", ranksWord(hung->second), waitWord(hung->second), " in it");
   if (!unknown.empty()) others.push_back(concat(ranksWord(unknown), ": nothing heard (no heartbeat carried its calls)"));
   for (size_t i = 0; i < others.size(); ++i) out += (i ? "; " : "\n  also: ") + others[i];
   return out;

@@ -13,6 +13,7 @@
 namespace dtrain::comm {
 
 // `ranks[r]` is rank r's state (known == 0 where nothing was heard of it).
+// Empty when no rank waits in a recorded call (nothing to name).
 std::string diagnoseHang(const std::vector<FlightState>& ranks);
 
 // "allreduce #1042 of step 311", "recv from rank 0 (tag 5) of step 3".

@@ -90,15 +90,23 @@ std::string diagnose() {
 }
 
 void reportHang(bool onSignal) {
-  if (!gEnabled.load() || (!onSignal && gReported.exchange(true))) return;
+  if (!gEnabled.load()) return;
+  // Locked first: another rank of this process that times out meanwhile waits
+  // here, its call still open, instead of unwinding under the report.
   std::lock_guard<std::mutex> lock(gReportMutex);
-  const std::string dir = dumpOwn();
+  if (!onSignal && gReported.exchange(true)) return;
   const PeerView v = view();
+  std::vector<FlightState> states = v.states ? std::vector<FlightState>{} : localStates();
+  const std::string dir = dumpOwn();
   if (v.requestDumps) v.requestDumps();
-  const std::vector<FlightState> states = v.states ? v.states() : localStates();
+  if (v.states) states = v.states();  // after the answers: the peers' latest beats
+  std::string diagnosis = diagnoseHang(states);
+  if (diagnosis.empty() && !onSignal) return;  // e.g. a wait inside MPI's own setup
   if (v.prints && !v.prints(states, onSignal)) return;
-  std::fprintf(stderr, "dtrain: hang: %s\ndtrain: hang: each rank's last %d calls: %s/flight-rank<R>.json\n",
-               diagnoseHang(states).c_str(), kFlightEntries, dir.c_str());
+  if (diagnosis.empty()) diagnosis = "no rank waits in a call";
+  const char* what = onSignal ? "SIGUSR2" : "hang";
+  std::fprintf(stderr, "dtrain: %s: %s\ndtrain: %s: each rank's last %d calls: %s/flight-rank<R>.json\n",
+               what, diagnosis.c_str(), what, kFlightEntries, dir.c_str());
   std::fflush(stderr);
 }
 

@@ -4,6 +4,7 @@ Usage: hang_test.py DTRAIN CASE [MPIEXEC]
   local_skip: 3 local ranks, rank 2 does not enter its first collective of step 3
               (DTRAIN_TEST_SKIP_CALL: it waits in a receive instead); --call-timeout 2.
   mpi_skip:   the same under mpirun -np 3.
+  local_signal: SIGUSR2 while 2 local ranks run: the files and the line, the run goes on.
   mpi_stop:   mpirun -np 3, rank 1's process stops itself (SIGSTOP) after step 3
               (DTRAIN_TEST_STOP_AT_STEP); --comm-timeout 1.
 Each: the run fails (no hang: an outer timeout), one "dtrain: hang:" diagnosis names
@@ -13,9 +14,11 @@ recorder into the run directory (a stopped rank cannot).
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 RUN = ["train", "--model", "mlp", "--dataset", "synthetic", "--synthetic-size", "512",
        "--epochs", "10", "--batch-size", "16", "--max-steps", "20", "--progress", "off"]
@@ -58,6 +61,37 @@ def check(code, err, pattern, run_dir, ranks_with_files):
     print("ok:", lines[0])
 
 
+def signal_case(dtrain, run_dir):
+    """SIGUSR2 on a running run: each rank's file, and the line naming rank 1, which
+    sleeps 3 s a step (--straggler) while rank 0 waits for it; the run goes on. (Its last
+    bucket's allreduce may be posted as the sleep begins: then that is what it last did.)"""
+    p = subprocess.Popen([dtrain] + RUN + ["--workers", "2", "--max-steps", "3", "--straggler", "1:3000",
+                                           "--run-dir", run_dir], stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 60
+    while not os.path.exists(os.path.join(run_dir, "config.toml")) and time.time() < deadline:
+        time.sleep(0.05)
+    time.sleep(1.5)  # inside step 1's straggler sleep (3 s)
+    p.send_signal(signal.SIGUSR2)
+    try:
+        _, err = p.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        fail("the run hung")
+    if p.returncode != 0:
+        fail("the run did not go on after SIGUSR2", err)
+    lines = [l for l in err.splitlines() if l.startswith("dtrain: SIGUSR2: ") and "last 64 calls" not in l]
+    if len(lines) != 1 or not re.search(r"^dtrain: SIGUSR2: rank 1 \(host [^)]+\) never entered allreduce #\d+ "
+                                        r"of step 1 \(last: (straggler delay of step 1|allreduce #\d+ of step 1, ended) [\d.]+ s ago\); "
+                                        r"rank 0 waits in it$",
+                                        lines[0]):
+        fail("no SIGUSR2 line naming rank 1", err)
+    for r in (0, 1):
+        with open(os.path.join(run_dir, "flight-rank%d.json" % r)) as f:
+            if json.load(f)["rank"] != r:
+                fail("bad file of rank %d" % r)
+    print("ok:", lines[0])
+
+
 def main():
     dtrain, case = sys.argv[1], sys.argv[2]
     mpiexec = sys.argv[3] if len(sys.argv) > 3 else "mpirun"
@@ -86,6 +120,8 @@ def main():
             check(code, err, r"^dtrain: hang: rank 1 \(host [^)]+\) never entered allreduce #\d+ of step 3 "
                   r"\(no heartbeat for [\d.]+ s: stopped, dead or cut off; at its last one it "
                   r".*\); ranks 0, 2 wait in it$", run_dir, [0, 2])
+        elif case == "local_signal":
+            signal_case(dtrain, run_dir)
         else:
             fail("unknown case " + case)
 

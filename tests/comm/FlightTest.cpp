@@ -28,6 +28,7 @@ FlightCall call(FlightKind kind, uint64_t seq, int64_t step, bool open, float ag
   c.commSize = 4;
   c.open = open;
   c.ageS = ageS;
+  c.postedAgeS = ageS + 0.1f;
   std::strcpy(c.phase, "backward");
   return c;
 }
@@ -88,8 +89,25 @@ TEST(HangDiagnosis, ARankWaitingElsewhereAndOneNeverHeardOf) {
   ranks[1].entered[0] = 5;
   EXPECT_EQ(diagnoseHang(ranks),
             "rank 1 (host h0) never entered allreduce #5 of step 1 (waits in recv from rank 0 (tag 9) "
-            "of step 1 since 2.5 s); ranks 0, 3 wait in it\n  also: rank 2: nothing heard (no "
-            "heartbeat carried its calls)");
+            "of step 1 since 2.5 s); rank 2 never entered allreduce #5 of step 1 (none of its calls is "
+            "known); ranks 0, 3 wait in it");
+  // On a sub-communicator an unknown rank may not be a member: said apart.
+  for (FlightState& s : ranks) {
+    s.oldestOpen.commId = s.latest.commId = 7;
+    s.comms[1] = 7;
+    s.entered[1] = s.entered[0];
+    s.nComms = 2;
+  }
+  ranks[1].hasOpen = 0;
+  ranks[1].latest.open = 0;
+  ranks[1].phaseAgeS = 9;
+  ranks[1].entered[1] = 6;
+  ranks[2].silent = 1;
+  ranks[2].silentS = 3;
+  EXPECT_EQ(diagnoseHang(ranks),
+            "every rank known entered allreduce #5 of step 1 on a group of 4 ranks; ranks 0, 3 wait in it"
+            "\n  also: rank 1 is past it (last: recv from rank 0 (tag 9) of step 1 on a group of 4 ranks, "
+            "ended 2.5 s ago); rank 2: nothing heard (no heartbeat carried its calls)");
 }
 
 TEST(HangDiagnosis, RankRanges) {

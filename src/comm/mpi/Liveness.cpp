@@ -81,12 +81,19 @@ class BeatThread {
     {
       std::lock_guard<std::mutex> lock(beatsMutex_);
       for (int p = 0; p < size_; ++p) {
-        if (p == rank_ || !heard_[p].state.known) continue;
-        FlightState s = heard_[p].state;
+        if (p == rank_) continue;
         const float since = static_cast<float>((now - lastHeardNs(p)) / 1e9);
+        if (!heard_[p].state.known) {  // no beat with its state yet: only its silence
+          out[p].silentS = since;
+          out[p].silent = since * 1000 > limit_.count();
+          continue;
+        }
+        FlightState s = heard_[p].state;
         s.phaseAgeS += since;
         s.oldestOpen.ageS += since;
         s.latest.ageS += since;
+        s.oldestOpen.postedAgeS += since;
+        s.latest.postedAgeS += since;
         s.silentS = since;
         s.silent = since * 1000 > limit_.count();
         out[p] = s;
