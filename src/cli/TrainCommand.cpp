@@ -12,6 +12,7 @@
 #include "api/Schema.h"
 #include "api/Train.h"
 #include "cli/RunDir.h"
+#include "cli/PredictionDrift.h"
 #include "cli/RunSummary.h"
 #include "comm/HangReport.h"
 #include "core/StopSignal.h"
@@ -75,6 +76,7 @@ void run(const TrainFlags& f) {
   if (!out.is_null() && predicted) {
     out["predicted_step_s"] = predicted->stepS;
     out["predicted_samples_per_s"] = predicted->samplesPerS;
+    compareWithPrediction(out, *predicted);  // a phase > 25% off: one line, and "drift"
   }
   if (out.is_null()) return;
   runDir.writeResult(out);
