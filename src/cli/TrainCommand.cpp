@@ -12,7 +12,9 @@
 #include "api/Schema.h"
 #include "api/Train.h"
 #include "cli/RunDir.h"
+#include "cli/PredictionDrift.h"
 #include "cli/RunSummary.h"
+#include "comm/HangReport.h"
 #include "core/StopSignal.h"
 #include "plan/Machine.h"
 #include "plan/Simulator.h"
@@ -62,6 +64,9 @@ void run(const TrainFlags& f) {
   std::optional<plan::Prediction> predicted;
   if (!rc.train.machine.empty())
     predicted = plan::simulate(api::prepared(rc, src), plan::readMachine(rc.train.machine));
+  // A hang (or SIGUSR2) writes each rank's last calls here (comm/HangReport.h);
+  // SIGUSR2's handler is in place once the run directory has its config.
+  comm::flight::enableReports(!f.runDir.dir.empty() ? f.runDir.dir : rc.train.checkpointDir);
   runDir.writeStart(configToml, rc.train.machine);
   nlohmann::json out = api::train(rc, src);
   if (const stop::Stopped s = stop::stopped(); s.stopped) {
@@ -71,6 +76,7 @@ void run(const TrainFlags& f) {
   if (!out.is_null() && predicted) {
     out["predicted_step_s"] = predicted->stepS;
     out["predicted_samples_per_s"] = predicted->samplesPerS;
+    compareWithPrediction(out, *predicted);  // a phase > 25% off: one line, and "drift"
   }
   if (out.is_null()) return;
   runDir.writeResult(out);

@@ -1,8 +1,10 @@
 #include "comm/Communicator.h"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "comm/algorithms/Algorithms.h"
+#include "comm/HangReport.h"
 #include "comm/detail/Check.h"
 #include "comm/detail/ReduceKernels.h"
 #include "core/Error.h"
@@ -13,6 +15,35 @@ using dtrain::detail::concat;
 
 namespace {
 constexpr int kCheckTag = 1;  // internal channel tag of the descriptor exchange
+constexpr int kNeverSentTag = 0x7ffe;  // internal tag no one sends (the skip hook's wait)
+
+// A split's id in the flight recorder: the same on every member, different
+// for each color (FNV-1a over the parent's id and the color).
+uint32_t splitCommId(uint32_t parent, int color) {
+  uint32_t h = 2166136261u;
+  for (uint32_t x : {parent, static_cast<uint32_t>(color)}) h = (h ^ x) * 16777619u;
+  return h <= 1 ? h + 2 : h;  // 0 means none, 1 the world
+}
+
+// Runs a wait; when it times out, reports the hang (HangReport.h) while this
+// rank's call is still open in its recorder, then lets the error go on.
+template <typename F>
+void reportingHangs(F&& wait) {
+  try {
+    wait();
+  } catch (const TimeoutError&) {
+    flight::reportHang();
+    throw;
+  }
+}
+
+// Closes a call's flight entry however it leaves.
+struct FlightEnd {
+  FlightRecorder& recorder;
+  uint64_t token;
+  bool ok = false;
+  ~FlightEnd() { recorder.end(token, !ok); }
+};
 }
 
 void checkUserTag(int tag) {
@@ -55,7 +86,13 @@ Millis remaining(const Call& call) {
 }  // namespace detail
 
 Communicator::Communicator(int rank, int size, Millis timeout)
-    : rank_(rank), size_(size), timeout_(timeout) {}
+    : rank_(rank), size_(size), timeout_(timeout),
+      recorder_(std::make_shared<FlightRecorder>(rank)) {
+  // A top-level communicator is its rank's: the creating thread's phase marks
+  // go to its recorder (split() rebinds to the parent's).
+  FlightRecorder::bindThread(recorder_);
+  flight::track(recorder_);
+}
 
 Communicator::~Communicator() { stopProgressThread(); }
 
@@ -75,17 +112,30 @@ void Communicator::stopProgressThread() {
 
 void Communicator::send(const void* data, size_t count, DType dtype, int dst, int tag,
                         Millis timeout) {
-  isend(data, count, dtype, dst, tag)->wait(timeout);
+  checkUserTag(tag);
+  FlightEnd f{*recorder_, recorder_->begin(FlightKind::Send, static_cast<uint64_t>(tag),
+                                           count * dtypeSize(dtype), dst, commId_, size_)};
+  WorkPtr w = isend(data, count, dtype, dst, tag);
+  reportingHangs([&] { w->wait(timeout); });
+  f.ok = true;
 }
 
 void Communicator::recv(void* data, size_t count, DType dtype, int src, int tag, Millis timeout) {
-  irecv(data, count, dtype, src, tag)->wait(timeout);
+  checkUserTag(tag);
+  FlightEnd f{*recorder_, recorder_->begin(FlightKind::Recv, static_cast<uint64_t>(tag),
+                                           count * dtypeSize(dtype), src, commId_, size_)};
+  WorkPtr w = irecv(data, count, dtype, src, tag);
+  reportingHangs([&] { w->wait(timeout); });
+  f.ok = true;
 }
 
 WorkPtr Communicator::isend(const void* data, size_t count, DType dtype, int dst, int tag) {
   checkUserTag(tag);
   DTRAIN_CHECK(dst >= 0 && dst < size_, "comm: send to rank ", dst, " out of range [0, ", size_,
                ") on ", rankName());
+  // Recorded as posted: its completion is the caller's wait, which the layer does not see.
+  recorder_->end(recorder_->begin(FlightKind::Isend, static_cast<uint64_t>(tag),
+                                  count * dtypeSize(dtype), dst, commId_, size_), false);
   return isendBytes(data, count * dtypeSize(dtype), dst, tag, Channel::User);
 }
 
@@ -93,6 +143,8 @@ WorkPtr Communicator::irecv(void* data, size_t count, DType dtype, int src, int 
   checkUserTag(tag);
   DTRAIN_CHECK(src >= 0 && src < size_, "comm: recv from rank ", src, " out of range [0, ", size_,
                ") on ", rankName());
+  recorder_->end(recorder_->begin(FlightKind::Irecv, static_cast<uint64_t>(tag),
+                                  count * dtypeSize(dtype), src, commId_, size_), false);
   return irecvBytes(data, count * dtypeSize(dtype), src, tag, Channel::User);
 }
 
@@ -151,9 +203,15 @@ void Communicator::runNow(Call& call) {
 }
 
 WorkPtr Communicator::submit(Call call, bool async) {
+  if (commId_ == 1 && flight::skipHookFires(rank_, recorder_->step())) waitElsewhere(call);
+  call.flightToken = recorder_->begin(flightKindOf(call.desc.kind), call.seq,
+                                      call.desc.count * call.elemSize(), -1, commId_, size_);
   if (!async) {
+    FlightEnd f{*recorder_, call.flightToken};
     drain();
-    runNow(call);
+    recorder_->start(call.flightToken);
+    reportingHangs([&] { runNow(call); });
+    f.ok = true;
     return nullptr;
   }
   std::lock_guard<std::mutex> lock(qMutex_);
@@ -174,10 +232,13 @@ void Communicator::progressLoop() {
     queue_.pop_front();
     busy_ = true;
     lock.unlock();
+    recorder_->start(p.call.flightToken);
     try {
-      runNow(p.call);
+      reportingHangs([&] { runNow(p.call); });
+      recorder_->end(p.call.flightToken, false);
       p.work->complete();
     } catch (...) {
+      recorder_->end(p.call.flightToken, true);
       p.work->fail(std::current_exception());
     }
     lock.lock();
@@ -287,9 +348,27 @@ WorkPtr Communicator::barrierAsync(const Options& opts) {
 std::unique_ptr<Communicator> Communicator::split(int color, int key, const Options& opts) {
   drain();
   Call c = makeCall(OpKind::Split, nullptr, nullptr, 0, DType::U8, opts);
+  FlightEnd f{*recorder_, recorder_->begin(FlightKind::Split, c.seq, 0, -1, commId_, size_)};
   c.deadline = detail::deadlineAfter(c.opts.timeout);
   if (size_ > 1 && checksEnabled()) checkCall(c);
-  return splitImpl(color, key, c);
+  std::unique_ptr<Communicator> child = splitImpl(color, key, c);
+  FlightRecorder::bindThread(recorder_);  // the child's constructor bound its own
+  if (child) {
+    child->recorder_ = recorder_;
+    child->commId_ = splitCommId(commId_, color);
+    recorder_->joinComm(child->commId_);
+  }
+  f.ok = true;
+  return child;
+}
+
+void Communicator::waitElsewhere(const Call& call) {
+  const int peer = (rank_ + 1) % size_;
+  FlightEnd f{*recorder_, recorder_->begin(FlightKind::Recv, kNeverSentTag, 1, peer, commId_, size_)};
+  std::fprintf(stderr, "dtrain: rank %d: DTRAIN_TEST_SKIP_CALL: not entering %s; waiting in a "
+               "receive from rank %d instead\n", rank_, call.name(rank_).c_str(), peer);
+  char byte = 0;
+  irecvBytes(&byte, 1, peer, kNeverSentTag, Channel::Internal)->wait(call.opts.timeout * 4);
 }
 
 // ---------------------------------------------------------------- defaults

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "comm/CollectiveTypes.h"
+#include "comm/FlightRecorder.h"
 #include "comm/Work.h"
 #include "tensor/Tensor.h"
 
@@ -38,6 +39,7 @@ struct Call {
   std::vector<size_t> counts;  // allgatherv: elements contributed by each rank
   Options opts;
   uint64_t seq = 0;            // per-communicator call number (errors)
+  uint64_t flightToken = 0;    // its entry in the rank's flight recorder
   detail::Clock::time_point deadline;
   size_t elemSize() const { return dtypeSize(desc.dtype); }
   std::string name(int rank) const;  // "allreduce(count=..) #3 on rank 1"
@@ -114,6 +116,12 @@ class Communicator {
   uint64_t bytesSent() const { return traffic_->sent.load(std::memory_order_relaxed); }
   uint64_t bytesReceived() const { return traffic_->received.load(std::memory_order_relaxed); }
 
+  // --- The rank's flight recorder (FlightRecorder.h), shared by the
+  // communicators split from this one; and this communicator's id in it.
+  FlightRecorder& flightRecorder() const { return *recorder_; }
+  const std::shared_ptr<FlightRecorder>& flightRecorderPtr() const { return recorder_; }
+  uint32_t commId() const { return commId_; }
+
   // --- Used by the algorithms (src/comm/algorithms), not by applications.
   virtual WorkPtr isendBytes(const void* data, size_t bytes, int dst, int tag, Channel ch) = 0;
   virtual WorkPtr irecvBytes(void* data, size_t bytes, int src, int tag, Channel ch) = 0;
@@ -163,11 +171,16 @@ class Communicator {
                 const Options& opts);
   void drain();
   void progressLoop();
+  // Test hook DTRAIN_TEST_SKIP_CALL (FlightRecorder.h): instead of entering
+  // `call`, wait in a receive nothing answers, as a rank stuck elsewhere.
+  void waitElsewhere(const Call& call);
 
   int rank_, size_;
   Millis timeout_;
   bool callChecks_ = true;
   std::atomic<uint64_t> nextSeq_{0};  // makeCall runs on the caller and the progress thread
+  std::shared_ptr<FlightRecorder> recorder_;
+  uint32_t commId_ = 1;  // the world's; a split's derives from its parent's and color
   std::map<int, HierGroups> hier_;
   std::vector<char> scratch_[4];
   // Shared with the hierarchical sub-communicators, so that their traffic counts here.

@@ -4,6 +4,7 @@
 // parallel/ only sees this interface, because parallel sits below runtime.
 #include <string_view>
 
+#include "comm/FlightRecorder.h"
 #include "core/Timer.h"
 
 namespace dtrain::parallel {
@@ -21,11 +22,15 @@ class SpanRecorder {
 };
 
 // A span on the compute lane when a recorder is given (one branch otherwise).
+// Its name is also the rank's phase in its flight recorder (what a hang's
+// diagnosis says a rank last did), with or without a timeline.
 struct SpanScope {
   SpanRecorder* rec;
   const char* name;
   double t0;
-  SpanScope(SpanRecorder* r, const char* n) : rec(r), name(n), t0(r ? nowMicros() : 0) {}
+  SpanScope(SpanRecorder* r, const char* n) : rec(r), name(n), t0(r ? nowMicros() : 0) {
+    comm::flight::enterPhase(n);
+  }
   ~SpanScope() {
     if (rec) rec->span(name, "compute", Lane::Compute, t0, nowMicros());
   }

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <utility>
 
 #include "core/StopSignal.h"
 
@@ -59,6 +60,14 @@ void afterStepForLaunch(int64_t step, int rank, bool reporter) {
     const char* s = std::getenv("DTRAIN_TEST_DIE_RANK");
     return s ? std::atoi(s) : -1;
   }();
+  static const std::pair<int, int64_t> stopAt = [] {
+    const char* s = std::getenv("DTRAIN_TEST_STOP_AT_STEP");
+    int r = -1;
+    long long k = -1;
+    if (!s || std::sscanf(s, "%d:%lld", &r, &k) != 2) return std::pair<int, int64_t>{-1, -1};
+    return std::pair<int, int64_t>{r, k};
+  }();
+  if (rank == stopAt.first && step == stopAt.second) std::raise(SIGSTOP);  // the heartbeat too
   if (step == dieAt && rank == dieRank) {
     std::fprintf(stderr, "dtrain: rank %d: DTRAIN_TEST_DIE_AT_STEP=%lld: exiting as a lost host\n",
                  rank, static_cast<long long>(step));

@@ -9,6 +9,8 @@
 //    checkpoint): the launcher stops a job this way to take a host back.
 //  - Test hook DTRAIN_TEST_DIE_AT_STEP=k with DTRAIN_TEST_DIE_RANK=r: rank r
 //    _exit(9)s after step k, as a host whose processes were killed.
+//  - Test hook DTRAIN_TEST_STOP_AT_STEP=r:k: rank r's process stops itself
+//    (SIGSTOP) after step k, as a host that froze (a hang's diagnosis names it).
 #include <cstdint>
 
 namespace dtrain::runtime {

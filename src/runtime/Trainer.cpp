@@ -365,6 +365,7 @@ TrainResult Trainer::run() {
         break;
       }
       stragglers.beginStep();
+      comm::flight::setStep(step + 1);  // as people count steps (the progress line's)
       {
         SpanScope s(spans, "data");
         Timer waited;

@@ -9,6 +9,8 @@
 #include <mutex>
 #include <thread>
 
+#include "comm/FlightRecorder.h"
+#include "comm/HangReport.h"
 #include "core/Error.h"
 #include "core/Resumed.h"
 
@@ -24,10 +26,28 @@ int64_t nowNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(BeatClock::now().time_since_epoch()).count();
 }
 
+// What a beat carries: its sender's flight state (HangReport.h: how a peer that
+// stops is still described), its latest request that every peer dump its
+// flight recorder, and the latest request of the receiver that it has served.
+struct Beat {
+  FlightState state;
+  uint32_t requestGen = 0;
+  uint32_t servedGen = 0;
+};
+
+std::mutex gRecorderMutex;
+std::shared_ptr<FlightRecorder> gRecorder;  // this process's rank's
+
+std::shared_ptr<FlightRecorder> ownRecorder() {
+  std::lock_guard<std::mutex> lock(gRecorderMutex);
+  return gRecorder;
+}
+
 class BeatThread {
  public:
   BeatThread(Millis limit, int rank, int size)
-      : limit_(limit), rank_(rank), size_(size), lastHeardNs_(new std::atomic<int64_t>[size]) {
+      : limit_(limit), rank_(rank), size_(size), lastHeardNs_(new std::atomic<int64_t>[size]),
+        heard_(size), servedFor_(size, 0), ackFrom_(size, 0) {
     const int64_t start = nowNs();
     for (int k = 0; k < size; ++k) lastHeardNs_[k].store(start);
     period_ = std::clamp(limit / 5, Millis{50}, Millis{1000});
@@ -53,16 +73,67 @@ class BeatThread {
     for (int k = 0; k < size_; ++k) lastHeardNs_[k].store(now, std::memory_order_relaxed);
   }
 
+  // Every rank's flight state: this one's now, the peers' as of their last
+  // beat, aged by the time since it came (and marked with that silence).
+  std::vector<FlightState> states() {
+    std::vector<FlightState> out(size_);
+    const int64_t now = nowNs();
+    {
+      std::lock_guard<std::mutex> lock(beatsMutex_);
+      for (int p = 0; p < size_; ++p) {
+        if (p == rank_) continue;
+        const float since = static_cast<float>((now - lastHeardNs(p)) / 1e9);
+        if (!heard_[p].state.known) {  // no beat with its state yet: only its silence
+          out[p].silentS = since;
+          out[p].silent = since * 1000 > limit_.count();
+          continue;
+        }
+        FlightState s = heard_[p].state;
+        s.phaseAgeS += since;
+        s.oldestOpen.ageS += since;
+        s.latest.ageS += since;
+        s.oldestOpen.postedAgeS += since;
+        s.latest.postedAgeS += since;
+        s.silentS = since;
+        s.silent = since * 1000 > limit_.count();
+        out[p] = s;
+      }
+    }
+    if (auto rec = ownRecorder()) out[rank_] = rec->state();
+    for (int p = 0; p < size_; ++p) out[p].rank = p;
+    return out;
+  }
+
+  // Asks every peer to dump its recorder; waits until each peer that still
+  // beats has said it did, at most a few beat periods.
+  void requestDumps() {
+    const uint32_t gen = ++requestGen_;
+    beatNow_ = true;
+    const int64_t until = nowNs() + (4 * period_ + Millis{1000}).count() * 1000000;
+    for (;;) {
+      bool all = true;
+      {
+        std::lock_guard<std::mutex> lock(beatsMutex_);
+        for (int p = 0; p < size_; ++p)
+          if (p != rank_ && ackFrom_[p] < gen && nowNs() - lastHeardNs(p) < 2 * period_.count() * 1000000)
+            all = false;
+      }
+      if (all || nowNs() > until) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+
  private:
   void loop() {
     // A dead link must not end the job through MPI's default handler (with its
     // own message): beats are best effort, the silence is what counts.
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     std::vector<MPI_Request> sends(size_, MPI_REQUEST_NULL);
-    static const char kBeat = 1;
-    char got = 0;
+    std::vector<Beat> out(size_);  // one buffer per peer: a send's stays untouched until done
+    Beat got;
+    constexpr int kBytes = static_cast<int>(sizeof(Beat));
     MPI_Request recv = MPI_REQUEST_NULL;
-    MPI_Irecv(&got, 1, MPI_CHAR, MPI_ANY_SOURCE, kBeatTag, MPI_COMM_WORLD, &recv);
+    MPI_Irecv(&got, kBytes, MPI_BYTE, MPI_ANY_SOURCE, kBeatTag, MPI_COMM_WORLD, &recv);
     auto nextBeat = BeatClock::now();
     std::unique_lock<std::mutex> lock(mutex_);
     while (!stop_) {
@@ -71,18 +142,21 @@ class BeatThread {
         int flag = 0;
         MPI_Status st;
         if (MPI_Test(&recv, &flag, &st) != MPI_SUCCESS || !flag) break;
-        if (st.MPI_SOURCE >= 0 && st.MPI_SOURCE < size_)
-          lastHeardNs_[st.MPI_SOURCE].store(nowNs(), std::memory_order_relaxed);
-        MPI_Irecv(&got, 1, MPI_CHAR, MPI_ANY_SOURCE, kBeatTag, MPI_COMM_WORLD, &recv);
+        if (st.MPI_SOURCE >= 0 && st.MPI_SOURCE < size_ && st.MPI_SOURCE != rank_) heard(st.MPI_SOURCE, got);
+        MPI_Irecv(&got, kBytes, MPI_BYTE, MPI_ANY_SOURCE, kBeatTag, MPI_COMM_WORLD, &recv);
       }
-      if (BeatClock::now() >= nextBeat) {
+      if (BeatClock::now() >= nextBeat || beatNow_.exchange(false)) {
+        auto rec = ownRecorder();
+        const FlightState mine = rec ? rec->state() : FlightState{};
+        std::lock_guard<std::mutex> beats(beatsMutex_);
         for (int p = 0; p < size_; ++p) {
           if (p == rank_) continue;
           int done = 1;
           if (sends[p] != MPI_REQUEST_NULL) MPI_Test(&sends[p], &done, MPI_STATUS_IGNORE);
           // One beat in flight per peer: a dead link must not pile them up.
-          if (done)
-            MPI_Isend(&kBeat, 1, MPI_CHAR, p, kBeatTag, MPI_COMM_WORLD, &sends[p]);
+          if (!done) continue;
+          out[p] = {mine, requestGen_.load(), servedFor_[p]};
+          MPI_Isend(&out[p], kBytes, MPI_BYTE, p, kBeatTag, MPI_COMM_WORLD, &sends[p]);
         }
         nextBeat = BeatClock::now() + period_;
       }
@@ -97,10 +171,34 @@ class BeatThread {
       if (s != MPI_REQUEST_NULL) MPI_Request_free(&s);  // eager one-byte sends drain on their own
   }
 
+  // A beat from `peer`: it is alive; keep its state; dump when it asks anew.
+  void heard(int peer, const Beat& beat) {
+    lastHeardNs_[peer].store(nowNs(), std::memory_order_relaxed);
+    bool dumpNow = false;
+    {
+      std::lock_guard<std::mutex> lock(beatsMutex_);
+      heard_[peer] = beat;
+      ackFrom_[peer] = std::max(ackFrom_[peer], beat.servedGen);
+      if (beat.requestGen > servedFor_[peer]) {
+        servedFor_[peer] = beat.requestGen;
+        dumpNow = true;
+      }
+    }
+    if (dumpNow) {
+      if (auto rec = ownRecorder()) flight::dump(*rec);
+      beatNow_ = true;  // the answer goes out at once
+    }
+  }
+
   Millis limit_;
   Millis period_;
   int rank_, size_;
   std::unique_ptr<std::atomic<int64_t>[]> lastHeardNs_;
+  std::mutex beatsMutex_;
+  std::vector<Beat> heard_;                     // each peer's last beat
+  std::vector<uint32_t> servedFor_, ackFrom_;  // requests served per peer; our requests they served
+  std::atomic<uint32_t> requestGen_{0};
+  std::atomic<bool> beatNow_{false};
   resumed::Tracker resumed_;
   std::mutex mutex_;
   std::condition_variable cv_;
@@ -122,6 +220,22 @@ std::string seconds(Millis m) {
   return buf;
 }
 
+// Whether this process prints a hang's diagnosis: on SIGUSR2 rank 0; on a hang
+// the lowest rank that waits in a call and still beats (the others wait for it).
+bool printsHang(const std::vector<FlightState>& states, bool onSignal, int rank, Millis limit) {
+  if (onSignal) return rank == 0;
+  for (const FlightState& s : states) {
+    if (s.rank >= rank) break;
+    const bool alive = s.silentS < 0 || s.silentS * 1000 < limit.count();
+    if (s.known && s.hasOpen && alive) {
+      // It prints; this rank's abort must not cut it short.
+      std::this_thread::sleep_for(std::chrono::seconds(6));
+      return true;  // still here: it did not (its view differs); say it once more
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 void startHeartbeat(Millis silenceLimit) {
@@ -131,9 +245,27 @@ void startHeartbeat(Millis silenceLimit) {
   std::lock_guard<std::mutex> lock(gMutex);
   if (size < 2 || gBeat) return;
   gBeat = std::make_shared<BeatThread>(silenceLimit, rank, size);
+  flight::PeerView view;
+  view.states = [] {
+    auto beat = current();
+    return beat ? beat->states() : std::vector<FlightState>{};
+  };
+  view.requestDumps = [] {
+    if (auto beat = current()) beat->requestDumps();
+  };
+  view.prints = [rank, silenceLimit](const std::vector<FlightState>& states, bool onSignal) {
+    return printsHang(states, onSignal, rank, silenceLimit);
+  };
+  flight::setPeerView(std::move(view));
+}
+
+void setHeartbeatRecorder(std::shared_ptr<FlightRecorder> recorder) {
+  std::lock_guard<std::mutex> lock(gRecorderMutex);
+  gRecorder = std::move(recorder);
 }
 
 void stopHeartbeat() {
+  flight::clearPeerView();
   std::shared_ptr<BeatThread> beat;
   {
     std::lock_guard<std::mutex> lock(gMutex);

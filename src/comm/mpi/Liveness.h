@@ -1,6 +1,6 @@
 #pragma once
 // Liveness of the job's processes, apart from how long a call takes
-// (--comm-timeout): every process of an mpi job sends a one-byte beat to every
+// (--comm-timeout): every process of an mpi job sends a small beat to every
 // other process each period from a thread of its own, and records when it last
 // heard from each. A wait then fails when a peer it waits for has been silent
 // longer than the limit (it died, is stopped, or its link is down), while a peer
@@ -17,12 +17,17 @@
 #include <vector>
 
 #include "comm/CollectiveTypes.h"
+#include "comm/FlightRecorder.h"
 
 namespace dtrain::comm::mpi {
 
 // Starts the beat thread (no-op with one process or when running). The period is
 // a fifth of the limit, at most 1 s.
 void startHeartbeat(Millis silenceLimit);
+// Each beat carries this recorder's state (the world communicator's): the
+// peers' view of this rank for a hang's diagnosis (comm/HangReport.h). Starting
+// the heartbeat makes it the diagnosis's source of the other ranks' states.
+void setHeartbeatRecorder(std::shared_ptr<FlightRecorder> recorder);
 // Stops it (before MPI_Finalize: no MPI call may run beside it). Idempotent.
 void stopHeartbeat();
 

@@ -240,6 +240,7 @@ std::unique_ptr<Communicator> makeMpiCommunicator(const BackendConfig& config) {
     if (gRanksOnMachine.load() == 0) gRanksOnMachine = countRanksOnMachine();
   }
   auto comm = std::make_unique<MpiCommunicator>(dup, timeout);
+  setHeartbeatRecorder(comm->flightRecorderPtr());
   // Test seam: DTRAIN_TEST_FREEZE_RANK=r stops rank r's whole process (SIGSTOP:
   // its heartbeat too), as a host that froze or lost its link, once its world is set up.
   if (const char* s = std::getenv("DTRAIN_TEST_FREEZE_RANK"); s && std::atoi(s) == commRank(MPI_COMM_WORLD))

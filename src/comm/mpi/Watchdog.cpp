@@ -1,5 +1,6 @@
 #include "comm/mpi/Watchdog.h"
 
+#include "comm/HangReport.h"
 #include "comm/mpi/Liveness.h"
 #include "core/Resumed.h"
 
@@ -75,6 +76,8 @@ class Watchdog {
                        rank, c.what.c_str(), static_cast<long long>(waited), c.peers.c_str(),
                        c.timeout.count() / 1000.0);
         std::fflush(stderr);
+        lock.unlock();  // the report takes a few beats; calls close meanwhile
+        flight::reportHang();
         MPI_Abort(MPI_COMM_WORLD, 1);
       }
     }
