@@ -126,8 +126,9 @@ class Variable {
 
 // Where a node writes the gradient of one input: `ptr` to a dense buffer
 // shaped like the input, in the input's MemoryFormat where the node says
-// gradientsInInputFormat() (else plain: the engine reorders it); accumulate=true means add to it (beta = 1), false
-// means overwrite (beta = 0). Writing straight into .grad avoids temporaries.
+// gradientsInInputFormat() (else plain: the engine reorders it);
+// accumulate=true means add to it (beta = 1), false means overwrite (beta = 0).
+// Writing straight into .grad avoids temporaries.
 struct GradTarget {
   float* ptr = nullptr;
   bool accumulate = false;

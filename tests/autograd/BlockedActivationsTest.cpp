@@ -33,8 +33,10 @@ Variable block(const std::vector<Variable>& v, MemoryFormat format, Tensor& rm, 
 }
 
 std::vector<Tensor> blockInputs() {
-  return {randn({2, 3, 5, 5}, 1),       randn({16, 3, 3, 3}, 2, 0.3f), randn({16, 16, 3, 3}, 3, 0.1f),
-          randn({16}, 4, 0.1f),         randn({16}, 5, 0.5f),          randn({32, 16, 1, 1}, 6, 0.3f)};
+  // x, the stem (3 -> 16) and 3x3 (16 -> 16) weights, gamma, beta, the 1x1 (16 -> 32) weight.
+  return {randn({2, 3, 5, 5}, 1),        randn({16, 3, 3, 3}, 2, 0.3f),
+          randn({16, 16, 3, 3}, 3, 0.1f), randn({16}, 4, 0.1f),
+          randn({16}, 5, 0.5f),          randn({32, 16, 1, 1}, 6, 0.3f)};
 }
 
 }  // namespace
