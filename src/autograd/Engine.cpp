@@ -14,6 +14,7 @@ using ImplPtr = std::shared_ptr<Impl>;
 void accumulate(Impl& in, Tensor t, const char* opName) {
   DTRAIN_CHECK(t.shape() == in.shape, "backward of ", opName, ": gradient shape ",
                shapeStr(t.shape()), " does not match input shape ", shapeStr(in.shape));
+  t = t.toFormat(in.format);  // a gradient is in its variable's format
   Tensor& g = in.grad;
   if (in.gradStale) {  // logically zero: overwrite, keeping the buffer
     g.copyFrom(t);
@@ -22,15 +23,17 @@ void accumulate(Impl& in, Tensor t, const char* opName) {
   }
   if (!g.defined()) {
     // Take the buffer when nobody else holds it; a gradient must be owned.
-    bool exclusive = t.isContiguous() && t.storage().use_count() == 1;
+    bool exclusive = (t.isContiguous() || t.blocked()) && t.storage().use_count() == 1;
     g = exclusive ? std::move(t) : t.clone();
     return;
   }
-  Tensor src = t.contiguous();
+  Tensor src = t.blocked() ? t : t.contiguous();
   kernels::add(g.data<float>(), src.data<float>(), g.data<float>(), g.numel());
 }
 
 // Gradient sink for one node: routes each input's gradient into its .grad.
+// A node that writes plain gradients gets plain temporaries for its blocked
+// inputs, reordered into their gradients by finish().
 class EngineSink final : public GradSink {
  public:
   explicit EngineSink(Node& node) : node_(node) {}
@@ -38,20 +41,30 @@ class EngineSink final : public GradSink {
 
   GradTarget target(size_t i) override {
     Impl* in = node_.inputs[i].get();
+    if (in->format != MemoryFormat::Plain && !node_.gradientsInInputFormat()) {
+      reordered_.emplace_back(i, Tensor::empty(in->shape));
+      return {reordered_.back().second.data<float>(), false};
+    }
     Tensor& g = in->grad;
     if (in->gradStale) {
       in->gradStale = false;
       return {g.data<float>(), false};
     }
     if (g.defined()) return {g.data<float>(), true};
-    g = Tensor::empty(in->shape);
+    g = Tensor::emptyIn(in->shape, in->format);
     return {g.data<float>(), false};
   }
 
   void add(size_t i, Tensor t) override { accumulate(*node_.inputs[i], std::move(t), node_.name()); }
 
+  void finish() {
+    for (auto& [i, t] : reordered_) accumulate(*node_.inputs[i], std::move(t), node_.name());
+    reordered_.clear();
+  }
+
  private:
   Node& node_;
+  std::vector<std::pair<size_t, Tensor>> reordered_;
 };
 
 void fireHooks(const ImplPtr& leaf) {
@@ -101,7 +114,7 @@ void Variable::backward(const Tensor& gradOutput) {
     stack.pop_back();
   }
 
-  impl_->grad = gradOutput.contiguous().clone();
+  impl_->grad = gradOutput.contiguous().clone().toFormat(impl_->format);
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     ImplPtr v = std::move(*it);  // dropped at the end of this iteration
     std::shared_ptr<Node> fn = std::move(v->gradFn);
@@ -110,7 +123,8 @@ void Variable::backward(const Tensor& gradOutput) {
     v->grad = Tensor();
     if (g.defined()) {
       EngineSink sink(*fn);
-      fn->backward(g, sink);
+      fn->backward(fn->gradientsInInputFormat() ? g : g.contiguous(), sink);
+      sink.finish();
     }
     g = Tensor();
     fn->release();

@@ -51,8 +51,11 @@ Variable sum(const Variable& x);
 Variable mean(const Variable& x);
 
 // Spatial
+// `output` asks for the result's MemoryFormat: ChannelBlocked is granted where
+// the convolution can write it in place (fp32, kernels::convBlockable), else
+// the output is plain. The input may be in either format.
 Variable conv2d(const Variable& x, const Variable& weight, const Variable& bias, int64_t stride = 1,
-                int64_t padding = 0);
+                int64_t padding = 0, MemoryFormat output = MemoryFormat::Plain);
 Variable maxPool2d(const Variable& x, int64_t kernel, int64_t stride, int64_t padding = 0);
 Variable avgPool2d(const Variable& x, int64_t kernel, int64_t stride, int64_t padding = 0);
 // Mean over H and W: [N, C, H, W] -> [N, C] (adaptive_avg_pool2d(x, 1) then flatten).

@@ -18,6 +18,7 @@ GradModeGuard::~GradModeGuard() { tGradEnabled = prev_; }
 Variable::Variable(Tensor data, bool requiresGrad)
     : impl_(std::make_shared<detail::VariableImpl>()) {
   impl_->shape = data.shape();
+  impl_->format = data.format();
   impl_->data = std::move(data);
   acquire();
   setRequiresGrad(requiresGrad);
@@ -73,6 +74,7 @@ Variable record(Tensor out, std::shared_ptr<Node> node,
                 std::initializer_list<const Variable*> inputs) {
   auto impl = std::make_shared<detail::VariableImpl>();
   impl->shape = out.shape();
+  impl->format = out.format();
   impl->data = std::move(out);
   impl->requiresGrad = true;
   for (const Variable* v : inputs)

@@ -27,6 +27,7 @@ struct VariableImpl {
   // activations nothing needs are freed during forward, not after backward.
   Tensor data;
   Shape shape;                   // data's shape, kept when data is released
+  MemoryFormat format = MemoryFormat::Plain;  // data's, kept too: the gradient's format
   std::atomic<int> handles{0};   // Variable objects referring to this
   Tensor grad;  // leaf: accumulated gradient; non-leaf: transient during backward
   // zeroGrad() only marks the buffer stale (logically zero): the next backward
@@ -81,6 +82,7 @@ class Variable {
   // swaps a parameter between its shard and the whole tensor).
   void setData(Tensor data) {
     impl_->shape = data.shape();
+    impl_->format = data.format();
     impl_->data = std::move(data);
   }
   // Zeroes .grad, keeping its buffer (grads may be views into a communication
@@ -122,9 +124,11 @@ class Variable {
   std::shared_ptr<detail::VariableImpl> impl_;
 };
 
-// Where a node writes the gradient of one input: `ptr` to a contiguous buffer
-// shaped like the input; accumulate=true means add to it (beta = 1), false
-// means overwrite (beta = 0). Writing straight into .grad avoids temporaries.
+// Where a node writes the gradient of one input: `ptr` to a dense buffer
+// shaped like the input, in the input's MemoryFormat where the node says
+// gradientsInInputFormat() (else plain: the engine reorders it);
+// accumulate=true means add to it (beta = 1), false means overwrite (beta = 0).
+// Writing straight into .grad avoids temporaries.
 struct GradTarget {
   float* ptr = nullptr;
   bool accumulate = false;
@@ -147,6 +151,11 @@ class Node {
   virtual const char* name() const = 0;
   virtual void backward(const Tensor& gradOut, GradSink& sink) = 0;
   virtual void release() {}
+  // True where backward writes each input's gradient in that input's
+  // MemoryFormat (targets and add()ed tensors) and reads gradOut in the
+  // output's; false (the default): everything plain, and the engine reorders
+  // between the node and inputs that are blocked.
+  virtual bool gradientsInInputFormat() const { return false; }
 
   std::vector<std::shared_ptr<detail::VariableImpl>> inputs;
 };

@@ -74,7 +74,7 @@ Conv2d::Conv2d(int64_t in, int64_t out, int64_t kernel, Rng& rng, int64_t stride
   }
 }
 Variable Conv2d::forward(const Variable& x) {
-  return autograd::conv2d(x, weight, bias, stride, padding);
+  return autograd::conv2d(x, weight, bias, stride, padding, output);
 }
 std::string Conv2d::describe() const {
   auto& s = weight.shape();

@@ -45,6 +45,9 @@ class Conv2d : public Module {
   std::string describe() const override;
   Variable weight, bias;  // [out, in, k, k], [out]
   int64_t stride, padding;
+  // The format asked of autograd::conv2d for the output: ChannelBlocked where
+  // the next layers read it (a ResNet's BatchNorm and convolutions).
+  MemoryFormat output = MemoryFormat::Plain;
 };
 
 class MaxPool2d : public Module {

@@ -29,10 +29,16 @@ BasicBlock::BasicBlock(int64_t in, int64_t out, int64_t stride, Rng& rng) {
   registerModule("bn2", bn2);
   if (stride != 1 || in != out) {
     downsample = std::make_shared<Sequential>();
-    downsample->append(resnetConv(in, out, 1, stride, rng));
+    projection = resnetConv(in, out, 1, stride, rng);
+    downsample->append(projection);
     downsample->append(std::make_shared<BatchNorm2d>(out));
     registerModule("downsample", downsample);
   }
+}
+
+void BasicBlock::setActivationFormat(MemoryFormat f) {
+  conv1->output = conv2->output = f;
+  if (projection) projection->output = f;
 }
 
 Variable BasicBlock::forward(const Variable& x) {
@@ -64,6 +70,14 @@ ResNet::ResNet(int64_t n, int64_t channels, int64_t classes, Rng& rng) {
   registerModule("layer3", layer3);
   fc = std::make_shared<Linear>(64, classes, rng);
   registerModule("fc", fc);
+  setActivationFormat(MemoryFormat::ChannelBlocked);
+}
+
+void ResNet::setActivationFormat(MemoryFormat f) {
+  conv1->output = f;
+  for (const auto& stage : {layer1, layer2, layer3})
+    for (const auto& [name, block] : stage->children())
+      std::static_pointer_cast<BasicBlock>(block)->setActivationFormat(f);
 }
 
 Variable ResNet::forward(const Variable& x) {

@@ -30,6 +30,8 @@ class BasicBlock : public Module {
   std::shared_ptr<Conv2d> conv1, conv2;
   std::shared_ptr<BatchNorm2d> bn1, bn2;
   std::shared_ptr<Sequential> downsample;  // null: identity shortcut
+  std::shared_ptr<Conv2d> projection;      // downsample's convolution
+  void setActivationFormat(MemoryFormat f);
 };
 
 class ResNet : public Module {
@@ -42,6 +44,11 @@ class ResNet : public Module {
   std::shared_ptr<BatchNorm2d> bn1;
   std::shared_ptr<Sequential> layer1, layer2, layer3;
   std::shared_ptr<Linear> fc;
+  // ChannelBlocked (the default): the activations stay in oneDNN's blocked
+  // layout from the stem convolution to the pooling (BatchNorm, its ReLU, the
+  // residual add and the pooling read it), reordered only at those two edges.
+  // Plain: every layer in NCHW (the same network; sums in another order).
+  void setActivationFormat(MemoryFormat f);
 };
 
 // "resnet-20", "resnet-32", "resnet-56".

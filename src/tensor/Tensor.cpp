@@ -4,6 +4,8 @@
 #include <numeric>
 #include <sstream>
 
+#include "tensor/cpu/Blocked.h"
+
 namespace dtrain {
 
 int64_t shapeNumel(const Shape& s) {
@@ -43,6 +45,29 @@ Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
   for (int64_t d : shape) DTRAIN_CHECK(d >= 0, "Tensor::empty: negative dimension in shape ", shapeStr(shape));
   auto storage = std::make_shared<Storage>(shapeNumel(shape) * dtypeSize(dtype), device);
   return Tensor(std::move(storage), shape, contiguousStrides(shape), 0, dtype);
+}
+
+bool Tensor::blockable(const Shape& shape) {
+  return shape.size() == 4 && shape[1] > 0 && shape[1] % kernels::kChannelBlock == 0;
+}
+
+Tensor Tensor::emptyBlocked(const Shape& shape) {
+  DTRAIN_CHECK(blockable(shape), "Tensor::emptyBlocked: ", shapeStr(shape),
+               " is not [N, C, H, W] with C a multiple of ", kernels::kChannelBlock);
+  Tensor t = empty(shape);
+  t.format_ = MemoryFormat::ChannelBlocked;
+  return t;
+}
+
+Tensor Tensor::emptyIn(const Shape& shape, MemoryFormat format) {
+  return format == MemoryFormat::ChannelBlocked ? emptyBlocked(shape) : empty(shape);
+}
+
+Tensor Tensor::toFormat(MemoryFormat format) const {
+  if (format == format_) return *this;
+  Tensor t = emptyIn(shape_, format);
+  t.copyFrom(*this);
+  return t;
 }
 
 Tensor Tensor::fromStorage(std::shared_ptr<Storage> storage, const Shape& shape, DType dtype) {
@@ -93,6 +118,7 @@ int64_t Tensor::normDim(int64_t d) const {
 int64_t Tensor::size(int64_t d) const { return shape_[normDim(d)]; }
 
 bool Tensor::isContiguous() const {
+  if (blocked()) return false;
   int64_t acc = 1;
   for (size_t i = shape_.size(); i-- > 0;) {
     if (shape_[i] != 1 && strides_[i] != acc) return false;
@@ -135,7 +161,7 @@ Tensor Tensor::reshape(const Shape& shape) const {
 Tensor Tensor::transpose(int64_t a, int64_t b) const {
   a = normDim(a);
   b = normDim(b);
-  Tensor t = *this;
+  Tensor t = plainView();
   std::swap(t.shape_[a], t.shape_[b]);
   std::swap(t.strides_[a], t.strides_[b]);
   return t;
@@ -145,7 +171,7 @@ Tensor Tensor::slice(int64_t d, int64_t start, int64_t end) const {
   d = normDim(d);
   DTRAIN_CHECK(0 <= start && start <= end && end <= shape_[d], "slice [", start, ", ", end,
                ") out of range for dimension ", d, " of size ", shape_[d]);
-  Tensor t = *this;
+  Tensor t = plainView();
   t.offset_ += start * strides_[d];
   t.shape_[d] = end - start;
   t.numel_ = shapeNumel(t.shape_);
@@ -156,7 +182,7 @@ Tensor Tensor::select(int64_t d, int64_t index) const {
   d = normDim(d);
   DTRAIN_CHECK(0 <= index && index < shape_[d], "select: index ", index,
                " out of range for dimension ", d, " of size ", shape_[d]);
-  Tensor t = *this;
+  Tensor t = plainView();
   t.offset_ += index * strides_[d];
   t.shape_.erase(t.shape_.begin() + d);
   t.strides_.erase(t.strides_.begin() + d);
@@ -211,6 +237,10 @@ void Tensor::copyFrom(const Tensor& src) {
                shapeStr(shape_));
   DTRAIN_CHECK(dtype_ == src.dtype_, "copyFrom: dtype ", dtypeName(src.dtype_), " into ",
                dtypeName(dtype_));
+  if (blocked() || src.blocked()) {
+    copyAcrossFormats(src);
+    return;
+  }
   if (isContiguous() && src.isContiguous()) {
     std::memmove(rawData(), src.rawData(), nbytes());
     return;
@@ -219,25 +249,46 @@ void Tensor::copyFrom(const Tensor& src) {
               src.strides_, shape_, dtypeSize(dtype_));
 }
 
+// The copy across formats: both sides dense (a strided plain side is made
+// contiguous first), one reorder.
+void Tensor::copyAcrossFormats(const Tensor& src) {
+  if (format_ == src.format_) {
+    std::memmove(rawData(), src.rawData(), nbytes());
+    return;
+  }
+  const int64_t N = shape_[0], C = shape_[1], S = shape_[2] * shape_[3];
+  if (blocked()) {
+    const Tensor plain = src.contiguous();
+    kernels::toChannelBlocked(plain.data<float>(), data<float>(), N, C, S);
+  } else if (isContiguous()) {
+    kernels::fromChannelBlocked(src.data<float>(), data<float>(), N, C, S);
+  } else {
+    copyFrom(src.contiguous());
+  }
+}
+
+Tensor Tensor::plainView() const { return blocked() ? contiguous() : *this; }
+
 Tensor Tensor::contiguous() const {
   if (isContiguous()) return *this;
+  if (blocked()) return toFormat(MemoryFormat::Plain);
   return clone();
 }
 
 Tensor Tensor::clone() const {
-  Tensor t = empty(shape_, dtype_, device());
+  Tensor t = blocked() ? emptyBlocked(shape_) : empty(shape_, dtype_, device());
   t.copyFrom(*this);
   return t;
 }
 
 void Tensor::fill(float value) {
-  DTRAIN_CHECK(isContiguous(), "fill: tensor is not contiguous");
+  DTRAIN_CHECK(isContiguous() || blocked(), "fill: tensor is not contiguous");
   float* p = data<float>();
   for (int64_t i = 0; i < numel_; ++i) p[i] = value;
 }
 
 void Tensor::zero() {
-  DTRAIN_CHECK(isContiguous(), "zero: tensor is not contiguous");
+  DTRAIN_CHECK(isContiguous() || blocked(), "zero: tensor is not contiguous");
   std::memset(rawData(), 0, nbytes());
 }
 
@@ -248,6 +299,7 @@ float Tensor::item() const {
 }
 
 float Tensor::at(std::initializer_list<int64_t> index) const {
+  if (blocked()) return contiguous().at(index);
   DTRAIN_CHECK(static_cast<int64_t>(index.size()) == dim(), "at: ", index.size(),
                " indices for a ", dim(), "-d tensor");
   int64_t off = 0, k = 0;

@@ -16,6 +16,14 @@ namespace dtrain {
 
 using Shape = std::vector<int64_t>;
 
+// How a tensor's values lie in memory. Plain: row-major over its shape (with
+// strides). ChannelBlocked: a dense 4-d [N, C, H, W] f32 tensor, C a multiple
+// of 16, stored as oneDNN's nChw16c (tensor/cpu/Blocked.h), which its
+// convolutions read and write without reorders. A blocked tensor is not
+// contiguous(): contiguous(), reshape() and the views give the plain values,
+// reordered, so a consumer that does not know the layout reads it correctly.
+enum class MemoryFormat : uint8_t { Plain, ChannelBlocked };
+
 int64_t shapeNumel(const Shape& s);
 std::string shapeStr(const Shape& s);  // "[64, 784]"
 
@@ -29,6 +37,10 @@ class Tensor {
   static Tensor fromVector(const std::vector<float>& values, const Shape& shape);
   static Tensor fromInts(const std::vector<int32_t>& values, const Shape& shape);  // I32
   // A contiguous tensor over the whole of `storage` (e.g. Storage's borrowed memory).
+  // Uninitialized [N, C, H, W] f32 in MemoryFormat::ChannelBlocked (C % 16 == 0).
+  static Tensor emptyBlocked(const Shape& shape);
+  static Tensor emptyIn(const Shape& shape, MemoryFormat format);
+  static bool blockable(const Shape& shape);  // 4-d with C a positive multiple of 16
   static Tensor fromStorage(std::shared_ptr<Storage> storage, const Shape& shape, DType dtype);
 
   bool defined() const { return storage_ != nullptr; }
@@ -40,7 +52,11 @@ class Tensor {
   DType dtype() const { return dtype_; }
   Device device() const { return storage_ ? storage_->device() : Device::cpu(); }
   size_t nbytes() const { return static_cast<size_t>(numel_) * dtypeSize(dtype_); }
-  bool isContiguous() const;
+  bool isContiguous() const;  // plain and dense (false for a blocked tensor)
+  MemoryFormat format() const { return format_; }
+  bool blocked() const { return format_ == MemoryFormat::ChannelBlocked; }
+  // The same values in `format` (this tensor when it is in it already, else a copy).
+  Tensor toFormat(MemoryFormat format) const;
   int64_t offset() const { return offset_; }
   const std::shared_ptr<Storage>& storage() const { return storage_; }
 
@@ -69,7 +85,7 @@ class Tensor {
   // Copies.
   Tensor contiguous() const;
   Tensor clone() const;
-  void copyFrom(const Tensor& src);  // same shape; any strides
+  void copyFrom(const Tensor& src);  // same shape; any strides or formats
   void fill(float value);
   void zero();
 
@@ -81,6 +97,8 @@ class Tensor {
  private:
   Tensor(std::shared_ptr<Storage> storage, Shape shape, Shape strides, int64_t offset, DType dtype);
   void checkType(DType t) const;
+  void copyAcrossFormats(const Tensor& src);
+  Tensor plainView() const;  // this, or the plain copy of a blocked tensor (for views)
   int64_t normDim(int64_t d) const;
 
   std::shared_ptr<Storage> storage_;
@@ -88,6 +106,7 @@ class Tensor {
   int64_t offset_ = 0;
   int64_t numel_ = 0;
   DType dtype_ = DType::F32;
+  MemoryFormat format_ = MemoryFormat::Plain;
 };
 
 Shape contiguousStrides(const Shape& shape);

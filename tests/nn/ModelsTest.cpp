@@ -9,6 +9,7 @@
 #include "nn/Init.h"
 #include "nn/Models.h"
 #include "nn/RecomputeModes.h"
+#include "nn/ResNet.h"
 
 using namespace dtrain;
 using namespace dtrain::nn;
@@ -214,4 +215,34 @@ TEST(Layers, SequentialPoolsBeforeReluWithTheSameResult) {
   ya.backward(g);
   yb.backward(g);
   EXPECT_EQ(a.grad().toVector(), b.grad().toVector());
+}
+
+// Blocked activations (the default) against every layer in NCHW: the same
+// network, with BatchNorm's sums and the 1x1 shortcuts' kernels in another
+// order, so equal to float rounding.
+TEST(Models, ResNetBlockedActivationsMatchPlain) {
+  auto blocked = buildModel("resnet-20", {}, 4), plain = buildModel("resnet-20", {}, 4);
+  std::static_pointer_cast<ResNet>(plain)->setActivationFormat(MemoryFormat::Plain);
+  Rng rng(5);
+  Tensor x = Tensor::empty({4, 1, 12, 12});
+  init::normal(x, 0.f, 1.f, rng);
+  Tensor y = Tensor::fromInts({1, 7, 3, 0}, {4});
+  std::vector<float> logits[2];
+  int i = 0;
+  for (auto* m : {plain.get(), blocked.get()}) {
+    Variable out = m->forward(Variable(x));
+    logits[i++] = out.data().toVector();
+    autograd::crossEntropy(out, y).backward();
+  }
+  for (size_t k = 0; k < logits[0].size(); ++k)
+    EXPECT_NEAR(logits[1][k], logits[0][k], 1e-4 * (1 + std::abs(logits[0][k])));
+  auto pp = plain->namedParameters(), bp = blocked->namedParameters();
+  ASSERT_EQ(pp.size(), bp.size());
+  for (size_t p = 0; p < pp.size(); ++p) {
+    const auto a = pp[p].second.grad().toVector(), b = bp[p].second.grad().toVector();
+    float scale = 0;
+    for (float v : a) scale = std::max(scale, std::abs(v));
+    for (size_t k = 0; k < a.size(); ++k)
+      ASSERT_NEAR(b[k], a[k], 1e-3 * scale + 1e-6) << pp[p].first << " element " << k;
+  }
 }

@@ -7,6 +7,7 @@
 #include "autograd/Precision.h"
 #include "autograd/ops/OpUtil.h"
 #include "tensor/cpu/Bf16.h"
+#include "tensor/cpu/Blocked.h"
 #include "tensor/cpu/Norm.h"
 
 namespace dtrain::autograd {
@@ -45,11 +46,13 @@ class SavedNormNode : public Node {
 class BatchNormNode final : public SavedNormNode {
  public:
   BatchNormNode(Tensor x, Tensor gamma, Tensor mean, Tensor invStd, Tensor y, bool training,
-                bool residual, double count, SumAcrossRanks sync)
+                bool residual, MemoryFormat residualFormat, double count, SumAcrossRanks sync)
       : SavedNormNode(std::move(x), std::move(gamma), std::move(mean), std::move(invStd)),
-        y_(std::move(y)), training_(training), residual_(residual), count_(count),
+        y_(std::move(y)), training_(training), residual_(residual),
+        residualFormat_(residualFormat), count_(count),
         sync_(std::move(sync)) {}
   const char* name() const override { return "batch_norm2d"; }
+  bool gradientsInInputFormat() const override { return true; }
   void release() override {
     SavedNormNode::release();
     y_ = Tensor();
@@ -57,28 +60,36 @@ class BatchNormNode final : public SavedNormNode {
   void backward(const Tensor& gy, GradSink& sink) override {
     const int64_t N = x_.size(0), C = x_.size(1), S = x_.numel() / std::max<int64_t>(1, N * C);
     const int64_t numel = x_.numel();
-    const bool relu = y_.defined();
+    const bool relu = y_.defined(), blocked = x_.blocked();
+    // gy, x, y and the masked gradient share x's format; the residual's
+    // gradient is written in it directly where the residual came in it too.
+    const bool residualDirect = residualFormat_ == x_.format();
     // With ReLU the masked gradient is the residual's gradient too: written
     // straight into it when it holds none yet.
     Tensor masked;
     float* maskOut = nullptr;
     bool residualDone = false;
     if (relu) {
-      if (residual_ && sink.needs(3)) {
+      if (residual_ && residualDirect && sink.needs(3)) {
         GradTarget t = sink.target(3);
         if (!t.accumulate) maskOut = t.ptr, residualDone = true;
       }
       if (!residualDone) {
-        masked = Tensor::empty(x_.shape());
+        masked = Tensor::emptyIn(x_.shape(), x_.format());
         maskOut = masked.data<float>();
       }
     }
     const float* g = relu ? maskOut : gy.data<float>();
     std::vector<double> sums(2 * C);
-    kernels::batchNormBackwardSums(x_.data<float>(), relu ? y_.data<float>() : nullptr,
-                                   gy.data<float>(), mean_.data<float>(), maskOut, sums.data(),
-                                   sums.data() + C, N, C, S);
-    if (residual_ && sink.needs(3) && !residualDone) detail::writeScaled(sink, 3, 1.f, g, numel);
+    (blocked ? kernels::batchNormBackwardSumsBlocked : kernels::batchNormBackwardSums)(
+        x_.data<float>(), relu ? y_.data<float>() : nullptr, gy.data<float>(), mean_.data<float>(),
+        maskOut, sums.data(), sums.data() + C, N, C, S);
+    if (residual_ && sink.needs(3) && !residualDone) {
+      if (residualDirect)
+        detail::writeScaled(sink, 3, 1.f, g, numel);
+      else
+        sink.add(3, (relu ? masked : gy).toFormat(residualFormat_));
+    }
     const bool affine = gamma_.defined();
     const float* is = invStd_.data<float>();
     if (affine && sink.needs(1)) {
@@ -106,14 +117,15 @@ class BatchNormNode final : public SavedNormNode {
       }
     }
     detail::writeGrad(sink, 0, numel, [&](float* out) {
-      kernels::batchNormBackwardApply(x_.data<float>(), g, mean_.data<float>(), k.data(),
-                                      meanG.data(), q.data(), out, N, C, S);
+      (blocked ? kernels::batchNormBackwardApplyBlocked : kernels::batchNormBackwardApply)(
+          x_.data<float>(), g, mean_.data<float>(), k.data(), meanG.data(), q.data(), out, N, C, S);
     });
   }
 
  private:
   Tensor y_;
   bool training_, residual_;
+  MemoryFormat residualFormat_;
   double count_;  // values per channel the statistics came from (all replicas' under SyncBN)
   SumAcrossRanks sync_;
 };
@@ -155,7 +167,8 @@ Variable batchNorm2d(const Variable& x, const Variable& gamma, const Variable& b
 
 Variable batchNorm2dAct(const Variable& x, const Variable& gamma, const Variable& beta,
                         const Variable& residual, const BatchNormSpec& spec) {
-  Tensor xd = detail::contig(x, "batch_norm2d", "input");
+  // A channel-blocked input stays blocked: the output and the gradients too.
+  Tensor xd = detail::denseData(x, "batch_norm2d", "input");
   DTRAIN_CHECK(xd.dim() == 4, "batch_norm2d: expected NCHW input, got ", shapeStr(xd.shape()));
   DTRAIN_CHECK(spec.runMean && spec.runVar, "batch_norm2d: no running statistics");
   const int64_t N = xd.size(0), C = xd.size(1), S = xd.size(2) * xd.size(3);
@@ -167,7 +180,7 @@ Variable batchNorm2dAct(const Variable& x, const Variable& gamma, const Variable
                " channels");
   Tensor r;
   if (residual.defined()) {
-    r = detail::contig(residual, "batch_norm2d", "residual");
+    r = detail::denseData(residual, "batch_norm2d", "residual").toFormat(xd.format());
     DTRAIN_CHECK(r.shape() == xd.shape(), "batch_norm2d: residual ", shapeStr(r.shape()),
                  " for input ", shapeStr(xd.shape()));
   }
@@ -177,13 +190,21 @@ Variable batchNorm2dAct(const Variable& x, const Variable& gamma, const Variable
   float* m = mean.data<float>();
   float* is = invStd.data<float>();
   double count = static_cast<double>(N * S);
+  const bool blocked = xd.blocked();
   if (spec.training) {
     // Sums around a pivot near the mean: a value of the channel, or under
     // SyncBN the running mean (the same on every replica).
     std::vector<float> pivot(C);
-    for (int64_t c = 0; c < C; ++c) pivot[c] = spec.sync ? rm[c] : xd.data<float>()[c * S];
+    // The channel's first value: at c * S plain, at lane c % 16 of its block's first pixel blocked.
+    const auto first = [&](int64_t c) {
+      return blocked ? c / kernels::kChannelBlock * kernels::kChannelBlock * S +
+                           c % kernels::kChannelBlock
+                     : c * S;
+    };
+    for (int64_t c = 0; c < C; ++c) pivot[c] = spec.sync ? rm[c] : xd.data<float>()[first(c)];
     std::vector<double> sums(2 * C);
-    kernels::batchNormSums(xd.data<float>(), pivot.data(), sums.data(), sums.data() + C, N, C, S);
+    (blocked ? kernels::batchNormSumsBlocked : kernels::batchNormSums)(
+        xd.data<float>(), pivot.data(), sums.data(), sums.data() + C, N, C, S);
     if (spec.sync) {  // one allreduce of [sum | squared sum | count]
       std::vector<float> all(2 * C + 1);
       for (int64_t i = 0; i < 2 * C; ++i) all[i] = static_cast<float>(sums[i]);
@@ -216,14 +237,15 @@ Variable batchNorm2dAct(const Variable& x, const Variable& gamma, const Variable
     scale[c] = is[c] * (g.defined() ? g.data<float>()[c] : 1.f);
     shift[c] = (b.defined() ? b.data<float>()[c] : 0.f) - m[c] * scale[c];
   }
-  Tensor y = Tensor::empty(xd.shape());
-  kernels::batchNormApply(xd.data<float>(), scale.data(), shift.data(),
-                          r.defined() ? r.data<float>() : nullptr, spec.relu, y.data<float>(), N, C,
-                          S);
+  Tensor y = Tensor::emptyIn(xd.shape(), xd.format());
+  (blocked ? kernels::batchNormApplyBlocked : kernels::batchNormApply)(
+      xd.data<float>(), scale.data(), shift.data(), r.defined() ? r.data<float>() : nullptr,
+      spec.relu, y.data<float>(), N, C, S);
   if (!needsGraph({&x, &gamma, &beta, &residual})) return Variable(std::move(y));
-  auto node = std::make_shared<BatchNormNode>(xd, g, mean, invStd, spec.relu ? y : Tensor(),
-                                              spec.training, residual.defined(), count,
-                                              spec.training ? spec.sync : SumAcrossRanks());
+  auto node = std::make_shared<BatchNormNode>(
+      xd, g, mean, invStd, spec.relu ? y : Tensor(), spec.training, residual.defined(),
+      residual.defined() ? residual.data().format() : MemoryFormat::Plain, count,
+      spec.training ? spec.sync : SumAcrossRanks());
   return record(std::move(y), std::move(node), {&x, &gamma, &beta, &residual});
 }
 

@@ -43,6 +43,13 @@ inline Tensor contig(const Variable& v, const char* op, const char* what) {
   return checkF32(v, op, what).contiguous();
 }
 
+// A variable's f32 data as an op that reads MemoryFormat::ChannelBlocked
+// takes it: a blocked tensor as it is, anything else contiguous.
+inline Tensor denseData(const Variable& v, const char* op, const char* what) {
+  const Tensor& t = checkF32(v, op, what);
+  return t.blocked() ? t : t.contiguous();
+}
+
 // A bf16 copy of n = numel(shape) fp32 values (what --precision bf16 saves or multiplies).
 inline Tensor toBf16(const float* x, const Shape& shape) {
   Tensor out = Tensor::empty(shape, DType::BF16);

@@ -17,9 +17,17 @@ using detail::writeGrad;
 // packed once for both backward passes.
 class Conv2dNode final : public Node {
  public:
-  Conv2dNode(kernels::ConvShape s, Tensor x, Tensor w, bool hasBias, kernels::ConvPacking packing)
-      : s_(s), x_(std::move(x)), w_(std::move(w)), hasBias_(hasBias), packing_(packing) {}
+  Conv2dNode(kernels::ConvShape s, Tensor x, Tensor w, bool hasBias, kernels::ConvPacking packing,
+             kernels::ConvLayout layout)
+      : s_(s),
+        x_(std::move(x)),
+        w_(std::move(w)),
+        hasBias_(hasBias),
+        packing_(packing),
+        layout_(layout) {}
   const char* name() const override { return "conv2d"; }
+  // Blocked activations: gy comes and gx goes in their layouts.
+  bool gradientsInInputFormat() const override { return layout_.x || layout_.y; }
   void backward(const Tensor& gy, GradSink& sink) override {
     const bool nx = sink.needs(0), nw = sink.needs(1), nb = hasBias_ && sink.needs(2);
     // The kernel overwrites its outputs; accumulate through temporaries where needed.
@@ -50,7 +58,7 @@ class Conv2dNode final : public Node {
                                 gx, gw, gb);
     } else {
       kernels::convolveBackward(s_, x_.data<float>(), w_.data<float>(), gy.data<float>(), gx, gw,
-                                gb);
+                                gb, layout_);
     }
     if (tx.defined()) kernels::add(Tx.ptr, gx, Tx.ptr, x_.numel());
     if (tw.defined()) kernels::add(Tw.ptr, gw, Tw.ptr, w_.numel());
@@ -63,6 +71,7 @@ class Conv2dNode final : public Node {
   Tensor x_, w_;
   bool hasBias_;
   kernels::ConvPacking packing_;
+  kernels::ConvLayout layout_;
 };
 
 class MaxPoolNode final : public Node {
@@ -94,6 +103,24 @@ class AvgPoolNode final : public Node {
   kernels::PoolShape s_;
 };
 
+// Global average pooling of a channel-blocked input: the plain [N, C, 1, 1]
+// means, and their gradient spread back over the blocked pixels.
+class BlockedGlobalPoolNode final : public Node {
+ public:
+  explicit BlockedGlobalPoolNode(Shape x) : x_(std::move(x)) {}
+  const char* name() const override { return "global_avg_pool2d"; }
+  bool gradientsInInputFormat() const override { return true; }
+  void backward(const Tensor& gy, GradSink& sink) override {
+    const int64_t N = x_[0], C = x_[1], S = x_[2] * x_[3];
+    writeGrad(sink, 0, N * C * S, [&](float* o) {
+      kernels::globalAvgPoolBackwardBlocked(gy.data<float>(), o, N, C, S);
+    });
+  }
+
+ private:
+  Shape x_;
+};
+
 kernels::PoolShape poolShape(const Tensor& x, int64_t k, int64_t stride, int64_t pad,
                              const char* op) {
   DTRAIN_CHECK(x.dim() == 4, op, ": expected NCHW input, got ", shapeStr(x.shape()));
@@ -108,8 +135,9 @@ kernels::PoolShape poolShape(const Tensor& x, int64_t k, int64_t stride, int64_t
 }  // namespace
 
 Variable conv2d(const Variable& x, const Variable& weight, const Variable& bias, int64_t stride,
-                int64_t padding) {
-  Tensor xd = detail::contig(x, "conv2d", "input"), wd = detail::contig(weight, "conv2d", "weight");
+                int64_t padding, MemoryFormat output) {
+  Tensor xd = detail::denseData(x, "conv2d", "input"),
+         wd = detail::contig(weight, "conv2d", "weight");
   DTRAIN_CHECK(xd.dim() == 4 && wd.dim() == 4 && xd.size(1) == wd.size(1), "conv2d: input ",
                shapeStr(xd.shape()), " does not match weight ", shapeStr(wd.shape()));
   DTRAIN_CHECK(stride > 0 && padding >= 0, "conv2d: bad stride ", stride, " or padding ", padding);
@@ -122,12 +150,18 @@ Variable conv2d(const Variable& x, const Variable& weight, const Variable& bias,
     bd = detail::contig(bias, "conv2d", "bias");
     DTRAIN_CHECK(bd.numel() == s.Cout, "conv2d: bias of ", bd.numel(), " for ", s.Cout, " channels");
   }
-  Tensor y = Tensor::empty({s.N, s.Cout, s.outH(), s.outW()});
+  // Blocked activations are fp32 only: bf16 operands take the plain (or packed) path.
+  const bool bf16 = precision() == Precision::BF16;
+  if (bf16) xd = xd.contiguous();
+  const kernels::ConvLayout layout{
+      xd.blocked(), !bf16 && output == MemoryFormat::ChannelBlocked && kernels::convBlockable(s)};
+  Tensor y = Tensor::emptyIn({s.N, s.Cout, s.outH(), s.outW()},
+                             layout.y ? MemoryFormat::ChannelBlocked : MemoryFormat::Plain);
   const float* b = bd.defined() ? bd.data<float>() : nullptr;
   // The operands as convolved, and kept for backward.
   Tensor xs = xd, ws = wd;
   kernels::ConvPacking packing;
-  if (precision() == Precision::BF16) {
+  if (bf16) {
     ws = detail::toBf16(wd.data<float>(), wd.shape());
     packing = kernels::convPacking(s);
     if (packing.packed()) {
@@ -139,11 +173,12 @@ Variable conv2d(const Variable& x, const Variable& weight, const Variable& bias,
       kernels::convolve(s, xs.data<BFloat16>(), ws.data<BFloat16>(), b, y.data<float>());
     }
   } else {
-    kernels::convolve(s, xd.data<float>(), wd.data<float>(), b, y.data<float>());
+    kernels::convolve(s, xd.data<float>(), wd.data<float>(), b, y.data<float>(), layout);
   }
   if (!needsGraph({&x, &weight, &bias})) return Variable(std::move(y));
   return record(std::move(y),
-                std::make_shared<Conv2dNode>(s, std::move(xs), std::move(ws), bias.defined(), packing),
+                std::make_shared<Conv2dNode>(s, std::move(xs), std::move(ws), bias.defined(),
+                                             packing, layout),
                 {&x, &weight, &bias});
 }
 
@@ -167,9 +202,18 @@ Variable avgPool2d(const Variable& x, int64_t kernel, int64_t stride, int64_t pa
 }
 
 Variable globalAvgPool2d(const Variable& x) {
-  Tensor xd = detail::contig(x, "global_avg_pool2d", "input");
+  Tensor xd = detail::denseData(x, "global_avg_pool2d", "input");
   DTRAIN_CHECK(xd.dim() == 4, "global_avg_pool2d: expected NCHW input, got ", shapeStr(xd.shape()));
   const int64_t N = xd.size(0), C = xd.size(1), H = xd.size(2), W = xd.size(3);
+  if (xd.blocked()) {  // the model's edge: plain means out of blocked activations
+    Tensor y = Tensor::empty({N, C, 1, 1});
+    kernels::globalAvgPoolBlocked(xd.data<float>(), y.data<float>(), N, C, H * W);
+    Variable out =
+        needsGraph({&x})
+            ? record(std::move(y), std::make_shared<BlockedGlobalPoolNode>(xd.shape()), {&x})
+            : Variable(std::move(y));
+    return flatten(out, 1);
+  }
   kernels::PoolShape s{N, C, H, W, H, W, H, W, 0, 0};
   Tensor y = Tensor::empty({N, C, 1, 1});
   kernels::avgPool2dForward(s, xd.data<float>(), y.data<float>());

@@ -15,6 +15,12 @@ struct ConvShape {
   int64_t outW() const { return (W + 2 * padW - KW) / strideW + 1; }
 };
 
+// Which activations of an fp32 convolution are in MemoryFormat::ChannelBlocked
+// (Tensor.h, Blocked.h) rather than plain NCHW: x (and so gx) and y (and gy).
+struct ConvLayout {
+  bool x = false, y = false;
+};
+
 // y[N, Cout, outH, outW] = conv(x, w) + bias (bias may be null).
 void conv2dForward(const ConvShape& s, const float* x, const float* w, const float* bias, float* y);
 // From gy: gx (may be null: not needed), gw and gbias (may be null). gx/gw/gbias

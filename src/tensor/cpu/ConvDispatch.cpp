@@ -4,6 +4,7 @@
 
 #include "core/Scratch.h"
 #include "tensor/cpu/Bf16.h"
+#include "tensor/cpu/Blocked.h"
 #include "tensor/cpu/Onednn.h"
 #include "tensor/cpu/OnednnConv.h"
 
@@ -20,44 +21,76 @@ const float* widened(const BFloat16* p, int64_t n, int slot) {
   return out;
 }
 
+// Where dtrain's kernels run a pass of a layer whose activations are
+// channel-blocked: plain copies in this thread's scratch `slot`, and blocked
+// results reordered back (the model's edges: the stem reads a plain image).
+const float* plainCopy(const float* p, bool blocked, int64_t N, int64_t C, int64_t S, int slot) {
+  if (!blocked) return p;
+  thread_local ScratchBuffer<float> buffers[3];
+  float* out = buffers[slot].grow(N * C * S);
+  fromChannelBlocked(p, out, N, C, S);
+  return out;
+}
+float* plainOutput(float* p, bool blocked, int64_t n) {
+  if (!blocked) return p;
+  thread_local ScratchBuffer<float> buffer;
+  return buffer.grow(n);
+}
+void blockOutput(const float* plain, float* out, bool blocked, int64_t N, int64_t C, int64_t S) {
+  if (blocked) toChannelBlocked(plain, out, N, C, S);
+}
+
 template <typename T>
-void forward(const ConvShape& s, const T* x, const T* w, const float* bias, float* y) {
+void forward(const ConvShape& s, const T* x, const T* w, const float* bias, float* y,
+             ConvLayout l = {}) {
   constexpr bool bf16 = std::is_same_v<T, BFloat16>;
-  if (convImplFor(s, ConvPass::Forward, bf16) == ConvImpl::OneDnn) {
-    onednn::convForward(s, bf16, x, w, bias, y);
+  if (convImplFor(s, ConvPass::Forward, bf16, l.x || l.y) == ConvImpl::OneDnn) {
+    onednn::convForward(s, bf16, x, w, bias, y, l);
     return;
   }
-  conv2dForward(s, widened(x, s.N * s.Cin * s.H * s.W, 0),
-                widened(w, s.Cout * s.Cin * s.KH * s.KW, 1), bias, y);
+  const int64_t S = s.H * s.W, oS = s.outH() * s.outW();
+  const float* xp = plainCopy(widened(x, s.N * s.Cin * S, 0), l.x, s.N, s.Cin, S, 0);
+  float* yp = plainOutput(y, l.y, s.N * s.Cout * oS);
+  conv2dForward(s, xp, widened(w, s.Cout * s.Cin * s.KH * s.KW, 1), bias, yp);
+  blockOutput(yp, y, l.y, s.N, s.Cout, oS);
 }
 
 template <typename T>
 void backward(const ConvShape& s, const T* x, const T* w, const T* gy, float* gx, float* gw,
-              float* gbias) {
+              float* gbias, ConvLayout l = {}) {
   constexpr bool bf16 = std::is_same_v<T, BFloat16>;
-  const bool dataOnednn = gx && convImplFor(s, ConvPass::BackwardData, bf16) == ConvImpl::OneDnn;
+  const bool blocked = l.x || l.y;
+  const bool dataOnednn =
+      gx && convImplFor(s, ConvPass::BackwardData, bf16, blocked) == ConvImpl::OneDnn;
   const bool weightsOnednn =
-      gw && convImplFor(s, ConvPass::BackwardWeights, bf16) == ConvImpl::OneDnn;
-  if (dataOnednn) onednn::convBackwardData(s, bf16, gy, w, gx);
-  if (weightsOnednn) onednn::convBackwardWeights(s, bf16, x, gy, gw, gbias);
+      gw && convImplFor(s, ConvPass::BackwardWeights, bf16, blocked) == ConvImpl::OneDnn;
+  if (dataOnednn) onednn::convBackwardData(s, bf16, gy, w, gx, l);
+  if (weightsOnednn) onednn::convBackwardWeights(s, bf16, x, gy, gw, gbias, l);
   // What is left runs on dtrain's kernels, which read w only for gx and x only for gw.
   gx = dataOnednn ? nullptr : gx;
   gw = weightsOnednn ? nullptr : gw;
   gbias = weightsOnednn ? nullptr : gbias;
   if (!gx && !gw && !gbias) return;
-  const int64_t ny = s.N * s.Cout * s.outH() * s.outW();
-  conv2dBackward(s, gw ? widened(x, s.N * s.Cin * s.H * s.W, 0) : nullptr,
-                 gx ? widened(w, s.Cout * s.Cin * s.KH * s.KW, 1) : nullptr, widened(gy, ny, 2), gx,
-                 gw, gbias);
+  const int64_t S = s.H * s.W, oS = s.outH() * s.outW();
+  const int64_t nx = s.N * s.Cin * S, ny = s.N * s.Cout * oS;
+  float* gxp = gx ? plainOutput(gx, l.x, nx) : nullptr;
+  conv2dBackward(s, gw ? plainCopy(widened(x, nx, 0), l.x, s.N, s.Cin, S, 0) : nullptr,
+                 gx ? widened(w, s.Cout * s.Cin * s.KH * s.KW, 1) : nullptr,
+                 plainCopy(widened(gy, ny, 2), l.y, s.N, s.Cout, oS, 2), gxp, gw, gbias);
+  if (gx) blockOutput(gxp, gx, l.x, s.N, s.Cin, S);
 }
 
 }  // namespace
 
-ConvImpl convImplFor(const ConvShape& s, ConvPass pass, bool bf16) {
+ConvImpl convImplFor(const ConvShape& s, ConvPass pass, bool bf16, bool blocked) {
   // oneDNN's kernels were measured on AVX-512 only; empty shapes stay with
   // dtrain's kernels, which handle them.
   if (!onednn::hasAvx512() || (bf16 && !onednnConvBf16())) return ConvImpl::Dtrain;
   if (s.N == 0 || s.Cin == 0 || s.Cout == 0) return ConvImpl::Dtrain;
+  // Blocked activations in and out: oneDNN reads and writes them in place,
+  // where dtrain's kernels would reorder both (the 1x1 shortcuts included).
+  const auto full = [](int64_t c) { return c % kChannelBlock == 0; };
+  if (!bf16 && blocked && full(s.Cin) && full(s.Cout)) return ConvImpl::OneDnn;
   // Chosen per layer and pass with bench/ConvBench.cpp (lenet's layers, batch
   // 64 and 10 alike). oneDNN's direct kernels work on blocks of 16 output
   // channels (and, in bf16, pairs of input channels) in blocked layouts that
@@ -81,16 +114,21 @@ ConvImpl convImplFor(const ConvShape& s, ConvPass pass, bool bf16) {
 
 bool onednnConvBf16() { return onednn::supportsBf16(); }
 
-void convolve(const ConvShape& s, const float* x, const float* w, const float* bias, float* y) {
-  forward(s, x, w, bias, y);
+bool convBlockable(const ConvShape& s) {
+  return onednn::hasAvx512() && s.Cout > 0 && s.Cout % kChannelBlock == 0;
+}
+
+void convolve(const ConvShape& s, const float* x, const float* w, const float* bias, float* y,
+              ConvLayout layout) {
+  forward(s, x, w, bias, y, layout);
 }
 void convolve(const ConvShape& s, const BFloat16* x, const BFloat16* w, const float* bias,
               float* y) {
   forward(s, x, w, bias, y);
 }
 void convolveBackward(const ConvShape& s, const float* x, const float* w, const float* gy,
-                      float* gx, float* gw, float* gbias) {
-  backward(s, x, w, gy, gx, gw, gbias);
+                      float* gx, float* gw, float* gbias, ConvLayout layout) {
+  backward(s, x, w, gy, gx, gw, gbias, layout);
 }
 void convolveBackward(const ConvShape& s, const BFloat16* x, const BFloat16* w, const BFloat16* gy,
                       float* gx, float* gw, float* gbias) {

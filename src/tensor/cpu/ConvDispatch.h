@@ -17,16 +17,21 @@ namespace dtrain::kernels {
 enum class ConvPass { Forward, BackwardData, BackwardWeights };  // weights: bias included
 enum class ConvImpl { Dtrain, OneDnn };
 
-ConvImpl convImplFor(const ConvShape& s, ConvPass pass, bool bf16);
+// `blocked`: fp32 activations in the channel-blocked layout (ConvLayout).
+ConvImpl convImplFor(const ConvShape& s, ConvPass pass, bool bf16, bool blocked = false);
+// True where an fp32 convolution of s may keep its activations channel-blocked
+// (ConvLayout): output channels a multiple of 16, and oneDNN's AVX-512 kernels.
+bool convBlockable(const ConvShape& s);
 // True where oneDNN has bf16 convolution kernels (AVX-512).
 bool onednnConvBf16();
 
-void convolve(const ConvShape& s, const float* x, const float* w, const float* bias, float* y);
+void convolve(const ConvShape& s, const float* x, const float* w, const float* bias, float* y,
+              ConvLayout layout = {});
 void convolve(const ConvShape& s, const BFloat16* x, const BFloat16* w, const float* bias,
               float* y);
 // gx, gw, gbias may each be null (not needed).
 void convolveBackward(const ConvShape& s, const float* x, const float* w, const float* gy,
-                      float* gx, float* gw, float* gbias);
+                      float* gx, float* gw, float* gbias, ConvLayout layout = {});
 void convolveBackward(const ConvShape& s, const BFloat16* x, const BFloat16* w, const BFloat16* gy,
                       float* gx, float* gw, float* gbias);
 

@@ -28,6 +28,23 @@ void batchNormBackwardApply(const float* x, const float* g, const float* mean, c
                             const float* meanG, const float* q, float* gx, int64_t N, int64_t C,
                             int64_t S);
 
+// The same four on x in MemoryFormat::ChannelBlocked ([N, C/16, S, 16], C a
+// multiple of 16; Blocked.h), where a vector holds one pixel's 16 channels:
+// the per-element arithmetic is the plain kernels' (apply and backward-apply
+// give the same bits for the same scale/shift or k/meanG/q), the sums add in
+// another order.
+void batchNormSumsBlocked(const float* x, const float* pivot, double* sum, double* sumSq,
+                          int64_t N, int64_t C, int64_t S);
+void batchNormApplyBlocked(const float* x, const float* scale, const float* shift,
+                           const float* residual, bool relu, float* y, int64_t N, int64_t C,
+                           int64_t S);
+void batchNormBackwardSumsBlocked(const float* x, const float* y, const float* gy,
+                                  const float* mean, float* gMasked, double* sumG, double* sumGX,
+                                  int64_t N, int64_t C, int64_t S);
+void batchNormBackwardApplyBlocked(const float* x, const float* g, const float* mean,
+                                   const float* k, const float* meanG, const float* q, float* gx,
+                                   int64_t N, int64_t C, int64_t S);
+
 // LayerNorm over the last D elements of [R, D]. Writes y, saveMean[R], saveInvStd[R].
 void layerNormForward(const float* x, const float* gamma, const float* beta, float* y,
                       float* saveMean, float* saveInvStd, int64_t R, int64_t D, float eps);

@@ -32,9 +32,10 @@ struct Key {
   ConvShape s;
   Pass pass;
   int64_t bf16, bias, threads;  // threads: a primitive may fix its blocking for its team
+  int64_t blockedX, blockedY;   // ConvLayout: the user's activations in nChw16c
   bool operator==(const Key& o) const { return std::memcmp(this, &o, sizeof(Key)) == 0; }
 };
-static_assert(sizeof(Key) == sizeof(ConvShape) + 4 * sizeof(int64_t), "Key has padding");
+static_assert(sizeof(Key) == sizeof(ConvShape) + 6 * sizeof(int64_t), "Key has padding");
 
 // One argument of a primitive: `user` is dtrain's tensor (plain layout, data
 // handle set per call); where the primitive chose another layout, `own` is
@@ -93,6 +94,10 @@ struct Descs {
   static memory::desc any(const memory::dims& d, Dt t) { return memory::desc(d, t, Tag::any); }
   static memory::desc plain(const memory::dims& d, Dt t) {
     return memory::desc(d, t, d.size() == 4 ? Tag::abcd : Tag::a);
+  }
+  // An activation as the caller holds it: plain, or channel-blocked.
+  static memory::desc user(const memory::dims& d, Dt t, bool blocked) {
+    return blocked ? memory::desc(d, t, Tag::nChw16c) : plain(d, t);
   }
 };
 
@@ -180,20 +185,23 @@ Entry makeEntry(const detail::Context& c, const Key& k) {
   };
   Entry e;
   std::vector<Operand>& ops = e.operands;
+  const memory::desc xUser = Descs::user(xd, in, k.blockedX),
+                     yUser = Descs::user(yd, in, k.blockedY),
+                     gxUser = Descs::user(xd, Dt::f32, k.blockedX),
+                     yOut = Descs::user(yd, Dt::f32, k.blockedY);
   if (k.pass == Pass::Forward) {
     e.prim = convolution_forward(fpd);
-    ops.push_back(input(DNNL_ARG_SRC, plain(xd, in), fpd.src_desc(),
-                        packedAs ? &packedAs->src : nullptr));
+    ops.push_back(input(DNNL_ARG_SRC, xUser, fpd.src_desc(), packedAs ? &packedAs->src : nullptr));
     ops.push_back(operand(c, DNNL_ARG_WEIGHTS, false, plain(wd, in), fpd.weights_desc()));
     if (k.bias) ops.push_back(operand(c, DNNL_ARG_BIAS, false, bias, fpd.bias_desc()));
-    ops.push_back(operand(c, DNNL_ARG_DST, true, plain(yd, Dt::f32), fpd.dst_desc()));
+    ops.push_back(operand(c, DNNL_ARG_DST, true, yOut, fpd.dst_desc()));
   } else if (k.pass == Pass::BackwardData) {
     const auto pd = backwardDataPd(c, d, fpd);
     e.prim = convolution_backward_data(pd);
-    ops.push_back(input(DNNL_ARG_DIFF_DST, plain(yd, in), pd.diff_dst_desc(),
+    ops.push_back(input(DNNL_ARG_DIFF_DST, yUser, pd.diff_dst_desc(),
                         packedAs ? &packedAs->diffDst : nullptr));
     ops.push_back(operand(c, DNNL_ARG_WEIGHTS, false, plain(wd, in), pd.weights_desc()));
-    ops.push_back(operand(c, DNNL_ARG_DIFF_SRC, true, plain(xd, Dt::f32), pd.diff_src_desc()));
+    ops.push_back(operand(c, DNNL_ARG_DIFF_SRC, true, gxUser, pd.diff_src_desc()));
   } else {
     const auto d = k.bias ? convolution_backward_weights::desc(alg, any(xd, in), any(wd, Dt::f32),
                                                                bias, any(yd, in), strides, pad, pad)
@@ -201,9 +209,8 @@ Entry makeEntry(const detail::Context& c, const Key& k) {
                                                                any(yd, in), strides, pad, pad);
     const convolution_backward_weights::primitive_desc pd(d, c.engine, fpd);
     e.prim = convolution_backward_weights(pd);
-    ops.push_back(input(DNNL_ARG_SRC, plain(xd, in), pd.src_desc(),
-                        packedAs ? &packedAs->src : nullptr));
-    ops.push_back(input(DNNL_ARG_DIFF_DST, plain(yd, in), pd.diff_dst_desc(),
+    ops.push_back(input(DNNL_ARG_SRC, xUser, pd.src_desc(), packedAs ? &packedAs->src : nullptr));
+    ops.push_back(input(DNNL_ARG_DIFF_DST, yUser, pd.diff_dst_desc(),
                         packedAs ? &packedAs->diffDst : nullptr));
     ops.push_back(
         operand(c, DNNL_ARG_DIFF_WEIGHTS, true, plain(wd, Dt::f32), pd.diff_weights_desc()));
@@ -223,13 +230,15 @@ std::string describe(const ConvShape& s) {
 // data in Entry::operands' order, those whose bit is set in `packedMask`
 // (bf16 src and diff_dst only) in their packed layouts.
 void run(const ConvShape& s, Pass pass, bool bf16, bool bias,
-         std::initializer_list<const void*> ptrs, unsigned packedMask = 0) {
+         std::initializer_list<const void*> ptrs, unsigned packedMask = 0, ConvLayout layout = {}) {
   DTRAIN_CHECK(
       s.N > 0 && s.Cin > 0 && s.Cout > 0 && s.KH > 0 && s.KW > 0 && s.outH() > 0 && s.outW() > 0,
       "oneDNN convolution: empty or invalid shape ", describe(s));
   detail::Context& c = detail::context();
   Cache& cached = cache();
-  const Key k{s, pass, bf16, bias, c.threads};
+  DTRAIN_CHECK(!bf16 || (!layout.x && !layout.y),
+               "oneDNN convolution: bf16 operands are never channel-blocked");
+  const Key k{s, pass, bf16, bias, c.threads, layout.x, layout.y};
   auto it = cached.find(k);
   if (it == cached.end()) {
     if (cached.size() >= 256) cached.clear();  // training sees a few shapes; bound odd uses
@@ -273,23 +282,24 @@ void run(const ConvShape& s, Pass pass, bool bf16, bool bias,
 }  // namespace
 
 void convForward(const ConvShape& s, bool bf16, const void* x, const void* w, const float* bias,
-                 float* y) {
+                 float* y, ConvLayout layout) {
   if (bias)
-    run(s, Pass::Forward, bf16, true, {x, w, bias, y});
+    run(s, Pass::Forward, bf16, true, {x, w, bias, y}, 0, layout);
   else
-    run(s, Pass::Forward, bf16, false, {x, w, y});
+    run(s, Pass::Forward, bf16, false, {x, w, y}, 0, layout);
 }
 
-void convBackwardData(const ConvShape& s, bool bf16, const void* gy, const void* w, float* gx) {
-  run(s, Pass::BackwardData, bf16, false, {gy, w, gx});
+void convBackwardData(const ConvShape& s, bool bf16, const void* gy, const void* w, float* gx,
+                      ConvLayout layout) {
+  run(s, Pass::BackwardData, bf16, false, {gy, w, gx}, 0, layout);
 }
 
 void convBackwardWeights(const ConvShape& s, bool bf16, const void* x, const void* gy, float* gw,
-                         float* gbias) {
+                         float* gbias, ConvLayout layout) {
   if (gbias)
-    run(s, Pass::BackwardWeights, bf16, true, {x, gy, gw, gbias});
+    run(s, Pass::BackwardWeights, bf16, true, {x, gy, gw, gbias}, 0, layout);
   else
-    run(s, Pass::BackwardWeights, bf16, false, {x, gy, gw});
+    run(s, Pass::BackwardWeights, bf16, false, {x, gy, gw}, 0, layout);
 }
 
 namespace {

@@ -10,14 +10,17 @@
 
 namespace dtrain::kernels::onednn {
 
-// y = conv(x, w) + bias (bias may be null).
+// y = conv(x, w) + bias (bias may be null). `layout` (fp32 only) says which
+// activations are channel-blocked (nChw16c): where the primitive chose that
+// layout too, they are read and written in place, with no reorder.
 void convForward(const ConvShape& s, bool bf16, const void* x, const void* w, const float* bias,
-                 float* y);
+                 float* y, ConvLayout layout = {});
 // gx from gy and w.
-void convBackwardData(const ConvShape& s, bool bf16, const void* gy, const void* w, float* gx);
+void convBackwardData(const ConvShape& s, bool bf16, const void* gy, const void* w, float* gx,
+                      ConvLayout layout = {});
 // gw and (unless null) gbias from x and gy.
 void convBackwardWeights(const ConvShape& s, bool bf16, const void* x, const void* gy, float* gw,
-                         float* gbias);
+                         float* gbias, ConvLayout layout = {});
 
 // Packed operands (bf16 only): an activation x (Src) or output gradient gy
 // (DiffDst) converted from fp32 NCHW straight into the blocked bf16 layout

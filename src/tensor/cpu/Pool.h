@@ -19,4 +19,10 @@ void maxPool2dBackward(const PoolShape& s, const float* gy, const int32_t* argma
 void avgPool2dForward(const PoolShape& s, const float* x, float* y);
 void avgPool2dBackward(const PoolShape& s, const float* gy, float* gx);
 
+// Global average pooling of x channel-blocked ([N, C/16, S, 16], Blocked.h)
+// into plain y [N, C], summed in the order avgPool2dForward sums (the same
+// bits); the backward spreads gy / S over gx, blocked.
+void globalAvgPoolBlocked(const float* x, float* y, int64_t N, int64_t C, int64_t S);
+void globalAvgPoolBackwardBlocked(const float* gy, float* gx, int64_t N, int64_t C, int64_t S);
+
 }  // namespace dtrain::kernels
