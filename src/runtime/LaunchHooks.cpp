@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <thread>
 #include <utility>
 
 #include "core/StopSignal.h"
@@ -67,7 +68,13 @@ void afterStepForLaunch(int64_t step, int rank, bool reporter) {
     if (!s || std::sscanf(s, "%d:%lld", &r, &k) != 2) return std::pair<int, int64_t>{-1, -1};
     return std::pair<int, int64_t>{r, k};
   }();
-  if (rank == stopAt.first && step == stopAt.second) std::raise(SIGSTOP);  // the heartbeat too
+  if (rank == stopAt.first && step == stopAt.second) {
+    // A rank that stops has been beating for a while: give the heartbeat (a
+    // beat every <= 1 s) time to carry this step's state before the whole
+    // process, the heartbeat too, stops; a run of a few steps is over sooner.
+    std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+    std::raise(SIGSTOP);
+  }
   if (step == dieAt && rank == dieRank) {
     std::fprintf(stderr, "dtrain: rank %d: DTRAIN_TEST_DIE_AT_STEP=%lld: exiting as a lost host\n",
                  rank, static_cast<long long>(step));
